@@ -1,0 +1,40 @@
+# The two commands a new user runs: `make demo` and `make test`. Both set everything up first.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+export SPARK_LOCAL_IP := 127.0.0.1
+
+.PHONY: setup demo test check lint typecheck bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@command -v java >/dev/null 2>&1 || { echo "installing a Java runtime (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null; }
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/cqlcdc run examples/quickstart.cql --data-dir $(or $(DATA_DIR),$(shell mktemp -d))
+
+test: setup lint typecheck
+	$(PY) -m pytest -q
+
+check: test
+
+lint: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+typecheck: setup
+	$(VENV)/bin/mypy
+
+bench: setup
+	$(PY) benchmarks/ingest.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

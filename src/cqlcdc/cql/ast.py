@@ -1,0 +1,537 @@
+"""The CQL abstract syntax tree: frozen, slotted dataclasses named for what they are.
+
+Identifiers are already normalised by the parser: unquoted names are lower-cased, quoted
+names keep their case (``"cdc$time"`` -> ``cdc$time``). Literals stay untyped (``Constant``
+with its token kind and text) until a column's type interprets them (``cqlcdc.types``).
+
+>>> Constant(kind="integer", text="42")
+Constant(kind='integer', text='42')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+# ---------------------------------------------------------------------------------------------
+# Terms (values written in statements)
+
+ConstantKind = Literal[
+    "string",  # 'text' or $$text$$ (text holds the unescaped value)
+    "integer",  # 42, -7 (text holds the digits with sign)
+    "float",  # 1.5, -2e10, NaN, Infinity, -Infinity
+    "boolean",  # true / false (text lower-cased)
+    "uuid",  # 123e4567-e89b-12d3-a456-426614174000 (text lower-cased)
+    "hex",  # 0xCAFE (text lower-cased, with 0x)
+    "duration",  # 1h30m, P1D, PT2H (text as written)
+    "null",  # null (text 'null')
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Constant:
+    """A literal token: its kind and its text (strings unescaped, the rest as written)."""
+
+    kind: ConstantKind
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class BindMarker:
+    """``?`` (name None) or ``:name``: a value bound at execution (prepared statements)."""
+
+    name: str | None = None
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ListLiteral:
+    """``[a, b, ...]``."""
+
+    items: tuple[Term, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SetLiteral:
+    """``{a, b, ...}`` with at least one element (``{}`` parses as an empty MapLiteral)."""
+
+    items: tuple[Term, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MapLiteral:
+    """``{k: v, ...}``; also the empty ``{}``, which a set or map column may accept."""
+
+    entries: tuple[tuple[Term, Term], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UdtLiteral:
+    """``{field: value, ...}`` where every key is an identifier (normalised like a column)."""
+
+    fields: tuple[tuple[str, Term], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TupleLiteral:
+    """``(a, b, ...)`` with two or more items, or a parenthesised value list in ``IN (...)``."""
+
+    items: tuple[Term, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCall:
+    """``name(args)``: now(), uuid(), currenttimestamp(), SCYLLA_TIMEUUID_LIST_INDEX(u), ...
+
+    ``name`` is lower-cased unless quoted. ``args`` are Terms, except in a SELECT selector,
+    where an argument may also name a column (``writetime(v)``: ``ColumnRef('v')``;
+    ``count(*)``: ``ColumnRef('*')``).
+    """
+
+    name: str
+    args: tuple[Term | ColumnRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TypeCast:
+    """``(type) term``."""
+
+    type: TypeRef
+    term: Term
+
+
+Term: TypeAlias = (
+    Constant
+    | BindMarker
+    | ListLiteral
+    | SetLiteral
+    | MapLiteral
+    | UdtLiteral
+    | TupleLiteral
+    | FunctionCall
+    | TypeCast
+)
+
+# ---------------------------------------------------------------------------------------------
+# Types as written in DDL
+
+
+@dataclass(frozen=True, slots=True)
+class TypeRef:
+    """A type as written: ``int``, ``map<int, text>``, ``frozen<ks.ut>``, ``tuple<int, text>``.
+
+    ``name`` is lower-cased for native and parameterised types (``int``, ``varchar``,
+    ``list``, ``set``, ``map``, ``tuple``, ``frozen``, ``vector``); for a user-defined type it
+    is the UDT name (normalised like an identifier) and ``keyspace`` may name its keyspace.
+    ``params`` holds the type parameters; ``vector<float, 3>`` keeps the dimension in
+    ``size``.
+    """
+
+    name: str
+    params: tuple[TypeRef, ...] = ()
+    keyspace: str | None = None
+    size: int | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared statement parts
+
+
+@dataclass(frozen=True, slots=True)
+class QualifiedName:
+    """``ks.name`` or ``name`` (keyspace None: the session's current keyspace)."""
+
+    keyspace: str | None
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Using:
+    """``USING TIMESTAMP t AND TTL s`` (either may be absent)."""
+
+    timestamp: Term | None = None
+    ttl: Term | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnRef:
+    """A column in a WHERE clause or selector."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRef:
+    """``token(c1, c2, ...)`` on the left of a relation."""
+
+    columns: tuple[str, ...]
+
+
+RelationOperator = Literal["=", "<", "<=", ">", ">=", "!=", "IN", "CONTAINS", "CONTAINS KEY"]
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """One WHERE condition.
+
+    Single column: ``ck >= 3`` -> ``Relation(("ck",), ">=", Constant(...))``.
+    Multi-column: ``(ck1, ck2) > (1, 2)`` -> ``Relation(("ck1", "ck2"), ">", TupleLiteral(...))``.
+    ``IN``: ``value`` is a TupleLiteral of the listed terms (or a BindMarker).
+    ``token(pk) > 5``: ``token`` is True and ``columns`` are the token's arguments.
+    ``m['k'] = 1`` (map element): ``key`` holds the element key.
+    """
+
+    columns: tuple[str, ...]
+    operator: RelationOperator
+    value: Term
+    token: bool = False
+    key: Term | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """An LWT condition ``IF col = value`` (``key``/``field`` for ``m[k]`` / ``u.f``)."""
+
+    column: str
+    operator: RelationOperator
+    value: Term
+    key: Term | None = None
+    field: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# UPDATE assignments (one class per SET form of the spec)
+
+
+@dataclass(frozen=True, slots=True)
+class SetColumn:
+    """``x = v`` (also ``x = null``, ``x = {}``)."""
+
+    column: str
+    value: Term
+
+
+@dataclass(frozen=True, slots=True)
+class AddTo:
+    """``x = x + v`` (collection append / union; counter increment ``c = c + 1``)."""
+
+    column: str
+    value: Term
+
+
+@dataclass(frozen=True, slots=True)
+class Prepend:
+    """``l = [...] + l``."""
+
+    column: str
+    value: Term
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveFrom:
+    """``x = x - v`` (map keys / set elements / list values; counter decrement)."""
+
+    column: str
+    value: Term
+
+
+@dataclass(frozen=True, slots=True)
+class SetElement:
+    """``m[k] = v``, ``l[i] = v``, ``l[SCYLLA_TIMEUUID_LIST_INDEX(u)] = v``.
+
+    ``key`` is the subscript term; for the timeuuid form it is a FunctionCall named
+    ``scylla_timeuuid_list_index``.
+    """
+
+    column: str
+    key: Term
+    value: Term
+
+
+@dataclass(frozen=True, slots=True)
+class SetField:
+    """``u.f = v`` on a non-frozen UDT column."""
+
+    column: str
+    field: str
+    value: Term
+
+
+Assignment: TypeAlias = SetColumn | AddTo | Prepend | RemoveFrom | SetElement | SetField
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTarget:
+    """What a DELETE names: ``x``, ``m[k]``, ``l[i]`` or ``u.f``."""
+
+    column: str
+    key: Term | None = None
+    field: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# DDL
+
+
+@dataclass(frozen=True, slots=True)
+class CreateKeyspace:
+    name: str
+    replication: tuple[tuple[str, str], ...] = ()
+    durable_writes: bool = True
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterKeyspace:
+    name: str
+    replication: tuple[tuple[str, str], ...] = ()
+    durable_writes: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DropKeyspace:
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UseKeyspace:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class CreateType:
+    name: QualifiedName
+    fields: tuple[tuple[str, TypeRef], ...]
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterType:
+    """``ALTER TYPE t ADD f type`` (``add``) or ``ALTER TYPE t RENAME a TO b AND ...``."""
+
+    name: QualifiedName
+    add: tuple[str, TypeRef] | None = None
+    renames: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DropType:
+    name: QualifiedName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDef:
+    name: str
+    type: TypeRef
+    static: bool = False
+
+
+# An option value: a constant, a map literal (``cdc = {...}``), or for YDB-style changefeed
+# options an ``Interval('PT1S')`` FunctionCall.
+OptionValue: TypeAlias = Term
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTable:
+    """CREATE TABLE. ``options`` keeps every ``WITH`` option in order (name lower-cased).
+
+    ``partition_key``/``clustering_key`` come from ``PRIMARY KEY`` (inline or separate);
+    ``clustering_order`` from ``CLUSTERING ORDER BY`` (ASC/DESC upper-cased).
+    """
+
+    name: QualifiedName
+    columns: tuple[ColumnDef, ...]
+    partition_key: tuple[str, ...]
+    clustering_key: tuple[str, ...] = ()
+    clustering_order: tuple[tuple[str, str], ...] = ()
+    options: tuple[tuple[str, OptionValue], ...] = ()
+    compact_storage: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AddColumns:
+    columns: tuple[ColumnDef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DropColumns:
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RenameColumns:
+    renames: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterColumnType:
+    column: str
+    type: TypeRef
+
+
+@dataclass(frozen=True, slots=True)
+class SetOptions:
+    options: tuple[tuple[str, OptionValue], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AddChangefeed:
+    """``ADD CHANGEFEED name WITH (MODE = '...', FORMAT = '...', ...)`` (option names upper)."""
+
+    name: str
+    options: tuple[tuple[str, OptionValue], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DropChangefeed:
+    name: str
+
+
+AlterTableAction: TypeAlias = (
+    AddColumns
+    | DropColumns
+    | RenameColumns
+    | AlterColumnType
+    | SetOptions
+    | AddChangefeed
+    | DropChangefeed
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AlterTable:
+    name: QualifiedName
+    action: AlterTableAction
+
+
+@dataclass(frozen=True, slots=True)
+class DropTable:
+    name: QualifiedName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Truncate:
+    name: QualifiedName
+
+
+DescribeKind = Literal[
+    "TABLE", "TYPE", "KEYSPACE", "TABLES", "TYPES", "KEYSPACES", "SCHEMA", "CLUSTER"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Describe:
+    """DESCRIBE / DESC. ``name`` is None for the plural forms and SCHEMA/CLUSTER.
+
+    For KEYSPACE, ``name.name`` is the keyspace and ``name.keyspace`` is None.
+    """
+
+    kind: DescribeKind
+    name: QualifiedName | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# DML
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    table: QualifiedName
+    columns: tuple[str, ...]
+    values: tuple[Term, ...]
+    using: Using = Using()
+    if_not_exists: bool = False
+    json: Term | None = None  # INSERT ... JSON '...': columns/values empty, this holds the text
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    table: QualifiedName
+    assignments: tuple[Assignment, ...]
+    where: tuple[Relation, ...]
+    using: Using = Using()
+    if_exists: bool = False
+    conditions: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """DELETE. ``targets`` empty means a row, range or partition delete (by the WHERE)."""
+
+    table: QualifiedName
+    targets: tuple[DeleteTarget, ...]
+    where: tuple[Relation, ...]
+    using: Using = Using()
+    if_exists: bool = False
+    conditions: tuple[Condition, ...] = ()
+
+
+ModificationStatement: TypeAlias = Insert | Update | Delete
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """BEGIN [UNLOGGED | COUNTER] BATCH [USING TIMESTAMP t] ... APPLY BATCH."""
+
+    kind: Literal["LOGGED", "UNLOGGED", "COUNTER"]
+    statements: tuple[ModificationStatement, ...]
+    using: Using = Using()
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """One item of a SELECT list: a column, or a function of columns, with an optional alias.
+
+    ``expr`` is a ColumnRef (``pk``, ``"cdc$time"``) or a FunctionCall whose args are
+    ColumnRefs or Terms (``writetime(v)``, ``ttl(v)``, ``token(pk)``, ``count(*)`` with a
+    ``ColumnRef('*')`` argument).
+    """
+
+    expr: ColumnRef | FunctionCall
+    alias: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ordering:
+    column: str
+    descending: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Select:
+    """SELECT. ``selectors`` empty means ``*``."""
+
+    table: QualifiedName
+    selectors: tuple[Selector, ...]
+    where: tuple[Relation, ...] = ()
+    order_by: tuple[Ordering, ...] = ()
+    limit: Term | None = None
+    per_partition_limit: Term | None = None
+    allow_filtering: bool = False
+    distinct: bool = False
+    json: bool = False
+
+
+Statement: TypeAlias = (
+    CreateKeyspace
+    | AlterKeyspace
+    | DropKeyspace
+    | UseKeyspace
+    | CreateType
+    | AlterType
+    | DropType
+    | CreateTable
+    | AlterTable
+    | DropTable
+    | Truncate
+    | Describe
+    | Insert
+    | Update
+    | Delete
+    | Batch
+    | Select
+)

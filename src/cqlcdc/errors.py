@@ -1,0 +1,135 @@
+"""Every exception cqlcdc raises, each carrying its CQL native-protocol error code.
+
+The classes and codes follow the CQL protocol (and the python driver's names), so a client
+that knows ScyllaDB's errors knows ours:
+
+>>> InvalidRequest("Undefined column name x").code
+8704
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class CqlError(Exception):
+    """Base of every error a CQL statement can produce.
+
+    Attributes:
+        code: the CQL native protocol error code of the class.
+        message: the human-readable message (ScyllaDB's wording where the spec shows it).
+    """
+
+    code: ClassVar[int] = 0x0000
+    by_code: ClassVar[dict[int, type[CqlError]]] = {}
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        CqlError.by_code.setdefault(cls.code, cls)
+
+    @property
+    def class_name(self) -> str:
+        """The protocol-level name of the error class, e.g. ``InvalidRequest``."""
+        return type(self).__name__
+
+
+class ServerError(CqlError):
+    """An internal failure of the engine (a bug or an I/O failure), never bad input."""
+
+    code = 0x0000
+
+
+class ProtocolError(CqlError):
+    code = 0x000A
+
+
+class Unavailable(CqlError):
+    code = 0x1000
+
+
+class Overloaded(CqlError):
+    code = 0x1001
+
+
+class WriteTimeout(CqlError):
+    """The write was not acknowledged in time; it may or may not be applied later."""
+
+    code = 0x1100
+
+
+class ReadFailure(CqlError):
+    code = 0x1300
+
+
+class WriteFailure(CqlError):
+    code = 0x1500
+
+
+class CqlSyntaxError(CqlError):
+    """The statement text does not parse. Carries the 1-based line and column of the fault."""
+
+    code = 0x2000
+
+    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
+        where = f"line {line}:{column} " if line else ""
+        super().__init__(f"{where}{message}")
+        self.line = line
+        self.column = column
+
+
+class Unauthorized(CqlError):
+    code = 0x2100
+
+
+class InvalidRequest(CqlError):
+    """The statement parses but is not valid for the schema or the data."""
+
+    code = 0x2200
+
+
+class ConfigurationError(CqlError):
+    """A DDL statement asks for an impossible schema or option."""
+
+    code = 0x2300
+
+
+class AlreadyExists(ConfigurationError):
+    """CREATE of a keyspace, table or type that exists (without IF NOT EXISTS)."""
+
+    code = 0x2400
+
+    def __init__(self, message: str, keyspace: str = "", table: str = "") -> None:
+        super().__init__(message)
+        self.keyspace = keyspace
+        self.table = table
+
+
+class Unprepared(CqlError):
+    code = 0x2500
+
+
+class CorruptIngestFile(ServerError):
+    """A durable ingest file is damaged; the engine refuses to skip it silently."""
+
+
+__all__ = [
+    "AlreadyExists",
+    "ConfigurationError",
+    "CorruptIngestFile",
+    "CqlError",
+    "CqlSyntaxError",
+    "InvalidRequest",
+    "Overloaded",
+    "ProtocolError",
+    "ReadFailure",
+    "ServerError",
+    "Unauthorized",
+    "Unavailable",
+    "Unprepared",
+    "WriteFailure",
+    "WriteTimeout",
+]

@@ -1,0 +1,335 @@
+"""Output tables: data files written anywhere, committed by the driver, read at a manifest.
+
+Executors (or the driver) write Parquet files into a Delta table's directory and describe
+them as :class:`DataFile`; the driver commits them with the batch id as the Delta app
+transaction version, so a replayed batch is recognised and not committed twice.
+
+>>> Manifest(batch_id=-1, max_seq=0, versions={}).version_of("base/ks.t") is None
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Schema, Transaction
+from deltalake.transaction import AddAction, create_table_with_add_actions
+
+from cqlcdc.errors import ServerError
+
+MANIFEST_NAME = "manifest.json"
+
+# Arrow schema of the file descriptions executors send back to the driver.
+DATA_FILE_SCHEMA = pa.schema(
+    [
+        pa.field("output", pa.string(), nullable=False),
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("size", pa.int64(), nullable=False),
+        pa.field("num_records", pa.int64(), nullable=False),
+        pa.field("modification_time", pa.int64(), nullable=False),
+        pa.field("stats", pa.string(), nullable=False),
+        pa.field("schema", pa.binary(), nullable=False),
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DataFile:
+    """A Parquet file written into an output table's directory, not yet committed.
+
+    Attributes:
+        output: the output table name, e.g. ``base/ks.t``.
+        path: the file path relative to the table root.
+        size: bytes.
+        num_records: rows.
+        modification_time: ms since the epoch.
+        stats: Delta statistics JSON (numRecords, min/max of integer columns, null counts).
+        schema: the file's Arrow schema, IPC-serialized.
+    """
+
+    output: str
+    path: str
+    size: int
+    num_records: int
+    modification_time: int
+    stats: str
+    schema: bytes
+
+    def arrow_schema(self) -> pa.Schema:
+        """The file's Arrow schema."""
+        return pa.ipc.read_schema(pa.py_buffer(self.schema))
+
+
+def data_files_to_arrow(files: Iterable[DataFile]) -> pa.Table:
+    """Pack file descriptions as rows of :data:`DATA_FILE_SCHEMA`."""
+    rows = list(files)
+    return pa.Table.from_pydict(
+        {name: [getattr(f, name) for f in rows] for name in DATA_FILE_SCHEMA.names},
+        schema=DATA_FILE_SCHEMA,
+    )
+
+
+def data_files_from_arrow(table: pa.Table) -> list[DataFile]:
+    """Unpack rows of :data:`DATA_FILE_SCHEMA`."""
+    return [DataFile(**row) for row in table.to_pylist()]
+
+
+def table_dir(tables_dir: str | Path, output: str) -> Path:
+    """The directory of output table `output` (names like ``log/ks.t`` nest)."""
+    return Path(tables_dir) / output
+
+
+def _delta_stats(table: pa.Table) -> str:
+    # Delta file statistics let readers skip files (e.g. by bucket). Min/max only for integer
+    # columns, where they are exact; Delta's truncation rules for strings are not needed here.
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, int] = {}
+    for name, column in zip(table.column_names, table.columns):
+        kind = column.type
+        if pa.types.is_nested(kind):
+            continue
+        nulls[name] = column.null_count
+        if pa.types.is_integer(kind) and column.null_count < len(column):
+            bounds = pc.min_max(column)
+            mins[name] = bounds["min"].as_py()
+            maxs[name] = bounds["max"].as_py()
+    return json.dumps(
+        {"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+    )
+
+
+def write_data_file(
+    tables_dir: str | Path, output: str, rows: pa.Table, batch_id: int, bucket: int
+) -> DataFile:
+    """Write `rows` as one new Parquet file into the table directory of `output`.
+
+    The name is unique per attempt, so a replay never overwrites a committed file; files of an
+    attempt that is not committed are never referenced and can be deleted.
+    """
+    root = table_dir(tables_dir, output)
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"part-{batch_id:010d}-b{bucket:05d}-{uuid.uuid4().hex}.parquet"
+    path = root / name
+    with open(path, "wb") as sink:
+        pq.write_table(rows, sink, compression="zstd")
+        sink.flush()
+        os.fsync(sink.fileno())
+    return DataFile(
+        output=output,
+        path=name,
+        size=path.stat().st_size,
+        num_records=rows.num_rows,
+        modification_time=int(time.time() * 1000),
+        stats=_delta_stats(rows),
+        schema=rows.schema.serialize().to_pybytes(),
+    )
+
+
+def _transaction(app_id: str, batch_id: int) -> CommitProperties:
+    return CommitProperties(app_transactions=[Transaction(app_id, batch_id)])
+
+
+def commit_output(
+    tables_dir: str | Path, output: str, files: list[DataFile], app_id: str, batch_id: int
+) -> int:
+    """Commit `files` to output table `output` as one Delta commit, exactly once per batch.
+
+    If the table already records app transaction ``app_id`` at version >= `batch_id`, this
+    batch (a replay) already landed: the new files are deleted instead of committed.
+
+    Returns:
+        The table's Delta version after the commit (or the already committed one).
+    """
+    root = table_dir(tables_dir, output)
+    uri = str(root)
+    schema = pa.unify_schemas([f.arrow_schema() for f in files])
+    actions = [
+        AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files
+    ]
+    if not DeltaTable.is_deltatable(uri):
+        create_table_with_add_actions(
+            uri,
+            Schema.from_arrow(schema),
+            actions,
+            mode="error",
+            commit_properties=_transaction(app_id, batch_id),
+        )
+        return DeltaTable(uri).version()
+    table = DeltaTable(uri)
+    committed = table.transaction_version(app_id)
+    if committed is not None and committed >= batch_id:
+        for f in files:
+            (root / f.path).unlink(missing_ok=True)
+        return table.version()
+    table.create_write_transaction(
+        actions, mode="append", schema=schema, commit_properties=_transaction(app_id, batch_id)
+    )
+    table.update_incremental()
+    return table.version()
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """The last batch committed in every output table, and each table's version after it.
+
+    Attributes:
+        batch_id: the streaming batch id (-1 before the first batch).
+        max_seq: the highest ingest seq applied by that batch or any earlier one.
+        versions: Delta version of every output table, as of that batch.
+    """
+
+    batch_id: int
+    max_seq: int
+    versions: dict[str, int] = field(default_factory=dict)
+
+    def version_of(self, output: str) -> int | None:
+        """The version of `output` in this manifest, or None if the table did not exist."""
+        return self.versions.get(output)
+
+    @classmethod
+    def load(cls, data_dir: str | Path) -> Manifest:
+        """Read the manifest of `data_dir` (an empty one if no batch committed yet)."""
+        path = Path(data_dir) / MANIFEST_NAME
+        try:
+            raw = json.loads(path.read_text())
+        except FileNotFoundError:
+            return cls(batch_id=-1, max_seq=0)
+        except (OSError, ValueError) as err:
+            raise ServerError(f"Cannot read manifest {path}: {err}") from err
+        return cls(
+            batch_id=int(raw["batch_id"]),
+            max_seq=int(raw["max_seq"]),
+            versions={str(k): int(v) for k, v in raw["versions"].items()},
+        )
+
+    def save(self, data_dir: str | Path) -> None:
+        """Write atomically: temp file, fsync, rename over the old one, fsync the directory."""
+        directory = Path(data_dir)
+        tmp = directory / f".{MANIFEST_NAME}.{uuid.uuid4().hex}.tmp"
+        body = {"batch_id": self.batch_id, "max_seq": self.max_seq, "versions": self.versions}
+        with open(tmp, "w") as sink:
+            json.dump(body, sink, sort_keys=True)
+            sink.flush()
+            os.fsync(sink.fileno())
+        os.replace(tmp, directory / MANIFEST_NAME)
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+FilterType = list[tuple[str, str, Any]]
+
+
+class VersionedReader:
+    """Reads output tables at fixed versions; picklable, so executors can use it too.
+
+    This is the :class:`~cqlcdc.pipeline.records.StateReader` handed to the core: it reads at
+    the versions of the last complete batch (the manifest).
+    """
+
+    def __init__(self, tables_dir: str | Path, versions: dict[str, int]) -> None:
+        self.tables_dir = str(tables_dir)
+        self.versions = dict(versions)
+        self._tables: dict[str, DeltaTable] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"tables_dir": self.tables_dir, "versions": self.versions}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.tables_dir = state["tables_dir"]
+        self.versions = state["versions"]
+        self._tables = {}
+
+    def _table(self, output: str) -> DeltaTable | None:
+        version = self.versions.get(output)
+        if version is None:
+            return None
+        table = self._tables.get(output)
+        if table is None:
+            table = DeltaTable(str(table_dir(self.tables_dir, output)), version=version)
+            self._tables[output] = table
+        return table
+
+    def read(self, output: str, bucket: int, pks: list[bytes]) -> pa.Table:
+        """Rows of `output` with this `bucket` and a `pk` in `pks` (see StateReader)."""
+        table = self._table(output)
+        if table is None:
+            return pa.table({})
+        dataset = table.to_pyarrow_dataset(file_pruning_predicate=[("bucket", "=", bucket)])
+        wanted = pa.array(pks, type=dataset.schema.field("pk").type)
+        condition = (ds.field("bucket") == bucket) & ds.field("pk").isin(wanted)
+        return dataset.to_table(filter=condition)
+
+    def scan(
+        self,
+        output: str,
+        filters: FilterType | ds.Expression | None = None,
+        columns: list[str] | None = None,
+    ) -> pa.Table:
+        """All rows of `output` at its version matching `filters` (tuples or an expression)."""
+        table = self._table(output)
+        if table is None:
+            return pa.table({})
+        if isinstance(filters, ds.Expression):
+            return table.to_pyarrow_dataset().to_table(filter=filters, columns=columns)
+        return table.to_pyarrow_table(filters=filters, columns=columns)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A consistent view of every output table: all as of one committed batch.
+
+    Attributes:
+        batch_id: the batch the view is at (-1: nothing committed yet).
+        max_seq: every ingest record with seq <= this is visible, none above.
+    """
+
+    tables_dir: Path
+    manifest: Manifest
+
+    @property
+    def batch_id(self) -> int:
+        return self.manifest.batch_id
+
+    @property
+    def max_seq(self) -> int:
+        return self.manifest.max_seq
+
+    def outputs(self) -> list[str]:
+        """The output tables in this snapshot, sorted."""
+        return sorted(self.manifest.versions)
+
+    def version_of(self, output: str) -> int | None:
+        """The Delta version of `output` in this snapshot, or None if it does not exist yet."""
+        return self.manifest.version_of(output)
+
+    def read(
+        self,
+        output: str,
+        filters: FilterType | ds.Expression | None = None,
+        columns: list[str] | None = None,
+    ) -> pa.Table:
+        """Rows of `output` at this snapshot's version (an empty table if it does not exist).
+
+        Args:
+            output: the output table name.
+            filters: DNF tuples as for ``DeltaTable.to_pyarrow_table`` or a pyarrow expression.
+            columns: the columns to read (all if None).
+        """
+        return VersionedReader(self.tables_dir, self.manifest.versions).scan(
+            output, filters, columns
+        )

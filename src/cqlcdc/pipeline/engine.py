@@ -1,0 +1,359 @@
+"""The streaming engine: ingest files -> micro-batches -> the core per bucket -> Delta commits.
+
+>>> engine = Engine("/tmp/data", processor, get_spark())  # doctest: +SKIP
+>>> engine.start(); IngestLog(engine.ingest_dir).append(records); engine.wait_for(seq, 5.0)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from cqlcdc.errors import CorruptIngestFile, ServerError, WriteTimeout
+from cqlcdc.pipeline.commit import (
+    DATA_FILE_SCHEMA,
+    DataFile,
+    Manifest,
+    Snapshot,
+    VersionedReader,
+    commit_output,
+    data_files_from_arrow,
+    data_files_to_arrow,
+    write_data_file,
+)
+from cqlcdc.pipeline.ingest import parse_ingest_file_name, read_ingest_file
+from cqlcdc.pipeline.records import INGEST_SCHEMA, BucketProcessor
+
+INGEST_DDL = (
+    "seq BIGINT NOT NULL, table_id STRING NOT NULL, schema_version INT NOT NULL, "
+    "bucket INT NOT NULL, token BIGINT NOT NULL, pk BINARY NOT NULL, payload BINARY NOT NULL"
+)
+_GROUP_ORDER = ["table_id", "bucket", "token", "pk", "seq"]
+
+
+def _local_path(uri: str) -> str:
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme in ("", "file") else uri
+
+
+def process_groups(
+    records: pa.Table,
+    processor: BucketProcessor,
+    tables_dir: str,
+    versions: dict[str, int],
+    batch_id: int,
+) -> list[DataFile]:
+    """Run the core on every (table_id, bucket) group of `records` and write its outputs.
+
+    The same function runs in the driver (small batches) and in executors (large ones).
+
+    Args:
+        records: ingest rows, in any order.
+        processor: the core.
+        tables_dir: root of the output tables.
+        versions: the output versions the core's state reads see (the manifest's).
+        batch_id: the micro-batch id, used in data file names.
+
+    Returns:
+        The data files written, one per (group, output) with rows.
+    """
+    if records.num_rows == 0:
+        return []
+    records = records.sort_by([(name, "ascending") for name in _GROUP_ORDER])
+    table_ids = records.column("table_id")
+    buckets = records.column("bucket")
+    changed = pc.or_(
+        pc.not_equal(table_ids.slice(1), table_ids.slice(0, len(table_ids) - 1)),
+        pc.not_equal(buckets.slice(1), buckets.slice(0, len(buckets) - 1)),
+    )
+    starts = [0, *(int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()), records.num_rows]
+    state = VersionedReader(tables_dir, versions)
+    written: list[DataFile] = []
+    for start, end in zip(starts, starts[1:]):
+        group = records.slice(start, end - start)
+        table_id = group.column("table_id")[0].as_py()
+        bucket = group.column("bucket")[0].as_py()
+        outputs = processor.process_bucket(table_id, bucket, group.combine_chunks(), state)
+        for output in sorted(outputs):
+            rows = outputs[output]
+            if rows.num_rows:
+                written.append(write_data_file(tables_dir, output, rows, batch_id, bucket))
+    return written
+
+
+class _ExecutorTask:
+    """The mapInArrow function: one partition of (bucket-partitioned, sorted) records in,
+    descriptions of the data files it wrote out. Picklable; runs on executors."""
+
+    def __init__(
+        self, processor: BucketProcessor, tables_dir: str, versions: dict[str, int], batch_id: int
+    ) -> None:
+        self.processor = processor
+        self.tables_dir = tables_dir
+        self.versions = versions
+        self.batch_id = batch_id
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        records = pa.Table.from_batches(list(batches), schema=INGEST_SCHEMA)
+        files = process_groups(
+            records, self.processor, self.tables_dir, self.versions, self.batch_id
+        )
+        yield from data_files_to_arrow(files).to_batches()
+
+
+class Engine:
+    """Runs the streaming query that turns ingest files into committed output tables.
+
+    Layout under `data_dir`: ``ingest/`` (watched by Spark), ``checkpoint/`` (streaming
+    checkpoint), ``tables/<output>`` (Delta tables), ``manifest.json`` (last complete batch).
+    One Engine per data_dir at a time (a lock file enforces it).
+
+    Args:
+        data_dir: the data directory.
+        processor: the core (picklable).
+        spark: the session to run on.
+        driver_max_rows: batches with at most this many records run the core in the driver;
+            larger ones run it on executors (mapInArrow).
+        trigger_interval: Spark processingTime trigger; "0 seconds" polls continuously.
+        max_files_per_trigger: the most ingest files one micro-batch takes.
+        num_partitions: partitions of the executor path (default: Spark's default parallelism).
+        app_id: the Delta app transaction id the batch ids are recorded under.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        processor: BucketProcessor,
+        spark: SparkSession,
+        *,
+        driver_max_rows: int = 20_000,
+        trigger_interval: str = "0 seconds",
+        max_files_per_trigger: int = 1000,
+        num_partitions: int | None = None,
+        app_id: str = "cqlcdc",
+    ) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.ingest_dir = self.data_dir / "ingest"
+        self.checkpoint_dir = self.data_dir / "checkpoint"
+        self.tables_dir = self.data_dir / "tables"
+        for directory in (self.ingest_dir, self.checkpoint_dir, self.tables_dir):
+            directory.mkdir(parents=True, exist_ok=True)
+        self.processor = processor
+        self.spark = spark
+        self.driver_max_rows = driver_max_rows
+        self.trigger_interval = trigger_interval
+        self.max_files_per_trigger = max_files_per_trigger
+        self.num_partitions = num_partitions or spark.sparkContext.defaultParallelism
+        self.app_id = app_id
+        self._cond = threading.Condition()
+        self._manifest = Manifest.load(self.data_dir)
+        self._failure: BaseException | None = None
+        self._query: StreamingQuery | None = None
+        self._lock_file: IO[str] | None = None
+        self.batch_timings: list[dict[str, float]] = []
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the streaming query (replaying an unfinished batch first, if any).
+
+        Raises:
+            ServerError: if another Engine holds this data_dir.
+        """
+        if self._query is not None:
+            return
+        lock = open(self.data_dir / ".engine.lock", "w")  # noqa: SIM115 - held until stop()
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as err:
+            lock.close()
+            raise ServerError(f"Another engine is running on {self.data_dir}") from err
+        self._lock_file = lock
+        with self._cond:
+            self._failure = None
+            self._manifest = Manifest.load(self.data_dir)
+        stream = (
+            self.spark.readStream.schema(INGEST_DDL)
+            .option("maxFilesPerTrigger", self.max_files_per_trigger)
+            .option("latestFirst", "false")
+            # the age limit is relative to the newest file seen; we never want to skip one
+            .option("maxFileAge", "36500d")
+            .parquet(str(self.ingest_dir))
+        )
+        self._query = (
+            stream.writeStream.queryName(f"cqlcdc-{self.data_dir.name}")
+            .foreachBatch(self.process_batch)
+            .option("checkpointLocation", str(self.checkpoint_dir))
+            .trigger(processingTime=self.trigger_interval)
+            .start()
+        )
+
+    def stop(self) -> None:
+        """Stop the query (a batch in progress is finished or replayed on the next start)."""
+        query, self._query = self._query, None
+        if query is not None:
+            query.stop()
+        if self._lock_file is not None:
+            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+            self._lock_file.close()
+            self._lock_file = None
+        with self._cond:
+            self._cond.notify_all()
+
+    def __enter__(self) -> Engine:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def query(self) -> StreamingQuery | None:
+        """The running streaming query, if started."""
+        return self._query
+
+    # --- waiting and reading --------------------------------------------------------------
+
+    def committed_seq(self) -> int:
+        """The highest ingest seq whose batch is committed in every output."""
+        with self._cond:
+            return self._manifest.max_seq
+
+    def snapshot(self) -> Snapshot:
+        """A consistent view of all outputs as of the last complete batch."""
+        with self._cond:
+            return Snapshot(self.tables_dir, self._manifest)
+
+    def wait_for(self, seq: int, timeout: float) -> None:
+        """Block until the batch holding ingest record `seq` is committed in every output.
+
+        Raises:
+            WriteTimeout: not committed within `timeout` seconds.
+            ServerError: the query failed (CorruptIngestFile if an ingest file is damaged).
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._manifest.max_seq < seq:
+                self._raise_if_failed()
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise WriteTimeout(f"Write seq {seq} not committed within {timeout:g} s")
+                # bounded wait: a failure outside foreachBatch only shows on the query object
+                self._cond.wait(min(remaining, 0.5))
+
+    def _raise_if_failed(self) -> None:
+        if self._failure is not None:
+            if isinstance(self._failure, ServerError):
+                raise self._failure
+            raise ServerError(f"Pipeline failed: {self._failure}") from self._failure
+        query = self._query
+        if query is None:
+            raise ServerError("Pipeline is not running")
+        if not query.isActive:
+            error = query.exception()
+            raise ServerError(f"Pipeline stopped: {error.desc if error else 'no error'}")
+
+    # --- one micro-batch ------------------------------------------------------------------
+
+    def process_batch(self, df: DataFrame, batch_id: int) -> None:
+        """The foreachBatch function: process and commit micro-batch `batch_id` exactly once.
+
+        Runs in the driver. Safe to call again with the same id (a replay after a crash).
+        """
+        try:
+            self._process_batch(df, batch_id)
+        except BaseException as err:
+            with self._cond:
+                self._failure = err
+                self._cond.notify_all()
+            raise
+
+    def _process_batch(self, df: DataFrame, batch_id: int) -> None:
+        started = time.perf_counter()
+        manifest = Manifest.load(self.data_dir)
+        if batch_id <= manifest.batch_id:
+            # committed everywhere already (crash after the manifest, before Spark's commit log)
+            self._publish(manifest)
+            return
+        input_files = [_local_path(uri) for uri in df.inputFiles()]
+        max_seq = manifest.max_seq
+        num_rows = 0
+        try:
+            for path in input_files:
+                seqs = parse_ingest_file_name(Path(path).name)
+                if seqs is not None:
+                    max_seq = max(max_seq, seqs[1])
+                num_rows += pq.read_metadata(path).num_rows
+        except (OSError, pa.ArrowException) as err:
+            raise CorruptIngestFile(f"Corrupt ingest file {path}: {err}") from err
+        planned = time.perf_counter()
+        if num_rows <= self.driver_max_rows:
+            files = self._run_in_driver(input_files, manifest, batch_id)
+        else:
+            files = self._run_on_executors(df, input_files, manifest, batch_id)
+        processed = time.perf_counter()
+        by_output: dict[str, list[DataFile]] = {}
+        for file in files:
+            by_output.setdefault(file.output, []).append(file)
+        versions = dict(manifest.versions)
+        for output in sorted(by_output):
+            versions[output] = commit_output(
+                self.tables_dir, output, by_output[output], self.app_id, batch_id
+            )
+        new_manifest = Manifest(batch_id=batch_id, max_seq=max_seq, versions=versions)
+        new_manifest.save(self.data_dir)
+        self._publish(new_manifest)
+        self.batch_timings.append(
+            {
+                "batch_id": float(batch_id),
+                "rows": float(num_rows),
+                "plan_s": planned - started,
+                "process_s": processed - planned,
+                "commit_s": time.perf_counter() - processed,
+            }
+        )
+
+    def _publish(self, manifest: Manifest) -> None:
+        with self._cond:
+            self._manifest = manifest
+            self._cond.notify_all()
+
+    def _run_in_driver(
+        self, input_files: list[str], manifest: Manifest, batch_id: int
+    ) -> list[DataFile]:
+        # The batch DataFrame is exactly these files; reading them here with pyarrow gives the
+        # same rows as df.toArrow() without a Spark job, and verifies every page checksum.
+        tables = [read_ingest_file(path) for path in input_files]
+        records = pa.concat_tables(tables) if tables else INGEST_SCHEMA.empty_table()
+        return process_groups(
+            records, self.processor, str(self.tables_dir), manifest.versions, batch_id
+        )
+
+    def _run_on_executors(
+        self, df: DataFrame, input_files: list[str], manifest: Manifest, batch_id: int
+    ) -> list[DataFile]:
+        task = _ExecutorTask(self.processor, str(self.tables_dir), manifest.versions, batch_id)
+        planned = (
+            df.repartition(self.num_partitions, "bucket")
+            .sortWithinPartitions(*_GROUP_ORDER)
+            .mapInArrow(task, DATA_FILE_SCHEMA)
+        )
+        try:
+            result = planned.toArrow()
+        except Exception as err:
+            # name the damaged file, if one is (Spark's message may not)
+            for path in input_files:
+                read_ingest_file(path)
+            raise ServerError(f"Micro-batch {batch_id} failed: {err}") from err
+        return data_files_from_arrow(result)

@@ -1,0 +1,198 @@
+"""The durable, ordered ingest log: one Parquet file per append, named by its seq range.
+
+>>> log = IngestLog("/tmp/data/ingest")  # doctest: +SKIP
+>>> log.append([IngestRecord(1, "ks.t", 1, 0, 42, b"k", b"m")])  # doctest: +SKIP
+>>> log.last_seq()  # doctest: +SKIP
+1
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cqlcdc.errors import CorruptIngestFile, InvalidRequest
+from cqlcdc.pipeline.records import INGEST_SCHEMA, IngestRecord, records_to_arrow
+
+# Spark's file source ignores names starting with "." or "_": temp files hide behind the dot.
+_TMP_PREFIX = ".tmp-"
+_NAME = re.compile(r"^(\d{20})-(\d{20})\.parquet$")
+
+
+@dataclass(frozen=True, slots=True)
+class IngestFile:
+    """One ingest file: its path and the first and last seq its name promises."""
+
+    path: Path
+    first_seq: int
+    last_seq: int
+
+
+def ingest_file_name(first_seq: int, last_seq: int) -> str:
+    """The file name for records ``first_seq..last_seq``; names sort in seq order."""
+    return f"{first_seq:020d}-{last_seq:020d}.parquet"
+
+
+def parse_ingest_file_name(name: str) -> tuple[int, int] | None:
+    """The (first_seq, last_seq) an ingest file name promises, or None if it is not one."""
+    match = _NAME.match(name)
+    if match is None:
+        return None
+    return int(match.group(1)), int(match.group(2))
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_ingest_file(path: str | Path) -> pa.Table:
+    """Read and verify one ingest file.
+
+    Checks the Parquet footer, every page checksum, the schema, and that the seqs are strictly
+    increasing and match the range in the file name.
+
+    Raises:
+        CorruptIngestFile: naming the file, if any check fails.
+    """
+    path = Path(path)
+    expected = parse_ingest_file_name(path.name)
+    try:
+        table = pq.read_table(path, page_checksum_verification=True)
+    except (OSError, pa.ArrowException) as err:
+        raise CorruptIngestFile(f"Corrupt ingest file {path}: {err}") from err
+    if not table.schema.equals(INGEST_SCHEMA, check_metadata=False):
+        raise CorruptIngestFile(f"Corrupt ingest file {path}: unexpected schema {table.schema}")
+    if table.num_rows == 0:
+        raise CorruptIngestFile(f"Corrupt ingest file {path}: no records")
+    seqs: list[int] = table.column("seq").to_pylist()
+    if any(a >= b for a, b in zip(seqs, seqs[1:])):
+        raise CorruptIngestFile(f"Corrupt ingest file {path}: seqs are not strictly increasing")
+    if expected is not None and (seqs[0], seqs[-1]) != expected:
+        raise CorruptIngestFile(
+            f"Corrupt ingest file {path}: holds seqs {seqs[0]}..{seqs[-1]}, "
+            f"its name promises {expected[0]}..{expected[1]}"
+        )
+    return table
+
+
+class IngestLog:
+    """An append-only log of ingest records in a directory Spark's file source watches.
+
+    Each :meth:`append` writes one Parquet file (page checksums on) under a hidden temp name,
+    fsyncs it, renames it atomically to ``<first_seq>-<last_seq>.parquet`` and fsyncs the
+    directory, so the records are durable, and visible to Spark whole or not at all, when it
+    returns. Appends are serialized, so files appear in seq order.
+
+    Args:
+        directory: the ingest directory (created if missing).
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        for stale in self.directory.glob(f"{_TMP_PREFIX}*"):
+            # a temp file was never renamed, so its append never returned: not durable, drop it
+            stale.unlink()
+        self._last_seq = self._recover_last_seq()
+
+    def _recover_last_seq(self) -> int:
+        files = self.files()
+        if not files:
+            return 0
+        # the newest file is the one a crash could have hit: read it whole
+        read_ingest_file(files[-1].path)
+        return files[-1].last_seq
+
+    def files(self) -> list[IngestFile]:
+        """The ingest files present, in seq order (temp files excluded)."""
+        found: list[IngestFile] = []
+        for entry in os.scandir(self.directory):
+            seqs = parse_ingest_file_name(entry.name)
+            if seqs is not None and entry.is_file():
+                found.append(IngestFile(Path(entry.path), seqs[0], seqs[1]))
+        found.sort(key=lambda f: f.first_seq)
+        return found
+
+    def last_seq(self) -> int:
+        """The highest seq appended so far (0 for an empty log)."""
+        with self._lock:
+            return self._last_seq
+
+    def append(self, records: Sequence[IngestRecord]) -> None:
+        """Append records durably, as one file.
+
+        Args:
+            records: records with strictly increasing seqs, all above :meth:`last_seq`.
+
+        Raises:
+            InvalidRequest: if the seqs are not strictly increasing past :meth:`last_seq`.
+        """
+        if not records:
+            return
+        with self._lock:
+            previous = self._last_seq
+            for record in records:
+                if record.seq <= previous:
+                    raise InvalidRequest(
+                        f"Ingest seq {record.seq} does not follow seq {previous}"
+                    )
+                previous = record.seq
+            table = records_to_arrow(list(records))
+            final = self.directory / ingest_file_name(records[0].seq, records[-1].seq)
+            tmp = self.directory / f"{_TMP_PREFIX}{uuid.uuid4().hex}.parquet"
+            with open(tmp, "wb") as sink:
+                pq.write_table(table, sink, compression="zstd", write_page_checksum=True)
+                sink.flush()
+                os.fsync(sink.fileno())
+            os.replace(tmp, final)
+            _fsync_dir(self.directory)
+            self._last_seq = records[-1].seq
+
+    def verify(self) -> None:
+        """Read every ingest file whole.
+
+        Raises:
+            CorruptIngestFile: naming the first damaged file.
+        """
+        for file in self.files():
+            read_ingest_file(file.path)
+
+    def trim(self, upto_seq: int, archive_dir: str | Path | None = None) -> list[Path]:
+        """Delete (or move to `archive_dir`) files whose records all have seq <= `upto_seq`.
+
+        Call it only with a seq whose batch is committed (e.g. ``Snapshot.max_seq``).
+
+        Returns:
+            The paths removed from the ingest directory.
+        """
+        removed: list[Path] = []
+        archive = Path(archive_dir) if archive_dir is not None else None
+        if archive is not None:
+            archive.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            for file in self.files():
+                if file.last_seq > upto_seq:
+                    break
+                if archive is not None:
+                    os.replace(file.path, archive / file.path.name)
+                else:
+                    file.path.unlink()
+                removed.append(file.path)
+            if removed:
+                _fsync_dir(self.directory)
+                if archive is not None:
+                    _fsync_dir(archive)
+        return removed

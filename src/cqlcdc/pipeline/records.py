@@ -1,0 +1,108 @@
+"""The contract between the pipeline and the semantic core: ingest records in, Arrow rows out.
+
+>>> IngestRecord(seq=1, table_id="ks.t", schema_version=1, bucket=0, token=-5, pk=b"k",
+...              payload=b"").seq
+1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import pyarrow as pa
+
+# The Arrow schema of ingest files; Spark reads them with the same schema (engine.INGEST_DDL).
+INGEST_SCHEMA = pa.schema(
+    [
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("table_id", pa.string(), nullable=False),
+        pa.field("schema_version", pa.int32(), nullable=False),
+        pa.field("bucket", pa.int32(), nullable=False),
+        pa.field("token", pa.int64(), nullable=False),
+        pa.field("pk", pa.binary(), nullable=False),
+        pa.field("payload", pa.binary(), nullable=False),
+    ]
+)
+
+# The order the core receives the records of one (table_id, bucket) group in.
+SORT_KEYS: tuple[str, ...] = ("token", "pk", "seq")
+
+
+@dataclass(frozen=True, slots=True)
+class IngestRecord:
+    """One write, as the session made it durable.
+
+    Attributes:
+        seq: global, strictly increasing, assigned by the session.
+        table_id: the table the write is for.
+        schema_version: the table schema version the payload was encoded with.
+        bucket: token bucket (the unit of parallelism), ``0..num_buckets-1``.
+        token: Murmur3 token of the partition key (int64).
+        pk: the serialized partition key.
+        payload: an encoded mutation, opaque to the pipeline.
+    """
+
+    seq: int
+    table_id: str
+    schema_version: int
+    bucket: int
+    token: int
+    pk: bytes
+    payload: bytes
+
+
+def records_to_arrow(records: list[IngestRecord]) -> pa.Table:
+    """Convert records to an Arrow table of :data:`INGEST_SCHEMA`, in the given order."""
+    return pa.Table.from_pydict(
+        {
+            "seq": [r.seq for r in records],
+            "table_id": [r.table_id for r in records],
+            "schema_version": [r.schema_version for r in records],
+            "bucket": [r.bucket for r in records],
+            "token": [r.token for r in records],
+            "pk": [r.pk for r in records],
+            "payload": [r.payload for r in records],
+        },
+        schema=INGEST_SCHEMA,
+    )
+
+
+class StateReader(Protocol):
+    """Read access to the committed outputs, given to the core for each bucket."""
+
+    def read(self, output: str, bucket: int, pks: list[bytes]) -> pa.Table:
+        """Committed rows of output table `output` whose `bucket` and `pk` columns match.
+
+        "Committed" means: as of the last batch whose commit completed in every output
+        (the manifest), which includes every earlier batch and none of the current one, even
+        when the current batch is a replay after a crash that committed part of it.
+        An output that does not exist yet reads as an empty table with no columns.
+        """
+        ...
+
+
+class BucketProcessor(Protocol):
+    """The semantic core, as the pipeline calls it.
+
+    Runs in the driver (small batches) or inside a Spark executor (large ones), so an
+    implementation must be picklable and must be deterministic: a replayed batch must return
+    the same rows.
+    """
+
+    def process_bucket(
+        self, table_id: str, bucket: int, records: pa.Table, state: StateReader
+    ) -> dict[str, pa.Table]:
+        """Process one table's records of one bucket in this micro-batch.
+
+        Args:
+            table_id: the table all `records` belong to.
+            bucket: the bucket all `records` belong to.
+            records: rows of :data:`INGEST_SCHEMA`, sorted by (token, pk, seq).
+            state: committed state of the outputs (see :class:`StateReader`).
+
+        Returns:
+            Rows to append, keyed by output table name (e.g. ``base/<table_id>``); every
+            table has a ``bucket`` (int32) and a ``pk`` (binary) column.
+        """
+        ...

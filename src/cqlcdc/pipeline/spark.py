@@ -1,0 +1,76 @@
+"""The SparkSession cqlcdc runs on: small, local-friendly defaults, loopback only.
+
+>>> spark = get_spark("local[2]")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+# Why each setting: a cqlcdc micro-batch is usually tiny, so Spark's per-job overheads dominate.
+_CONF: dict[str, str] = {
+    # a handful of shuffle partitions; buckets are repartitioned explicitly anyway
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    # no UI, no event log: nothing listens on a port but the driver's loopback RPC
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.eventLog.enabled": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    # Arrow for toArrow()/mapInArrow and pandas conversions
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+    # reuse Python workers between tasks (a fork per task would cost ~100 ms)
+    "spark.python.worker.reuse": "true",
+    # streaming: skip empty batches, keep the checkpoint small, poll often
+    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+    "spark.sql.streaming.pollingDelay": "5ms",
+    "spark.sql.streaming.minBatchesToRetain": "20",
+    "spark.sql.streaming.fileSource.log.compactInterval": "50",
+    "spark.sql.streaming.metricsEnabled": "false",
+    # a small batch reads one small file: do not split or pack files across tasks
+    "spark.sql.files.openCostInBytes": "1048576",
+    "spark.sql.parquet.enableVectorizedReader": "true",
+    "spark.sql.session.timeZone": "UTC",
+    # local mode: the driver is also the executor
+    "spark.driver.memory": "1g",
+    "spark.executor.memory": "1g",
+    "spark.network.timeout": "300s",
+    "spark.scheduler.mode": "FIFO",
+}
+
+
+def get_spark(master: str = "local[*]", app_name: str = "cqlcdc") -> SparkSession:
+    """Return the active SparkSession, or build one tuned for small local micro-batches.
+
+    Works with ``local[N]`` and ``local-cluster[W,C,M]`` (separate executor JVMs on this
+    machine). Python workers use this interpreter unless ``PYSPARK_PYTHON`` says otherwise.
+
+    Args:
+        master: the Spark master URL, e.g. ``local[*]`` or ``local-cluster[2,1,1024]``.
+        app_name: the Spark application name.
+
+    Returns:
+        The active session if there is one (its master is kept), else a new one.
+    """
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in _CONF.items():
+        builder = builder.config(key, value)
+    if master.startswith("local-cluster"):
+        # executors are separate JVMs: they find the Python interpreter through the env
+        builder = builder.config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
+        builder = builder.config("spark.executorEnv.SPARK_LOCAL_IP", "127.0.0.1")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

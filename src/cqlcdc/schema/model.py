@@ -1,0 +1,148 @@
+"""Schema objects: keyspaces, tables, columns, CDC options. Immutable; DDL builds new ones.
+
+>>> CdcOptions(enabled=True).preimage
+'false'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from cqlcdc.types.base import CqlType
+
+ColumnKind = Literal["partition_key", "clustering", "static", "regular"]
+
+LOG_SUFFIX = "_scylla_cdc_log"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A table column. ``position`` orders key columns (partition key, then clustering)."""
+
+    name: str
+    type: CqlType
+    kind: ColumnKind
+    position: int = 0
+    descending: bool = False  # clustering columns only: CLUSTERING ORDER BY (c DESC)
+
+    @property
+    def is_key(self) -> bool:
+        return self.kind in ("partition_key", "clustering")
+
+
+@dataclass(frozen=True, slots=True)
+class CdcOptions:
+    """``WITH cdc = {...}`` as ScyllaDB parses it (scylla-cdc-reference.md section 3).
+
+    ``preimage`` is ``'false'``, ``'true'`` or ``'full'``; ``delta`` is ``'full'`` or ``'keys'``;
+    ``ttl_s`` is the log rows' TTL (0: none). ``enabled_set`` records that the table's map
+    named ``enabled`` (ScyllaDB then shows ``cdc = {...}`` in DESCRIBE even when disabled).
+    """
+
+    enabled: bool = False
+    preimage: Literal["false", "true", "full"] = "false"
+    postimage: bool = False
+    delta: Literal["full", "keys"] = "full"
+    ttl_s: int = 86400
+    enabled_set: bool = False
+
+    @property
+    def declared(self) -> bool:
+        """True when DESCRIBE prints the ``cdc`` option (``cdc::options::to_map`` not empty)."""
+        return self.enabled or self.enabled_set
+
+    def as_map(self) -> dict[str, str]:
+        """The option map as DESCRIBE prints it."""
+        return {
+            "delta": self.delta,
+            "enabled": "true" if self.enabled else "false",
+            "postimage": "true" if self.postimage else "false",
+            "preimage": self.preimage,
+            "ttl": str(self.ttl_s),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    """A table. ``columns`` is in definition order; helpers give the key/regular views.
+
+    ``options`` keeps the other ``WITH`` options as CQL text (name -> literal text) so that
+    DESCRIBE can print them. ``log_of`` is set on a CDC log table: the base table's name.
+    ``schema_version`` grows with every ALTER, so an ingest record names the schema it was
+    validated against.
+    """
+
+    keyspace: str
+    name: str
+    columns: tuple[Column, ...]
+    cdc: CdcOptions = CdcOptions()
+    options: tuple[tuple[str, str], ...] = ()
+    compact_storage: bool = False
+    log_of: str | None = None
+    table_id: str = ""
+    schema_version: int = 1
+    changefeeds: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    # init=False: dataclasses.replace() must build a fresh index, not share the original's
+    _by_name: dict[str, Column] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        self._by_name.update({c.name: c for c in self.columns})
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.keyspace}.{self.name}"
+
+    def column(self, name: str) -> Column | None:
+        return self._by_name.get(name)
+
+    @property
+    def partition_key(self) -> tuple[Column, ...]:
+        return tuple(
+            sorted(
+                (c for c in self.columns if c.kind == "partition_key"), key=lambda c: c.position
+            )
+        )
+
+    @property
+    def clustering_key(self) -> tuple[Column, ...]:
+        return tuple(
+            sorted((c for c in self.columns if c.kind == "clustering"), key=lambda c: c.position)
+        )
+
+    @property
+    def primary_key(self) -> tuple[Column, ...]:
+        return self.partition_key + self.clustering_key
+
+    @property
+    def static_columns(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.kind == "static")
+
+    @property
+    def regular_columns(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.kind == "regular")
+
+    @property
+    def value_columns(self) -> tuple[Column, ...]:
+        """Static then regular columns, each group sorted by name (ScyllaDB's column order)."""
+        return tuple(sorted(self.static_columns, key=lambda c: c.name)) + tuple(
+            sorted(self.regular_columns, key=lambda c: c.name)
+        )
+
+    @property
+    def select_star_columns(self) -> tuple[Column, ...]:
+        """``SELECT *`` order: partition key, clustering key, static then regular columns
+        (each group sorted by name), as ScyllaDB's ``all_columns_in_select_order``."""
+        return self.primary_key + self.value_columns
+
+
+@dataclass(frozen=True, slots=True)
+class Keyspace:
+    name: str
+    replication: tuple[tuple[str, str], ...] = (
+        ("class", "SimpleStrategy"),
+        ("replication_factor", "1"),
+    )
+    durable_writes: bool = True

@@ -1,0 +1,531 @@
+"""Statement -> mutation: INSERT, UPDATE, DELETE and BATCH as partition fragments.
+
+The rules are ScyllaDB's (basic operations and advanced column types specs): an INSERT writes
+a row marker; ``x = null`` writes a dead cell; assigning a whole non-frozen collection writes a
+collection tombstone at T-1 plus elements at T; a column DELETE writes its tombstone at T;
+list appends get timeuuid keys from the session. Positional list operations need the current
+list, so they travel as ``ListOp``s resolved against state inside the pipeline.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cqlcdc.cql import ast
+from cqlcdc.errors import InvalidRequest
+from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.storage.cells import Cell, CollectionCells, RowMarker
+from cqlcdc.storage.keys import Bound, ClusteringKey
+from cqlcdc.storage.partition import Partition, RangeTombstone, Row
+from cqlcdc.storage.uuids import (
+    PREPEND_REFERENCE_MS,
+    UUID_EPOCH_OFFSET,
+    SeededBits,
+    random_uuid,
+    timeuuid_from_ticks,
+)
+from cqlcdc.storage.where import analyse_where, require_partition_key
+from cqlcdc.types import ListType, MapType, SetType, UserType
+from cqlcdc.types.base import CqlType
+
+MAX_TTL_S = 630720000  # 20 years, ScyllaDB's max_ttl
+
+
+@dataclass(frozen=True, slots=True)
+class ListOp:
+    """A list operation that needs the current list: resolved against state in the pipeline.
+
+    ``set_index``: ``l[i] = v``; ``delete_index``: ``DELETE l[i]``; ``discard``: ``l = l - [..]``.
+    """
+
+    kind: Literal["set_index", "delete_index", "discard"]
+    ck: ClusteringKey | None  # None: static column
+    column: str
+    timestamp: int
+    index: int = 0
+    value: Any = None
+    values: tuple[Any, ...] = ()
+    ttl_s: int = 0
+    expiry_s: int = 0
+
+
+@dataclass(slots=True)
+class Mutation:
+    """All changes one write makes to one partition of one table."""
+
+    table_id: str
+    partition: Partition
+    list_ops: list[ListOp] = field(default_factory=list)
+
+    def apply(self, other: Mutation) -> None:
+        self.partition.apply(other.partition)
+        self.list_ops.extend(other.list_ops)
+
+
+class WriteContext:
+    """What a write takes from the session: its timestamp, clock and random seed.
+
+    Implements ``cqlcdc.types.base.TermContext`` (``now()``, ``uuid()``, ...). All timeuuids
+    come from ``seed``, so a record replayed from the ingest log gives the same mutation.
+    """
+
+    def __init__(self, timestamp_us: int, now_us: int, seed: int, node: int = 1) -> None:
+        self.timestamp_us = timestamp_us
+        self._now_us = now_us
+        self.seed = seed
+        self._bits = SeededBits(seed, "ids")
+        self._clock_seq = (seed >> 16) & 0x3FFF
+        self._node = node
+        self._last_ticks = 0
+
+    @property
+    def now_us(self) -> int:
+        return self._now_us
+
+    @property
+    def now_s(self) -> int:
+        return self._now_us // 1_000_000
+
+    def _low_bits(self) -> int:
+        return ((0x8000 | self._clock_seq) << 48) | self._node
+
+    def new_timeuuid(self) -> uuid.UUID:
+        ticks = max(self._now_us * 10 + UUID_EPOCH_OFFSET, self._last_ticks + 1)
+        self._last_ticks = ticks
+        return timeuuid_from_ticks(ticks, self._low_bits())
+
+    def new_uuid(self) -> uuid.UUID:
+        return random_uuid(self._bits)
+
+    def append_keys(self, n: int) -> list[uuid.UUID]:
+        """Keys for ``l = l + [...]``: increasing, at the session's current time."""
+        return [self.new_timeuuid() for _ in range(n)]
+
+    def prepend_keys(self, n: int) -> list[uuid.UUID]:
+        """Keys for ``l = [...] + l``: before every key made so far (Cassandra's scheme)."""
+        now_ms = self._now_us // 1000
+        base_ms = 2 * PREPEND_REFERENCE_MS - now_ms
+        base_ticks = base_ms * 10_000 + UUID_EPOCH_OFFSET
+        return [timeuuid_from_ticks(base_ticks + i, self._low_bits()) for i in range(n)]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _using(
+    using: ast.Using, ctx: WriteContext, default_ttl_s: int, allow_ttl: bool = True
+) -> tuple[int, int]:
+    from cqlcdc.types import native_type
+
+    ts = ctx.timestamp_us
+    if using.timestamp is not None:
+        t = native_type("bigint").parse_literal(using.timestamp, "[timestamp]", ctx)
+        if t is None:
+            raise InvalidRequest("Invalid null value of timestamp")
+        ts = int(t)
+    ttl = default_ttl_s
+    if using.ttl is not None:
+        if not allow_ttl:
+            raise InvalidRequest("Cannot provide custom TTL for a DELETE")
+        v = native_type("int").parse_literal(using.ttl, "[ttl]", ctx)
+        ttl = 0 if v is None else int(v)
+        if ttl < 0:
+            raise InvalidRequest(f"A TTL must be greater or equal to 0, but was {ttl}")
+        if ttl > MAX_TTL_S:
+            raise InvalidRequest(f"ttl is too large. requested ({ttl}) maximum ({MAX_TTL_S})")
+    return ts, ttl
+
+
+def _live(ts: int, value: Any, ttl: int, ctx: WriteContext) -> Cell:
+    return Cell(ts, value, ttl, ctx.now_s + ttl if ttl else 0)
+
+
+def _element_cells(
+    ctype: CqlType, value: Any, ts: int, ttl: int, ctx: WriteContext, prepend: bool = False
+) -> dict[Any, Cell]:
+    """A frozen value of a non-frozen collection/UDT type exploded into element cells."""
+    if value is None:
+        return {}
+    if isinstance(ctype, SetType):
+        return {e: _live(ts, True, ttl, ctx) for e in value}
+    if isinstance(ctype, MapType):
+        return {k: _live(ts, v, ttl, ctx) for k, v in value.items()}
+    if isinstance(ctype, ListType):
+        keys = ctx.prepend_keys(len(value)) if prepend else ctx.append_keys(len(value))
+        return {k: _live(ts, v, ttl, ctx) for k, v in zip(keys, value, strict=True)}
+    if isinstance(ctype, UserType):
+        out: dict[Any, Cell] = {}
+        for i, name in enumerate(ctype.field_names):
+            fv = value.get(name)
+            if fv is not None:
+                out[i] = _live(ts, fv, ttl, ctx)
+        return out
+    raise InvalidRequest(f"Invalid operation for non-collection column {ctype.cql_name}")
+
+
+def _parse(col: Column, term: ast.Term, ctx: WriteContext) -> Any:
+    return col.type.frozen().parse_literal(term, col.name, ctx)
+
+
+class _Target:
+    """Where a write's cells go: the static row or one clustering row of the mutation."""
+
+    def __init__(self, row: Row, ck: ClusteringKey | None) -> None:
+        self.row = row
+        self.ck = ck
+
+    def collection(self, name: str) -> CollectionCells:
+        data = self.row.cells.get(name)
+        if not isinstance(data, CollectionCells):
+            data = self.row.cells[name] = CollectionCells()
+        return data
+
+    def put(self, name: str, cell: Cell) -> None:
+        mine = self.row.cells.get(name)
+        self.row.cells[name] = cell if not isinstance(mine, Cell) else mine.reconcile(cell)
+
+    def overwrite(self, col: Column, value: Any, ts: int, ttl: int, ctx: WriteContext) -> None:
+        """``x = v`` / INSERT: a whole new value (collections: tombstone at T-1)."""
+        if not col.type.multicell:
+            self.put(col.name, Cell(ts, None) if value is None else _live(ts, value, ttl, ctx))
+            return
+        coll = self.collection(col.name)
+        coll.apply(CollectionCells(ts - 1, _element_cells(col.type, value, ts, ttl, ctx)))
+
+
+def _check_not_key(col: Column, where: str) -> None:
+    if col.is_key:
+        raise InvalidRequest(f"PRIMARY KEY part {col.name} found in {where} part")
+
+
+def _column(schema: TableSchema, name: str) -> Column:
+    col = schema.column(name)
+    if col is None:
+        raise InvalidRequest(f"Unknown identifier {name}")
+    return col
+
+
+def build_insert(
+    schema: TableSchema, stmt: ast.Insert, ctx: WriteContext, default_ttl_s: int = 0
+) -> list[Mutation]:
+    """INSERT: a row marker plus every listed column (static columns go to the static row)."""
+    ts, ttl = _using(stmt.using, ctx, default_ttl_s)
+    if len(stmt.columns) != len(stmt.values):
+        raise InvalidRequest("Unmatched column names/values")
+    seen: set[str] = set()
+    values: dict[str, Any] = {}
+    for name, term in zip(stmt.columns, stmt.values, strict=True):
+        col = _column(schema, name)
+        if name in seen:
+            raise InvalidRequest(f"Multiple definitions found for column {name}")
+        seen.add(name)
+        values[name] = _parse(col, term, ctx)
+    for col in schema.partition_key:
+        if col.name not in values:
+            raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {col.name}")
+        if values[col.name] is None:
+            raise InvalidRequest(f"Invalid null value in condition for column {col.name}")
+    only_static = bool(values) and all(
+        (schema.column(n) or col).kind in ("static", "partition_key") for n in values
+    )
+    ck_given = [c for c in schema.clustering_key if c.name in values]
+    if len(ck_given) != len(schema.clustering_key) and not (only_static and not ck_given):
+        missing = next(c.name for c in schema.clustering_key if c.name not in values)
+        raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
+    for c in ck_given:
+        if values[c.name] is None:
+            raise InvalidRequest(f"Invalid null value in condition for column {c.name}")
+    pk = tuple(values[c.name] for c in schema.partition_key)
+    part = Partition(pk)
+    target_row: _Target | None = None
+    if ck_given or not schema.clustering_key:
+        ck = tuple(values[c.name] for c in schema.clustering_key)
+        row = part.row(ck)
+        if not schema.compact_storage:
+            row.marker = RowMarker(ts, ttl, ctx.now_s + ttl if ttl else 0)
+        target_row = _Target(row, ck)
+    static = _Target(part.static, None)
+    for name, value in values.items():
+        col = _column(schema, name)
+        if col.is_key:
+            continue
+        target = static if col.kind == "static" else target_row
+        assert target is not None
+        target.overwrite(col, value, ts, ttl, ctx)
+    return [Mutation(schema.table_id, part)]
+
+
+def build_update(
+    schema: TableSchema, stmt: ast.Update, ctx: WriteContext, default_ttl_s: int = 0
+) -> list[Mutation]:
+    ts, ttl = _using(stmt.using, ctx, default_ttl_s)
+    res = analyse_where(schema, stmt.where, ctx)
+    if res.filters:
+        col = res.filters[0][0]
+        raise InvalidRequest(f"Non PRIMARY KEY columns found in where clause: {col.name}")
+    pks = require_partition_key(schema, res)
+    cols = [_column(schema, a.column) for a in stmt.assignments]
+    for col in cols:
+        _check_not_key(col, "SET")
+    only_static = all(c.kind == "static" for c in cols)
+    if schema.clustering_key and res.ck_restricted_columns == 0 and only_static:
+        cks: list[ClusteringKey | None] = [None]
+    else:
+        if not res.full_clustering_keys or res.ck_restricted_columns < len(schema.clustering_key):
+            missing = schema.clustering_key[res.ck_restricted_columns].name
+            raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
+        cks = list(res.ck_prefixes)
+    out = []
+    for pk in pks:
+        part = Partition(pk)
+        list_ops: list[ListOp] = []
+        for ck in cks:
+            row_target = _Target(part.row(ck), ck) if ck is not None else None
+            static = _Target(part.static, None)
+            for assignment, col in zip(stmt.assignments, cols, strict=True):
+                if col.kind == "static":
+                    target = static
+                elif row_target is None:
+                    missing = schema.clustering_key[0].name
+                    raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
+                else:
+                    target = row_target
+                _assign(col, assignment, target, ts, ttl, ctx, list_ops)
+        out.append(Mutation(schema.table_id, part, list_ops))
+    return out
+
+
+def _assign(
+    col: Column,
+    a: ast.Assignment,
+    target: _Target,
+    ts: int,
+    ttl: int,
+    ctx: WriteContext,
+    list_ops: list[ListOp],
+) -> None:
+    ctype = col.type
+    if isinstance(a, ast.SetColumn):
+        target.overwrite(col, _parse(col, a.value, ctx), ts, ttl, ctx)
+        return
+    if isinstance(a, ast.AddTo | ast.Prepend):
+        if not ctype.multicell:
+            raise InvalidRequest(
+                f"Invalid operation ({col.name} = {col.name} + ?) for non counter column {col.name}"
+            )
+        if isinstance(a, ast.Prepend) and not isinstance(ctype, ListType):
+            raise InvalidRequest(f"Invalid operation ({col.name} = ? + {col.name}) for non list column {col.name}")
+        value = _parse(col, a.value, ctx)
+        cells = _element_cells(ctype, value, ts, ttl, ctx, prepend=isinstance(a, ast.Prepend))
+        target.collection(col.name).apply(CollectionCells(None, cells))
+        return
+    if isinstance(a, ast.RemoveFrom):
+        if not ctype.multicell:
+            raise InvalidRequest(
+                f"Invalid operation ({col.name} = {col.name} - ?) for non counter column {col.name}"
+            )
+        if isinstance(ctype, MapType):
+            keys = SetType(ctype.key, frozen=True).parse_literal(a.value, col.name, ctx)
+            removed = {k: Cell(ts, None) for k in (keys or ())}
+            target.collection(col.name).apply(CollectionCells(None, removed))
+        elif isinstance(ctype, SetType):
+            elems = _parse(col, a.value, ctx)
+            removed = {e: Cell(ts, None) for e in (elems or ())}
+            target.collection(col.name).apply(CollectionCells(None, removed))
+        elif isinstance(ctype, ListType):
+            vals = _parse(col, a.value, ctx)
+            list_ops.append(ListOp("discard", target.ck, col.name, ts, values=tuple(vals or ())))
+            target.collection(col.name)
+        else:
+            raise InvalidRequest(f"Invalid operation for column {col.name}")
+        return
+    if isinstance(a, ast.SetElement):
+        _set_element(col, a, target, ts, ttl, ctx, list_ops)
+        return
+    if isinstance(a, ast.SetField):
+        if not isinstance(ctype, UserType):
+            raise InvalidRequest(f"Invalid field selection: {col.name} of type {ctype.cql_name} is not a user type")
+        if not ctype.multicell:
+            raise InvalidRequest(f"Invalid operation ({col.name}.{a.field} = ?) for frozen UDT column {col.name}")
+        if a.field not in ctype.field_names:
+            raise InvalidRequest(f"UDT column {col.name} does not have a field named {a.field}")
+        idx = ctype.field_names.index(a.field)
+        ftype = ctype.field_types[idx]
+        v = ftype.frozen().parse_literal(a.value, f"{col.name}.{a.field}", ctx)
+        cell = Cell(ts, None) if v is None else _live(ts, v, ttl, ctx)
+        target.collection(col.name).apply(CollectionCells(None, {idx: cell}))
+        return
+    raise InvalidRequest(f"Unsupported assignment on {col.name}")
+
+
+def _set_element(
+    col: Column,
+    a: ast.SetElement,
+    target: _Target,
+    ts: int,
+    ttl: int,
+    ctx: WriteContext,
+    list_ops: list[ListOp],
+) -> None:
+    ctype = col.type
+    if isinstance(ctype, MapType) and ctype.multicell:
+        k = ctype.key.frozen().parse_literal(a.key, col.name, ctx)
+        if k is None:
+            raise InvalidRequest("Invalid null map key")
+        v = ctype.value.frozen().parse_literal(a.value, col.name, ctx)
+        cell = Cell(ts, None) if v is None else _live(ts, v, ttl, ctx)
+        target.collection(col.name).apply(CollectionCells(None, {k: cell}))
+        return
+    if isinstance(ctype, ListType) and ctype.multicell:
+        v = ctype.element.frozen().parse_literal(a.value, col.name, ctx)
+        if isinstance(a.key, ast.FunctionCall) and a.key.name == "scylla_timeuuid_list_index":
+            from cqlcdc.types import native_type
+
+            if len(a.key.args) != 1:
+                raise InvalidRequest("SCYLLA_TIMEUUID_LIST_INDEX takes one timeuuid argument")
+            key = native_type("timeuuid").parse_literal(a.key.args[0], col.name, ctx)
+            cell = Cell(ts, None) if v is None else _live(ts, v, ttl, ctx)
+            target.collection(col.name).apply(CollectionCells(None, {key: cell}))
+            return
+        from cqlcdc.types import native_type
+
+        idx = native_type("int").parse_literal(a.key, col.name, ctx)
+        if idx is None:
+            raise InvalidRequest("Invalid null value for list index")
+        list_ops.append(
+            ListOp(
+                "set_index",
+                target.ck,
+                col.name,
+                ts,
+                index=int(idx),
+                value=v,
+                ttl_s=ttl,
+                expiry_s=ctx.now_s + ttl if ttl else 0,
+            )
+        )
+        target.collection(col.name)
+        return
+    raise InvalidRequest(
+        f"Invalid operation ({col.name}[?] = ?) for non collection column {col.name}"
+    )
+
+
+def build_delete(schema: TableSchema, stmt: ast.Delete, ctx: WriteContext) -> list[Mutation]:
+    ts, _ = _using(stmt.using, ctx, 0, allow_ttl=False)
+    res = analyse_where(schema, stmt.where, ctx)
+    if res.filters:
+        col = res.filters[0][0]
+        raise InvalidRequest(f"Non PRIMARY KEY columns found in where clause: {col.name}")
+    pks = require_partition_key(schema, res)
+    n_ck = len(schema.clustering_key)
+    out = []
+    for pk in pks:
+        part = Partition(pk)
+        list_ops: list[ListOp] = []
+        if not stmt.targets:
+            if res.ck_restricted_columns == 0:
+                part.deletion = ts
+            elif res.full_clustering_keys and res.ck_restricted_columns == n_ck:
+                for ck in res.ck_prefixes:
+                    part.row(ck).deletion = ts
+            else:
+                for start, end in res.clustering_ranges():
+                    if _empty_range(schema, start, end):
+                        continue
+                    part.range_tombstones.append(RangeTombstone(start, end, ts))
+            out.append(Mutation(schema.table_id, part))
+            continue
+        cols = [_column(schema, t.column) for t in stmt.targets]
+        for col in cols:
+            if col.is_key:
+                raise InvalidRequest(f"Invalid identifier {col.name} for deletion (should not be a PRIMARY KEY part)")
+        only_static = all(c.kind == "static" for c in cols)
+        if not res.full_clustering_keys:
+            raise InvalidRequest("Range deletions are not supported for specific columns")
+        if res.ck_restricted_columns == 0 and only_static:
+            cks: list[ClusteringKey | None] = [None]
+        elif res.ck_restricted_columns < n_ck:
+            missing = schema.clustering_key[res.ck_restricted_columns].name
+            raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
+        else:
+            cks = list(res.ck_prefixes)
+        for ck in cks:
+            for target, col in zip(stmt.targets, cols, strict=True):
+                if col.kind == "static":
+                    t = _Target(part.static, None)
+                elif ck is None:
+                    raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {schema.clustering_key[0].name}")
+                else:
+                    t = _Target(part.row(ck), ck)
+                _delete_target(col, target, t, ts, ctx, list_ops)
+        out.append(Mutation(schema.table_id, part, list_ops))
+    return out
+
+
+def _empty_range(schema: TableSchema, start: Bound, end: Bound) -> bool:
+    """A degenerate range (start after end) deletes nothing and logs nothing (reference 4)."""
+    from cqlcdc.storage.keys import ClusteringOrder
+
+    order = ClusteringOrder(schema)
+    n = min(len(start.prefix), len(end.prefix))
+    c = order.compare_prefix(start.prefix[:n], end.prefix[:n]) if n else 0
+    if c > 0:
+        return True
+    if c == 0 and len(start.prefix) == len(end.prefix) and n:
+        return not (start.inclusive and end.inclusive)
+    return False
+
+
+def _delete_target(
+    col: Column,
+    target: ast.DeleteTarget,
+    t: _Target,
+    ts: int,
+    ctx: WriteContext,
+    list_ops: list[ListOp],
+) -> None:
+    ctype = col.type
+    if target.key is None and target.field is None:
+        if ctype.multicell:
+            t.collection(col.name).apply(CollectionCells(ts))
+        else:
+            t.put(col.name, Cell(ts, None))
+        return
+    if target.field is not None:
+        if not isinstance(ctype, UserType) or not ctype.multicell:
+            raise InvalidRequest(f"Invalid field deletion on non-UDT or frozen column {col.name}")
+        if target.field not in ctype.field_names:
+            raise InvalidRequest(f"UDT column {col.name} does not have a field named {target.field}")
+        idx = ctype.field_names.index(target.field)
+        t.collection(col.name).apply(CollectionCells(None, {idx: Cell(ts, None)}))
+        return
+    assert target.key is not None
+    if isinstance(ctype, MapType) and ctype.multicell:
+        k = ctype.key.frozen().parse_literal(target.key, col.name, ctx)
+        t.collection(col.name).apply(CollectionCells(None, {k: Cell(ts, None)}))
+    elif isinstance(ctype, SetType) and ctype.multicell:
+        e = ctype.element.frozen().parse_literal(target.key, col.name, ctx)
+        t.collection(col.name).apply(CollectionCells(None, {e: Cell(ts, None)}))
+    elif isinstance(ctype, ListType) and ctype.multicell:
+        from cqlcdc.types import native_type
+
+        idx = native_type("int").parse_literal(target.key, col.name, ctx)
+        list_ops.append(ListOp("delete_index", t.ck, col.name, ts, index=int(idx or 0)))
+        t.collection(col.name)
+    else:
+        raise InvalidRequest(f"Invalid deletion operation for non collection column {col.name}")
+
+
+def merge_by_partition(mutations: list[Mutation]) -> list[Mutation]:
+    """A batch: statements on one partition merge into one mutation before CDC sees them."""
+    merged: dict[tuple[str, tuple[Any, ...]], Mutation] = {}
+    for m in mutations:
+        key = (m.table_id, m.partition.pk)
+        if key in merged:
+            merged[key].apply(m)
+        else:
+            merged[key] = m
+    return list(merged.values())

@@ -1,0 +1,76 @@
+"""Deterministic timeuuids: every random bit comes from a seed fixed at the session.
+
+A replayed ingest record therefore yields byte-identical list keys and ``cdc$time`` values.
+
+>>> u = timeuuid_from_micros(1606390225588947, 0x1234, 0xABCDEF)
+>>> micros_of(u)
+1606390225588947
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+# 100-ns intervals between 1582-10-15 and 1970-01-01 (the v1 uuid epoch offset)
+UUID_EPOCH_OFFSET = 0x01B21DD213814000
+# Cassandra's list prepend reference time (2010-01-01, milliseconds)
+PREPEND_REFERENCE_MS = 1262304000000
+
+
+def timeuuid_from_ticks(ticks: int, clock_seq_and_node: int) -> uuid.UUID:
+    """A version-1 uuid from 100-ns ticks since 1582 and the 64 low bits as given."""
+    time_low = ticks & 0xFFFFFFFF
+    time_mid = (ticks >> 32) & 0xFFFF
+    time_hi = ((ticks >> 48) & 0x0FFF) | 0x1000
+    high = (time_low << 32) | (time_mid << 16) | time_hi
+    return uuid.UUID(int=(high << 64) | (clock_seq_and_node & 0xFFFFFFFFFFFFFFFF))
+
+
+def timeuuid_from_micros(micros: int, clock_seq: int, node: int) -> uuid.UUID:
+    """An RFC 4122 version-1 uuid for ``micros`` (variant bits set on the clock sequence)."""
+    low = ((0x8000 | (clock_seq & 0x3FFF)) << 48) | (node & 0xFFFFFFFFFFFF)
+    return timeuuid_from_ticks(micros * 10 + UUID_EPOCH_OFFSET, low)
+
+
+def ticks_of(u: uuid.UUID) -> int:
+    return ((u.time_hi_version & 0x0FFF) << 48) | (u.time_mid << 32) | u.time_low
+
+
+def micros_of(u: uuid.UUID) -> int:
+    """The microsecond timestamp inside a timeuuid (the conformance README's formula)."""
+    return (ticks_of(u) - UUID_EPOCH_OFFSET) // 10
+
+
+def timeuuid_sort_key(u: uuid.UUID) -> tuple[int, bytes]:
+    """Timeuuid comparator order: by time, then by the raw bytes."""
+    return (ticks_of(u), u.bytes)
+
+
+class SeededBits:
+    """A stream of 64-bit pseudo-random numbers derived from a seed and a label."""
+
+    def __init__(self, seed: int, label: str) -> None:
+        self._key = f"{seed:x}/{label}".encode()
+        self._n = 0
+
+    def next64(self) -> int:
+        digest = hashlib.blake2b(self._key + self._n.to_bytes(8, "big"), digest_size=8)
+        self._n += 1
+        return int.from_bytes(digest.digest(), "big")
+
+
+def random_time_uuid(micros: int, bits: SeededBits) -> uuid.UUID:
+    """``cdc$time``: the write's microseconds and 64 random low bits (ScyllaDB's
+    ``get_random_time_UUID_from_micros``; the variant bits are random too)."""
+    return timeuuid_from_ticks(micros * 10 + UUID_EPOCH_OFFSET, bits.next64())
+
+
+def random_uuid(bits: SeededBits) -> uuid.UUID:
+    """A version-4 uuid from seeded bits (``uuid()`` in a statement)."""
+    raw = (bits.next64() << 64) | bits.next64()
+    raw &= ~(0xF000 << 64)
+    raw |= 0x4000 << 64
+    raw &= ~(0xC000 << 48)
+    raw |= 0x8000 << 48
+    return uuid.UUID(int=raw)

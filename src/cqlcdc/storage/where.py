@@ -1,0 +1,274 @@
+"""WHERE clauses: which partitions, which clustering rows or ranges, which filters.
+
+Shared by DML (which rows a write touches) and SELECT (which rows a read returns).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from cqlcdc.cql import ast
+from cqlcdc.errors import InvalidRequest
+from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.storage.keys import Bound, ClusteringKey
+from cqlcdc.types.base import CqlType, TermContext
+
+ClusteringRange = tuple[Bound, Bound]
+
+
+@dataclass(slots=True)
+class KeyRestrictions:
+    """The key part of a WHERE clause, resolved to values.
+
+    ``partition_keys`` lists full partition keys (None: not restricted). ``ck_prefixes`` are
+    the full or partial clustering prefixes fixed by ``=``/``IN``; ``ck_ranges`` (when a slice
+    follows the prefix) replace them with ranges in clustering order. ``filters`` are the
+    remaining relations (regular/static columns, or key columns used out of order).
+    """
+
+    partition_keys: list[tuple[Any, ...]] | None = None
+    token_lower: tuple[int, bool] | None = None
+    token_upper: tuple[int, bool] | None = None
+    ck_prefixes: list[ClusteringKey] = field(default_factory=lambda: [()])
+    ck_ranges: list[ClusteringRange] | None = None
+    filters: list[tuple[Column, str, Any]] = field(default_factory=list)
+    ck_restricted_columns: int = 0
+
+    @property
+    def full_clustering_keys(self) -> bool:
+        return self.ck_ranges is None
+
+    def clustering_ranges(self) -> list[ClusteringRange]:
+        """The rows selected, as ranges in clustering order (a prefix is a closed range)."""
+        if self.ck_ranges is not None:
+            return self.ck_ranges
+        return [(Bound(p, True), Bound(p, True)) for p in self.ck_prefixes]
+
+
+def _term_values(col: Column, rel: ast.Relation, ctx: TermContext | None) -> list[Any]:
+    if rel.operator == "IN":
+        if not isinstance(rel.value, ast.TupleLiteral):
+            raise InvalidRequest(f"Invalid IN relation on {col.name}")
+        return [_value(col.type, col.name, t, ctx) for t in rel.value.items]
+    return [_value(col.type, col.name, rel.value, ctx)]
+
+
+def _value(ctype: CqlType, name: str, term: ast.Term, ctx: TermContext | None) -> Any:
+    v = ctype.frozen().parse_literal(term, name, ctx)
+    if v is None:
+        raise InvalidRequest(f"Invalid null value in condition for column {name}")
+    return v
+
+
+def analyse_where(
+    schema: TableSchema,
+    where: tuple[ast.Relation, ...],
+    ctx: TermContext | None = None,
+) -> KeyRestrictions:
+    """Resolve WHERE relations against the table's keys."""
+    res = KeyRestrictions()
+    pk_cols = schema.partition_key
+    ck_cols = schema.clustering_key
+    pk_values: dict[str, list[Any]] = {}
+    ck_eq: dict[int, list[Any]] = {}
+    ck_slices: dict[int, list[tuple[str, Any]]] = {}
+    multi: list[ast.Relation] = []
+
+    for rel in where:
+        if rel.token:
+            _token_restriction(schema, rel, res, ctx)
+            continue
+        if len(rel.columns) > 1:
+            multi.append(rel)
+            continue
+        name = rel.columns[0]
+        col = schema.column(name)
+        if col is None:
+            raise InvalidRequest(f"Undefined name {name} in where clause ('{_show(rel)}')")
+        if rel.key is not None:
+            raise InvalidRequest(
+                f"Map-entry equality predicates on non-frozen map column {name} are not supported"
+            )
+        if col.kind == "partition_key" and rel.operator in ("=", "IN"):
+            if name in pk_values:
+                raise InvalidRequest(f"{name} cannot be restricted by more than one relation if it includes an Equal")
+            pk_values[name] = _term_values(col, rel, ctx)
+        elif col.kind == "clustering" and rel.operator in ("=", "IN"):
+            if col.position in ck_eq:
+                raise InvalidRequest(f"{name} cannot be restricted by more than one relation if it includes an Equal")
+            ck_eq[col.position] = _term_values(col, rel, ctx)
+        elif col.kind == "clustering" and rel.operator in ("<", "<=", ">", ">="):
+            ck_slices.setdefault(col.position, []).append(
+                (rel.operator, _value(col.type, name, rel.value, ctx))
+            )
+        else:
+            if rel.operator == "IN":
+                vals: Any = _term_values(col, rel, ctx)
+            elif rel.operator in ("CONTAINS", "CONTAINS KEY"):
+                vals = _contains_value(col, rel, ctx)
+            else:
+                vals = _value(col.type, name, rel.value, ctx)
+            res.filters.append((col, rel.operator, vals))
+
+    if pk_values:
+        missing = [c.name for c in pk_cols if c.name not in pk_values]
+        if missing:
+            res.filters.extend((c, "IN", pk_values[c.name]) for c in pk_cols if c.name in pk_values)
+        else:
+            res.partition_keys = [
+                tuple(combo) for combo in itertools.product(*(pk_values[c.name] for c in pk_cols))
+            ]
+
+    _clustering(schema, ck_cols, ck_eq, ck_slices, multi, res, ctx)
+    return res
+
+
+def _contains_value(col: Column, rel: ast.Relation, ctx: TermContext | None) -> Any:
+    from cqlcdc.types import ListType, MapType, SetType
+
+    t = col.type
+    if rel.operator == "CONTAINS KEY" and isinstance(t, MapType):
+        return _value(t.key, col.name, rel.value, ctx)
+    if isinstance(t, ListType | SetType):
+        return _value(t.element, col.name, rel.value, ctx)
+    if isinstance(t, MapType):
+        return _value(t.value, col.name, rel.value, ctx)
+    raise InvalidRequest(f"Cannot use {rel.operator} on non-collection column {col.name}")
+
+
+def _token_restriction(
+    schema: TableSchema, rel: ast.Relation, res: KeyRestrictions, ctx: TermContext | None
+) -> None:
+    from cqlcdc.types import native_type
+
+    expected = tuple(c.name for c in schema.partition_key)
+    if rel.columns != expected:
+        raise InvalidRequest(
+            "The token function arguments must be in the partition key order: "
+            + ", ".join(expected)
+        )
+    value = native_type("bigint").parse_literal(rel.value, "partition key token", ctx)
+    if rel.operator in (">", ">="):
+        res.token_lower = (value, rel.operator == ">=")
+    elif rel.operator in ("<", "<="):
+        res.token_upper = (value, rel.operator == "<=")
+    elif rel.operator == "=":
+        res.token_lower = res.token_upper = (value, True)
+    else:
+        raise InvalidRequest(f"Unsupported operator {rel.operator} on token")
+
+
+def _clustering(
+    schema: TableSchema,
+    ck_cols: tuple[Column, ...],
+    ck_eq: dict[int, list[Any]],
+    ck_slices: dict[int, list[tuple[str, Any]]],
+    multi: list[ast.Relation],
+    res: KeyRestrictions,
+    ctx: TermContext | None,
+) -> None:
+    prefix_len = 0
+    while prefix_len in ck_eq:
+        prefix_len += 1
+    for pos in ck_eq:
+        if pos >= prefix_len:
+            col = ck_cols[pos]
+            prev = ck_cols[prefix_len].name if prefix_len < len(ck_cols) else col.name
+            raise InvalidRequest(
+                f"PRIMARY KEY column \"{col.name}\" cannot be restricted as preceding column "
+                f"\"{prev}\" is not restricted"
+            )
+    res.ck_prefixes = [tuple(c) for c in itertools.product(*(ck_eq[i] for i in range(prefix_len)))]
+    res.ck_restricted_columns = prefix_len
+
+    slice_bounds: tuple[Bound | None, Bound | None] | None = None
+    if multi:
+        slice_bounds = _multi_column_slice(ck_cols, prefix_len, multi, res, ctx)
+    for pos, ops in ck_slices.items():
+        if pos != prefix_len or slice_bounds is not None:
+            col = ck_cols[pos]
+            prev = ck_cols[prefix_len].name if prefix_len < len(ck_cols) else col.name
+            raise InvalidRequest(
+                f"PRIMARY KEY column \"{col.name}\" cannot be restricted as preceding column "
+                f"\"{prev}\" is not restricted"
+            )
+        col = ck_cols[pos]
+        lo: tuple[Any, bool] | None = None
+        hi: tuple[Any, bool] | None = None
+        for op, v in ops:
+            if op in (">", ">="):
+                if lo is not None:
+                    raise InvalidRequest(f"More than one restriction was found for the start bound on {col.name}")
+                lo = (v, op == ">=")
+            else:
+                if hi is not None:
+                    raise InvalidRequest(f"More than one restriction was found for the end bound on {col.name}")
+                hi = (v, op == "<=")
+        if col.descending:  # in clustering order a DESC column's upper value comes first
+            lo, hi = hi, lo
+        slice_bounds = (
+            None if lo is None else Bound((lo[0],), lo[1]),
+            None if hi is None else Bound((hi[0],), hi[1]),
+        )
+        res.ck_restricted_columns = prefix_len + 1
+    if slice_bounds is None:
+        return
+    start, end = slice_bounds
+    ranges: list[ClusteringRange] = []
+    for p in res.ck_prefixes:
+        s = Bound(p + start.prefix, start.inclusive) if start else Bound(p, True)
+        e = Bound(p + end.prefix, end.inclusive) if end else Bound(p, True)
+        ranges.append((s, e))
+    res.ck_ranges = ranges
+
+
+def _multi_column_slice(
+    ck_cols: tuple[Column, ...],
+    prefix_len: int,
+    multi: list[ast.Relation],
+    res: KeyRestrictions,
+    ctx: TermContext | None,
+) -> tuple[Bound | None, Bound | None] | None:
+    lo: Bound | None = None
+    hi: Bound | None = None
+    for rel in multi:
+        cols = [c for c in ck_cols if c.name in rel.columns]
+        names = tuple(c.name for c in ck_cols[prefix_len : prefix_len + len(rel.columns)])
+        if names != rel.columns or len(cols) != len(rel.columns):
+            raise InvalidRequest(
+                "Clustering columns must appear in the PRIMARY KEY order in multi-column relations"
+            )
+        if not isinstance(rel.value, ast.TupleLiteral) or len(rel.value.items) != len(cols):
+            raise InvalidRequest(f"Expected {len(cols)} elements in value tuple")
+        values = tuple(
+            _value(c.type, c.name, t, ctx) for c, t in zip(cols, rel.value.items, strict=True)
+        )
+        if rel.operator == "=":
+            res.ck_prefixes = [p + values for p in res.ck_prefixes]
+            res.ck_restricted_columns = prefix_len + len(values)
+            continue
+        if rel.operator in (">", ">="):
+            lo = Bound(values, rel.operator == ">=")
+        elif rel.operator in ("<", "<="):
+            hi = Bound(values, rel.operator == "<=")
+        else:
+            raise InvalidRequest(f"Unsupported multi-column operator {rel.operator}")
+    if lo is None and hi is None:
+        return None
+    return lo, hi
+
+
+def _show(rel: ast.Relation) -> str:
+    from cqlcdc.cql import render_term
+
+    return f"{rel.columns[0]} {rel.operator} {render_term(rel.value)}"
+
+
+def require_partition_key(schema: TableSchema, res: KeyRestrictions) -> list[tuple[Any, ...]]:
+    """DML needs every partition key column fixed."""
+    if res.partition_keys is None:
+        missing = ", ".join(c.name for c in schema.partition_key)
+        raise InvalidRequest(f"Some partition key parts are missing: {missing}")
+    return res.partition_keys

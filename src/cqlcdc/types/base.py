@@ -1,0 +1,280 @@
+"""The contract every CQL type class fulfils (one small class per type, as in the python driver).
+
+Python values of CQL types (``None`` is CQL null everywhere, handled once here):
+
+| CQL                                   | Python value                                           |
+|---------------------------------------|--------------------------------------------------------|
+| ascii, text, varchar                  | str                                                    |
+| tinyint, smallint, int, bigint,       | int                                                    |
+| varint, counter                       |                                                        |
+| boolean                               | bool                                                   |
+| float, double                         | float                                                  |
+| decimal                               | decimal.Decimal                                        |
+| blob                                  | bytes                                                  |
+| uuid, timeuuid                        | uuid.UUID                                              |
+| inet                                  | ipaddress.IPv4Address / IPv6Address                    |
+| date                                  | int: days since 1970-01-01 (signed)                    |
+| time                                  | int: nanoseconds since midnight                        |
+| timestamp                             | int: milliseconds since the epoch (signed)             |
+| duration                              | cqlcdc.types.values.Duration(months, days, nanoseconds)|
+| list<T>                               | tuple                                                  |
+| set<T>                                | frozenset                                              |
+| map<K, V>                             | cqlcdc.types.values.MapValue (immutable, hashable)     |
+| tuple<...>                            | tuple (items may be None)                              |
+| user type                             | cqlcdc.types.values.UdtValue (immutable, hashable)     |
+
+Every value is hashable, so any value can be a set element or a map key.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Protocol
+
+from cqlcdc.cql import ast
+from cqlcdc.errors import InvalidRequest
+from cqlcdc.types import terms
+
+if TYPE_CHECKING:
+    import uuid
+
+    import pyarrow as pa
+
+
+class TermContext(Protocol):
+    """What a literal may need from the session: its clock and id generators.
+
+    Used for function terms such as ``now()``, ``uuid()``, ``currenttimestamp()``.
+    """
+
+    @property
+    def now_us(self) -> int: ...
+
+    def new_timeuuid(self) -> uuid.UUID: ...
+
+    def new_uuid(self) -> uuid.UUID: ...
+
+
+# Lossless numeric widenings ScyllaDB applies to function results and casts (prepare_expr.cc)
+_WIDENINGS = (("tinyint", "smallint", "int", "bigint", "varint"), ("float", "double"))
+
+
+def _widenable(source: str, target: str) -> bool:
+    return any(
+        source in chain and target in chain and chain.index(source) <= chain.index(target)
+        for chain in _WIDENINGS
+    )
+
+
+class CqlType(ABC):
+    """A CQL type. Instances are immutable and compare equal when the types are equal.
+
+    Subclasses implement the ``_``-prefixed hooks; null, bind markers, function terms and
+    casts are handled once here, as the python driver handles null/empty in its base class.
+    """
+
+    @property
+    @abstractmethod
+    def cql_name(self) -> str:
+        """The name as DESCRIBE prints it, e.g. ``int``, ``frozen<map<int, text>>``, ``ut``."""
+
+    @property
+    def multicell(self) -> bool:
+        """True for non-frozen list/set/map/UDT: stored as one cell per element or field."""
+        return False
+
+    def frozen(self) -> CqlType:
+        """The frozen version of this type (itself for atomic types)."""
+        return self
+
+    @property
+    def fixed_size(self) -> int | None:
+        """The serialized size when every value has the same size (vector elements)."""
+        return None
+
+    @property
+    def is_counter(self) -> bool:
+        """True only for ``counter`` (not allowed inside collections or tuples)."""
+        return False
+
+    def __str__(self) -> str:
+        return self.cql_name
+
+    # -- literals ------------------------------------------------------------------------
+
+    def parse_literal(self, term: ast.Term, column: str, ctx: TermContext | None = None) -> Any:
+        """Interpret a statement literal as a value of this type; None for ``null``.
+
+        Non-frozen collections and UDTs give None for an empty literal (``[]``, ``{}``): as
+        in ScyllaDB, an empty multi-cell value does not exist.
+
+        Raises:
+            InvalidRequest: the literal does not fit the type; the message names ``column``
+                and the type (ScyllaDB's wording, e.g.
+                ``Invalid STRING constant (foo) for "v" of type int``).
+        """
+        if isinstance(term, ast.Constant) and term.kind == "null":
+            if self.is_counter:
+                raise InvalidRequest("Invalid null value for counter increment/decrement")
+            return None
+        if isinstance(term, ast.BindMarker):
+            raise terms.bind_marker_error(term, column)
+        if isinstance(term, ast.FunctionCall):
+            return self._parse_function(term, column, ctx)
+        if isinstance(term, ast.TypeCast):
+            return self._parse_cast(term, column, ctx)
+        return self._parse(term, column, ctx)
+
+    def is_assignable(self, term: ast.Term) -> bool:
+        """Whether the term's shape can be a value of this type (ScyllaDB's test_assignment).
+
+        Collections check their elements with this before parsing them, to report
+        ``Invalid list literal for v: value 'a' is not of type int``.
+        """
+        if isinstance(term, ast.Constant) and term.kind == "null":
+            return not self.is_counter
+        if isinstance(term, ast.BindMarker):
+            return True
+        if isinstance(term, ast.FunctionCall):
+            name = terms.FUNCTIONS.get(term.name.lower())
+            return name is None or self._accepts_type_name(name[0])
+        if isinstance(term, ast.TypeCast):
+            return True
+        return self._assignable(term)
+
+    @abstractmethod
+    def _parse(self, term: ast.Term, column: str, ctx: TermContext | None) -> Any:
+        """Parse a literal (never null, a bind marker, a function call or a cast)."""
+
+    @abstractmethod
+    def _assignable(self, term: ast.Term) -> bool:
+        """``is_assignable`` for literals."""
+
+    def _accepts_type_name(self, type_name: str) -> bool:
+        """Whether a value of the named type may be assigned to this type."""
+        if type_name == self.cql_name:
+            return True
+        if type_name == "timeuuid" and self.cql_name == "uuid":
+            return True
+        return _widenable(type_name, self.cql_name)
+
+    def _parse_function(
+        self, term: ast.FunctionCall, column: str, ctx: TermContext | None
+    ) -> Any:
+        return_type = terms.function_return_type(term)
+        if not self._accepts_type_name(return_type):
+            raise InvalidRequest(
+                f"Type error: cannot assign result of function system.{term.name.lower()} "
+                f"(type {return_type}) to {column} (type {self.cql_name})"
+            )
+        _, value = terms.evaluate_function(term, ctx)
+        return None if value is None else self.validate(value, column)
+
+    def _parse_cast(self, term: ast.TypeCast, column: str, ctx: TermContext | None) -> Any:
+        from cqlcdc.types.resolve import resolve_type  # resolve imports every type class
+
+        cast_type = resolve_type(term.type, "", lambda _ks, _name: None)
+        inner_name = f"({cast_type.cql_name}){terms.term_text(term.term)}"
+        if not cast_type.is_assignable(term.term):
+            raise InvalidRequest(
+                f"Cannot cast value {terms.term_text(term.term)} to type {cast_type.cql_name}"
+            )
+        value = cast_type.parse_literal(term.term, inner_name, ctx)
+        if cast_type.frozen() != self.frozen() and not self._accepts_type_name(
+            cast_type.cql_name
+        ):
+            raise InvalidRequest(
+                f"Cannot assign value {terms.term_text(term)} to {column} "
+                f"of type {self.cql_name}"
+            )
+        return None if value is None else self.validate(value, column)
+
+    # -- values --------------------------------------------------------------------------
+
+    def validate(self, value: Any, column: str) -> Any:
+        """Check (and normalise) a Python value bound to a prepared statement.
+
+        Accepts the value table's types plus convenient equivalents (any sequence for a
+        list, any mapping for a map, ``datetime`` for a timestamp, ...) and returns the
+        canonical Python value. ``None`` is null.
+
+        Raises:
+            InvalidRequest: the value is not of this type or out of its range.
+        """
+        if value is None:
+            return None
+        return self._validate(value, column)
+
+    @abstractmethod
+    def _validate(self, value: Any, column: str) -> Any:
+        """``validate`` for a non-null value."""
+
+    def _invalid_value(self, value: Any, column: str) -> InvalidRequest:
+        return InvalidRequest(
+            f"Invalid value {value!r} of Python type {type(value).__name__} for {column} "
+            f"of type {self.cql_name}"
+        )
+
+    def to_cqlsh(self, value: Any) -> str:
+        """The value as cqlsh prints it in a result table (``None`` -> ``null``)."""
+        return self.format_cqlsh(value, nested=False)
+
+    def format_cqlsh(self, value: Any, nested: bool) -> str:
+        """cqlsh text of a value; ``nested`` inside a collection, tuple or UDT (quoted text)."""
+        if value is None:
+            return "null"
+        return self._cqlsh(value, nested)
+
+    @abstractmethod
+    def _cqlsh(self, value: Any, nested: bool) -> str:
+        """``format_cqlsh`` for a non-null value."""
+
+    def to_literal(self, value: Any) -> str:
+        """The value as a CQL literal that parses back to the same value (``'it''s'``)."""
+        if value is None:
+            return "null"
+        return self._literal(value)
+
+    @abstractmethod
+    def _literal(self, value: Any) -> str:
+        """``to_literal`` for a non-null value."""
+
+    @abstractmethod
+    def sort_key(self, value: Any) -> Any:
+        """A key ordering values as the CQL comparator does (clustering order, set order)."""
+
+    @abstractmethod
+    def serialize(self, value: Any) -> bytes:
+        """The CQL native protocol (v4) encoding of a non-null value."""
+
+    @abstractmethod
+    def deserialize(self, data: bytes) -> Any:
+        """Inverse of ``serialize``."""
+
+    @abstractmethod
+    def arrow_type(self) -> pa.DataType:
+        """The Arrow type used for this type in Delta/Parquet outputs (docs/types.md)."""
+
+    def to_arrow(self, value: Any) -> Any:
+        """The value as a Python object ``pyarrow.array([...], type=arrow_type())`` accepts."""
+        return None if value is None else self._to_arrow(value)
+
+    def from_arrow(self, value: Any) -> Any:
+        """Inverse of ``to_arrow`` (from ``pyarrow`` ``to_pylist()`` output).
+
+        Temporal values may come as ``date``/``time``/``datetime`` objects or as integers
+        (``cqlcdc.types.arrow.to_pylist`` gives integers, which keep nanoseconds and every
+        year).
+        """
+        return None if value is None else self._from_arrow(value)
+
+    @abstractmethod
+    def _to_arrow(self, value: Any) -> Any:
+        """``to_arrow`` for a non-null value."""
+
+    @abstractmethod
+    def _from_arrow(self, value: Any) -> Any:
+        """``from_arrow`` for a non-null value."""
+
+
+__all__ = ["CqlType", "TermContext"]
