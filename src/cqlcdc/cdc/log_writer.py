@@ -325,7 +325,7 @@ class LogWriter:
         is_delete = coll.tombstone is not None
         added: Any = None
         if isinstance(ctype, UserType):
-            added = UdtValue(ctype, {ctype.field_names[i]: c.value for i, c in live.items()})
+            added = UdtValue(ctype.field_names, {ctype.field_names[i]: c.value for i, c in live.items()})
         elif live:
             added = collection_value(ctype, live, lists_as_maps=True)
         if self.delta_values:
@@ -371,7 +371,7 @@ def _merge(ctype: Any, prev: Any, live: dict[Any, Cell], deleted: frozenset[Any]
             fields[ctype.field_names[i]] = c.value
         if all(v is None for v in fields.values()):
             return None
-        return UdtValue(ctype, fields)
+        return UdtValue(ctype.field_names, fields)
     if isinstance(ctype, SetType):
         elems = (set(prev) if prev is not None else set()) - set(deleted)
         elems |= set(live)
@@ -385,5 +385,5 @@ def _merge(ctype: Any, prev: Any, live: dict[Any, Cell], deleted: frozenset[Any]
         return None
     mtype = list_map_type(ctype) if isinstance(ctype, ListType) else ctype
     assert isinstance(mtype, MapType)
-    return MapValue(mtype, items)
+    return MapValue(items, sort_key=mtype.key.sort_key)
 

@@ -12,12 +12,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from cqlcdc.errors import CorruptIngestFile, ServerError, WriteTimeout
@@ -32,7 +31,7 @@ from cqlcdc.pipeline.commit import (
     data_files_to_arrow,
     write_data_file,
 )
-from cqlcdc.pipeline.ingest import parse_ingest_file_name, read_ingest_file
+from cqlcdc.pipeline.ingest import IngestLog, read_ingest_file
 from cqlcdc.pipeline.records import INGEST_SCHEMA, BucketProcessor
 
 INGEST_DDL = (
@@ -40,11 +39,6 @@ INGEST_DDL = (
     "bucket INT NOT NULL, token BIGINT NOT NULL, pk BINARY NOT NULL, payload BINARY NOT NULL"
 )
 _GROUP_ORDER = ["table_id", "bucket", "token", "pk", "seq"]
-
-
-def _local_path(uri: str) -> str:
-    parsed = urlparse(uri)
-    return unquote(parsed.path) if parsed.scheme in ("", "file") else uri
 
 
 def process_groups(
@@ -189,6 +183,8 @@ class Engine:
             .option("latestFirst", "false")
             # the age limit is relative to the newest file seen; we never want to skip one
             .option("maxFileAge", "36500d")
+            # IngestLog writes page checksums: have Spark's Parquet reader check them too
+            .option("parquet.page.verify-checksum.enabled", "true")
             .parquet(str(self.ingest_dir))
         )
         self._query = (
@@ -286,22 +282,21 @@ class Engine:
             # committed everywhere already (crash after the manifest, before Spark's commit log)
             self._publish(manifest)
             return
-        input_files = [_local_path(uri) for uri in df.inputFiles()]
-        max_seq = manifest.max_seq
-        num_rows = 0
         try:
-            for path in input_files:
-                seqs = parse_ingest_file_name(Path(path).name)
-                if seqs is not None:
-                    max_seq = max(max_seq, seqs[1])
-                num_rows += pq.read_metadata(path).num_rows
-        except (OSError, pa.ArrowException) as err:
-            raise CorruptIngestFile(f"Corrupt ingest file {path}: {err}") from err
+            # one Spark job decides the path: a batch that fits under the limit is all here
+            head = df.limit(self.driver_max_rows + 1).toArrow()
+        except Exception as err:
+            raise self._read_failure(manifest, batch_id, err) from err
         planned = time.perf_counter()
-        if num_rows <= self.driver_max_rows:
-            files = self._run_in_driver(input_files, manifest, batch_id)
+        if head.num_rows <= self.driver_max_rows:
+            num_rows = head.num_rows
+            records = head.cast(INGEST_SCHEMA)
+            max_seq = max(manifest.max_seq, _max_seq(records))
+            files = process_groups(
+                records, self.processor, str(self.tables_dir), manifest.versions, batch_id
+            )
         else:
-            files = self._run_on_executors(df, input_files, manifest, batch_id)
+            num_rows, max_seq, files = self._run_on_executors(df, manifest, batch_id)
         processed = time.perf_counter()
         by_output: dict[str, list[DataFile]] = {}
         for file in files:
@@ -329,20 +324,16 @@ class Engine:
             self._manifest = manifest
             self._cond.notify_all()
 
-    def _run_in_driver(
-        self, input_files: list[str], manifest: Manifest, batch_id: int
-    ) -> list[DataFile]:
-        # The batch DataFrame is exactly these files; reading them here with pyarrow gives the
-        # same rows as df.toArrow() without a Spark job, and verifies every page checksum.
-        tables = [read_ingest_file(path) for path in input_files]
-        records = pa.concat_tables(tables) if tables else INGEST_SCHEMA.empty_table()
-        return process_groups(
-            records, self.processor, str(self.tables_dir), manifest.versions, batch_id
-        )
+    def _read_failure(self, manifest: Manifest, batch_id: int, err: Exception) -> ServerError:
+        # Spark's message may not name the damaged file: check every uncommitted ingest file
+        for file in IngestLog(self.ingest_dir).files():
+            if file.last_seq > manifest.max_seq:
+                read_ingest_file(file.path)
+        return ServerError(f"Micro-batch {batch_id} failed: {err}")
 
     def _run_on_executors(
-        self, df: DataFrame, input_files: list[str], manifest: Manifest, batch_id: int
-    ) -> list[DataFile]:
+        self, df: DataFrame, manifest: Manifest, batch_id: int
+    ) -> tuple[int, int, list[DataFile]]:
         task = _ExecutorTask(self.processor, str(self.tables_dir), manifest.versions, batch_id)
         planned = (
             df.repartition(self.num_partitions, "bucket")
@@ -350,10 +341,16 @@ class Engine:
             .mapInArrow(task, DATA_FILE_SCHEMA)
         )
         try:
+            totals = df.agg(F.count("*"), F.max("seq")).collect()[0]
             result = planned.toArrow()
         except Exception as err:
-            # name the damaged file, if one is (Spark's message may not)
-            for path in input_files:
-                read_ingest_file(path)
-            raise ServerError(f"Micro-batch {batch_id} failed: {err}") from err
-        return data_files_from_arrow(result)
+            raise self._read_failure(manifest, batch_id, err) from err
+        max_seq = max(manifest.max_seq, int(totals[1]))
+        return int(totals[0]), max_seq, data_files_from_arrow(result)
+
+
+def _max_seq(records: pa.Table) -> int:
+    if records.num_rows == 0:
+        return 0
+    value = pc.max(records.column("seq")).as_py()
+    return int(value) if value is not None else 0

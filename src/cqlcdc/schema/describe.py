@@ -8,10 +8,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from cqlcdc.cql.ast import Describe
+from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Keyspace, TableSchema
 from cqlcdc.schema.table_options import describe_options, format_map, single_quote
 from cqlcdc.types.base import CqlType
+
+if TYPE_CHECKING:
+    from cqlcdc.schema.catalog import Catalog
 
 # Keywords of ScyllaDB's Cql.g that are not "unreserved": they cannot be bare identifiers.
 RESERVED_KEYWORDS = frozenset(
@@ -94,6 +100,12 @@ def describe_table(table: TableSchema, log: TableSchema | None, attached: bool) 
     text = create_table_statement(table)
     if attached:
         return f"{CDC_LOG_DESC_PREFIX}{text}{CDC_LOG_DESC_SUFFIX}"
+    for feed, options in table.changefeeds:
+        with_clause = ", ".join(f"{k} = {v}" for k, v in options)
+        text += (
+            f"\nALTER TABLE {maybe_quote(table.keyspace)}.{maybe_quote(table.name)} "
+            f"ADD CHANGEFEED {maybe_quote(feed)} WITH ({with_clause});\n"
+        )
     if log is not None:
         alter = (
             f"ALTER TABLE {maybe_quote(log.keyspace)}.{maybe_quote(log.name)} WITH "
@@ -124,6 +136,98 @@ def describe_names(names: Sequence[str]) -> str:
     return "  ".join(maybe_quote(n) for n in names) + "\n"
 
 
+def _statements(texts: Sequence[str]) -> str:
+    """Several descriptions as cqlsh prints them: each followed by a blank line."""
+    return "\n".join(t.rstrip("\n") + "\n" for t in texts)
+
+
+def _table_text(catalog: Catalog, table: TableSchema) -> str:
+    attached = catalog.is_attached_log(table.keyspace, table.name)
+    log = catalog.log_table(table) if table.cdc.enabled else None
+    return describe_table(table, log, attached)
+
+
+def _keyspace_texts(catalog: Catalog, keyspace: Keyspace) -> list[str]:
+    """DESC KEYSPACE: the keyspace, its types (dependencies first), its tables by name
+    (attached CDC logs only as the ALTER after their base)."""
+    texts = [describe_keyspace(keyspace)]
+    texts.extend(
+        describe_type(t.keyspace, t.name, list(zip(t.field_names, t.field_types, strict=True)))
+        for t in catalog.user_types(keyspace.name)
+    )
+    texts.extend(
+        _table_text(catalog, t)
+        for t in catalog.tables(keyspace.name)
+        if not catalog.is_attached_log(t.keyspace, t.name)
+    )
+    return texts
+
+
+def _listing(catalog: Catalog, current: str | None, names_of: str) -> str:
+    keyspaces = [current] if current is not None else [k.name for k in catalog.keyspaces()]
+    blocks = []
+    for ks in keyspaces:
+        if catalog.keyspace(ks) is None:
+            raise InvalidRequest(f"'{ks}' not found in keyspaces")
+        if names_of == "TABLES":
+            names = [
+                t.name for t in catalog.tables(ks) if not catalog.is_attached_log(ks, t.name)
+            ]
+        else:
+            names = [t.name for t in catalog.user_types(ks)]
+        if current is not None:
+            return describe_names(names)
+        blocks.append(f"Keyspace {ks}\n{'-' * (len(ks) + 9)}\n{describe_names(names)}")
+    return "\n".join(blocks)
+
+
+def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) -> str:
+    """The text of a DESCRIBE statement (``describe_statement.cc`` + cqlsh's layout).
+
+    Raises:
+        InvalidRequest: an unknown keyspace, table or type (ScyllaDB's messages).
+    """
+    if stmt.kind == "KEYSPACES":
+        return describe_names([k.name for k in catalog.keyspaces()])
+    if stmt.kind in ("TABLES", "TYPES"):
+        return _listing(catalog, current, stmt.kind)
+    if stmt.kind == "SCHEMA":
+        texts = [t for ks in catalog.keyspaces() for t in _keyspace_texts(catalog, ks)]
+        return _statements(texts)
+    if stmt.kind == "CLUSTER":
+        return "Cluster: cqlcdc\nPartitioner: Murmur3Partitioner\n"
+    if stmt.kind == "KEYSPACE":
+        name = stmt.name.name if stmt.name is not None else current
+        if name is None:
+            raise InvalidRequest(
+                "No keyspace has been specified. USE a keyspace, or explicitly specify "
+                "keyspace.tablename"
+            )
+        keyspace = catalog.keyspace(name)
+        if keyspace is None:
+            raise InvalidRequest(f"'{name}' not found in keyspaces")
+        return _statements(_keyspace_texts(catalog, keyspace))
+    assert stmt.name is not None
+    ks = stmt.name.keyspace or current
+    if ks is None:
+        raise InvalidRequest(
+            "No keyspace has been specified. USE a keyspace, or explicitly specify "
+            "keyspace.tablename"
+        )
+    if catalog.keyspace(ks) is None:
+        raise InvalidRequest(f"'{ks}' not found in keyspaces")
+    if stmt.kind == "TYPE":
+        udt = catalog.user_type(ks, stmt.name.name)
+        if udt is None:
+            raise InvalidRequest(f"Type '{stmt.name.name}' not found in keyspace '{ks}'")
+        fields = list(zip(udt.field_names, udt.field_types, strict=True))
+        return _statements([describe_type(ks, udt.name, fields)])
+    table = catalog.table(ks, stmt.name.name)
+    if table is None:
+        raise InvalidRequest(f"Table '{stmt.name.name}' not found in keyspace '{ks}'")
+    return _statements([_table_text(catalog, table)])
+
+
 __all__ = [
     "CDC_LOG_DESC_PREFIX",
     "CDC_LOG_DESC_SUFFIX",
@@ -131,6 +235,7 @@ __all__ = [
     "create_table_statement",
     "describe_keyspace",
     "describe_names",
+    "describe_statement",
     "describe_table",
     "describe_type",
     "maybe_quote",

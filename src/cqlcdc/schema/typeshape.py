@@ -34,7 +34,7 @@ def log_value_type(t: CqlType) -> CqlType:
     if not t.multicell:
         return t
     if isinstance(t, ListType):
-        return MapType(native_type("timeuuid"), t.element, frozen=True)
+        return MapType(native_type("timeuuid"), t.elem, frozen=True)
     return t.frozen()
 
 
@@ -47,7 +47,7 @@ def deleted_elements_type(t: CqlType) -> CqlType | None:
     if isinstance(t, MapType):
         return SetType(t.key, frozen=True)
     if isinstance(t, SetType):
-        return SetType(t.element, frozen=True)
+        return SetType(t.elem, frozen=True)
     if isinstance(t, ListType):
         return SetType(native_type("timeuuid"), frozen=True)
     return SetType(native_type("smallint"), frozen=True)
@@ -56,7 +56,7 @@ def deleted_elements_type(t: CqlType) -> CqlType | None:
 def subtypes(t: CqlType) -> tuple[CqlType, ...]:
     """The direct type parameters of ``t`` (UDT field types included)."""
     if isinstance(t, ListType | SetType):
-        return (t.element,)
+        return (t.elem,)
     if isinstance(t, MapType):
         return (t.key, t.value)
     if isinstance(t, TupleType):
@@ -64,7 +64,7 @@ def subtypes(t: CqlType) -> tuple[CqlType, ...]:
     if isinstance(t, UserType):
         return tuple(t.field_types)
     if isinstance(t, VectorType):
-        return (t.element,)
+        return (t.elem,)
     return ()
 
 
@@ -110,7 +110,7 @@ def rebuild(t: CqlType, params: list[CqlType]) -> CqlType:
     if isinstance(t, UserType):
         return UserType(t.keyspace, t.name, tuple(t.field_names), tuple(params), frozen=frozen)
     if isinstance(t, VectorType):
-        return VectorType(params[0], t.dimension)
+        return VectorType(params[0], t.size)
     return t
 
 
@@ -132,7 +132,7 @@ def type_to_json(t: CqlType) -> JsonType:
             "frozen": frozen,
         }
     if isinstance(t, VectorType):
-        return {"kind": "vector", "params": [type_to_json(t.element)], "size": t.dimension}
+        return {"kind": "vector", "params": [type_to_json(t.elem)], "size": t.size}
     return {"kind": "native", "name": t.cql_name}
 
 

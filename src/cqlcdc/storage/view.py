@@ -38,14 +38,14 @@ def collection_value(
     if isinstance(ctype, SetType):
         return frozenset(elements)
     if isinstance(ctype, MapType):
-        return MapValue(ctype, {k: c.value for k, c in elements.items()})
+        return MapValue({k: c.value for k, c in elements.items()}, sort_key=ctype.key.sort_key)
     if isinstance(ctype, ListType):
         keys = sorted(elements, key=lambda u: (u.time, u.bytes))
         if lists_as_maps:
-            return MapValue(list_map_type(ctype), {k: elements[k].value for k in keys})
+            return MapValue([(k, elements[k].value) for k in keys])
         return tuple(elements[k].value for k in keys)
     if isinstance(ctype, UserType):
-        return UdtValue(ctype, {ctype.field_names[i]: c.value for i, c in elements.items()})
+        return UdtValue(ctype.field_names, {ctype.field_names[i]: c.value for i, c in elements.items()})
     raise TypeError(f"not a multi-cell type: {ctype.cql_name}")
 
 

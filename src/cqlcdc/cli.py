@@ -1,0 +1,222 @@
+"""The ``cqlcdc`` command: ``run FILE.cql`` (like ``cqlsh -f``) and an interactive ``shell``.
+
+``--format json`` prints one JSON object per statement; that shape is a stable contract:
+
+    {"statement": n, "cql": "...", "ok": true, "columns": [...], "rows": [[...], ...]}
+    {"statement": n, "cql": "...", "ok": false,
+     "error": {"code": 8704, "class": "InvalidRequest", "message": "..."}}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from cqlcdc.cql import ast, parse_statement, split_statements
+from cqlcdc.errors import CqlError, CqlSyntaxError
+
+_ERROR_KIND = {
+    0x2000: "Syntax error in CQL query",
+    0x2200: "Invalid query",
+    0x2300: "Invalid configuration in query",
+    0x2400: "Query invalid because of configuration issue",
+    0x0000: "Server error",
+}
+
+
+def cqlsh_text(value: Any, ctype: Any) -> str:
+    """A cell as cqlsh prints it (``null`` for CQL null)."""
+    if value is None:
+        return "null"
+    if ctype is None:
+        return str(value)
+    return str(ctype.to_cqlsh(value))
+
+
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """cqlsh's table: headers left-aligned, values right-aligned, then ``(N rows)``."""
+    widths = [len(c) for c in columns]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    lines = [" " + " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines.append("-" + "-+-".join("-" * w for w in widths) + "-")
+    for row in rows:
+        lines.append(" " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+    lines.append("")
+    lines.append(f"({len(rows)} rows)")
+    return "\n".join(lines)
+
+
+def error_json(err: CqlError) -> dict[str, Any]:
+    return {"code": err.code, "class": err.class_name, "message": err.message}
+
+
+def error_text(err: CqlError, where: str) -> str:
+    kind = _ERROR_KIND.get(err.code, err.class_name)
+    return (
+        f'{where}:{err.class_name}: Error from server: code={err.code:04x} [{kind}] '
+        f'message="{err.message}"'
+    )
+
+
+class Runner:
+    """Runs statements against a session and prints each result or error."""
+
+    def __init__(self, session: Any, fmt: str, out: TextIO, err: TextIO) -> None:
+        self.session = session
+        self.fmt = fmt
+        self.out = out
+        self.err = err
+        self.count = 0
+        self.failures = 0
+
+    def run_text(self, text: str, source: str) -> None:
+        for piece in split_statements(text):
+            self.run_one(piece.text, f"{source}:{piece.line}")
+        self.session.flush()
+
+    def run_one(self, cql: str, where: str) -> None:
+        self.count += 1
+        try:
+            stmt = parse_statement(cql)
+            is_write = isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch)
+            result = self.session.execute(stmt, wait=not is_write)
+        except CqlError as e:
+            self.failures += 1
+            if self.fmt == "json":
+                self._json({"ok": False, "error": error_json(e)}, cql)
+            else:
+                print(error_text(e, where), file=self.err, flush=True)
+            return
+        except Exception as e:  # an engine failure: report it as a server error, keep going
+            self.failures += 1
+            wrapped = CqlError(f"{type(e).__name__}: {e}")
+            if self.fmt == "json":
+                self._json({"ok": False, "error": error_json(wrapped)}, cql)
+            else:
+                print(error_text(wrapped, where), file=self.err, flush=True)
+            return
+        self._print_result(cql, result)
+
+    def _json(self, body: dict[str, Any], cql: str) -> None:
+        obj = {"statement": self.count, "cql": cql, **body}
+        print(json.dumps(obj, ensure_ascii=False), file=self.out, flush=True)
+
+    def _print_result(self, cql: str, result: Any) -> None:
+        if result.describe is not None:
+            if self.fmt == "json":
+                self._json({"ok": True, "columns": ["describe"], "rows": [[result.describe]]}, cql)
+            else:
+                print("\n" + result.describe + "\n", file=self.out, flush=True)
+            return
+        if self.fmt == "json":
+            rows = [
+                [None if v is None else cqlsh_text(v, t) for v, t in zip(r, result.column_types, strict=True)]
+                for r in result
+            ]
+            self._json({"ok": True, "columns": result.column_names, "rows": rows}, cql)
+            return
+        if not result.column_names:
+            return
+        rows = [
+            [cqlsh_text(v, t) for v, t in zip(r, result.column_types, strict=True)]
+            for r in result
+        ]
+        print("\n" + format_table(result.column_names, rows) + "\n", file=self.out, flush=True)
+
+
+def _connect(args: argparse.Namespace) -> Any:
+    from cqlcdc.session import connect
+
+    return connect(data_dir=args.data_dir, master=args.master)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        print(f"cqlcdc: cannot read {path}: {e.strerror}", file=sys.stderr)
+        return 2
+    session = _connect(args)
+    runner = Runner(session, args.format, sys.stdout, sys.stderr)
+    try:
+        runner.run_text(text, str(path))
+    finally:
+        session.close()
+    return 0 if runner.failures == 0 else 1
+
+
+def cmd_shell(args: argparse.Namespace) -> int:
+    session = _connect(args)
+    runner = Runner(session, args.format, sys.stdout, sys.stdout)
+    buffer = ""
+    interactive = sys.stdin.isatty()
+    try:
+        while True:
+            ks = session.keyspace
+            prompt = ("cqlsh:" + ks + "> " if ks else "cqlsh> ") if not buffer else "   ... "
+            try:
+                line = input(prompt) if interactive else sys.stdin.readline()
+            except EOFError:
+                break
+            if not interactive and line == "":
+                break
+            if not buffer and line.strip().lower() in ("exit", "quit", "exit;", "quit;"):
+                break
+            buffer += line + ("\n" if interactive else "")
+            try:
+                pieces = split_statements(buffer)
+            except CqlSyntaxError:
+                pieces = []
+            complete = buffer.rstrip().endswith(";") or buffer.strip().upper().endswith("APPLY BATCH")
+            if pieces and complete:
+                for piece in pieces:
+                    runner.run_one(piece.text, "<stdin>")
+                session.flush()
+                buffer = ""
+        if buffer.strip():
+            runner.run_text(buffer, "<stdin>")
+    finally:
+        session.close()
+    return 0 if runner.failures == 0 else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cqlcdc", description="CQL with ScyllaDB-exact CDC logs, computed on Spark."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--data-dir",
+            default=os.environ.get("CQLCDC_DATA_DIR", "cqlcdc-data"),
+            help="data directory (default: ./cqlcdc-data or $CQLCDC_DATA_DIR)",
+        )
+        p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+        p.add_argument("--format", choices=["table", "json"], default="table")
+
+    run = sub.add_parser("run", help="run the statements of a .cql file, like cqlsh -f")
+    run.add_argument("file")
+    common(run)
+    run.set_defaults(func=cmd_run)
+    shell = sub.add_parser("shell", help="interactive CQL shell")
+    common(shell)
+    shell.set_defaults(func=cmd_shell)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

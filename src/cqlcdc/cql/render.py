@@ -1,0 +1,451 @@
+"""Render an AST back to canonical CQL: upper-case keywords, names quoted only when needed.
+
+``parse(render(x)) == x`` for every statement the parser produces.
+
+>>> from cqlcdc.cql.parser import Parser
+>>> render(Parser.parse("update KS.t set v = v + {1:'a'} where pk = 0"))
+"UPDATE ks.t SET v = v + {1: 'a'} WHERE pk = 0"
+"""
+
+from __future__ import annotations
+
+import re
+from typing import assert_never
+
+from cqlcdc.cql.ast import (
+    AddChangefeed,
+    AddColumns,
+    AddTo,
+    AlterColumnType,
+    AlterKeyspace,
+    AlterTable,
+    AlterTableAction,
+    AlterType,
+    Assignment,
+    Batch,
+    BindMarker,
+    ColumnDef,
+    ColumnRef,
+    Condition,
+    Constant,
+    CreateKeyspace,
+    CreateTable,
+    CreateType,
+    Delete,
+    DeleteTarget,
+    Describe,
+    DropChangefeed,
+    DropColumns,
+    DropKeyspace,
+    DropTable,
+    DropType,
+    FunctionCall,
+    Insert,
+    ListLiteral,
+    MapLiteral,
+    OptionValue,
+    Prepend,
+    QualifiedName,
+    Relation,
+    RemoveFrom,
+    RenameColumns,
+    Select,
+    Selector,
+    SetColumn,
+    SetElement,
+    SetField,
+    SetLiteral,
+    SetOptions,
+    Statement,
+    Term,
+    Truncate,
+    TupleLiteral,
+    TypeCast,
+    TypeRef,
+    UdtLiteral,
+    Update,
+    UseKeyspace,
+    Using,
+)
+from cqlcdc.cql.tokens import Tokenizer
+
+_PLAIN_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+_PLAIN_UPPER_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
+_RESERVED = Tokenizer.RESERVED_KEYWORDS
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as CQL text: bare if it reads back unchanged, else double-quoted.
+
+    >>> quote_identifier("cdc$time"), quote_identifier("pk"), quote_identifier("Table")
+    ('"cdc$time"', 'pk', '"Table"')
+    """
+    if _PLAIN_NAME.match(name) and name not in _RESERVED:
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_string(text: str) -> str:
+    """``text`` as a CQL string literal (``'it''s'``)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def render(node: Statement) -> str:
+    """Render a statement as canonical CQL text (no trailing ``;``)."""
+    match node:
+        case CreateKeyspace() | AlterKeyspace() | DropKeyspace() | UseKeyspace():
+            return _render_keyspace_statement(node)
+        case CreateType() | AlterType() | DropType():
+            return _render_type_statement(node)
+        case CreateTable():
+            return _render_create_table(node)
+        case AlterTable():
+            return f"ALTER TABLE {render_name(node.name)} {_render_alter_action(node.action)}"
+        case DropTable():
+            return f"DROP TABLE {_if(node.if_exists, 'IF EXISTS ')}{render_name(node.name)}"
+        case Truncate():
+            return f"TRUNCATE TABLE {render_name(node.name)}"
+        case Describe():
+            return _render_describe(node)
+        case Insert() | Update() | Delete():
+            return _render_modification(node)
+        case Batch():
+            return _render_batch(node)
+        case Select():
+            return _render_select(node)
+        case _:
+            assert_never(node)
+
+
+# ---------------------------------------------------------------------------------------------
+# Terms and types
+
+
+def render_term(term: Term | ColumnRef) -> str:
+    """A term (or a selector's column argument) as CQL text."""
+    match term:
+        case Constant(kind="string"):
+            return quote_string(term.text)
+        case Constant():
+            return term.text
+        case BindMarker(name=None):
+            return "?"
+        case BindMarker():
+            return ":" + quote_identifier(term.name or "")
+        case ListLiteral():
+            return "[" + _terms(term.items) + "]"
+        case SetLiteral():
+            return "{" + _terms(term.items) + "}"
+        case MapLiteral():
+            entries = (f"{render_term(k)}: {render_term(v)}" for k, v in term.entries)
+            return "{" + ", ".join(entries) + "}"
+        case UdtLiteral():
+            fields = (f"{quote_identifier(f)}: {render_term(v)}" for f, v in term.fields)
+            return "{" + ", ".join(fields) + "}"
+        case TupleLiteral():
+            return "(" + _terms(term.items) + ")"
+        case FunctionCall():
+            name = term.name if term.name == "token" else quote_identifier(term.name)
+            return f"{name}({_terms(term.args)})"
+        case TypeCast():
+            return f"({render_type(term.type)}) {render_term(term.term)}"
+        case ColumnRef(name="*"):
+            return "*"
+        case ColumnRef():
+            return quote_identifier(term.name)
+        case _:
+            assert_never(term)
+
+
+def _terms(items: tuple[Term | ColumnRef, ...]) -> str:
+    return ", ".join(render_term(item) for item in items)
+
+
+def render_type(type_ref: TypeRef) -> str:
+    """``int``, ``map<int, text>``, ``frozen<ks.ut>``, ``vector<float, 3>``."""
+    if type_ref.size is not None:
+        return f"{type_ref.name}<{render_type(type_ref.params[0])}, {type_ref.size}>"
+    if type_ref.params:
+        return f"{type_ref.name}<{', '.join(render_type(p) for p in type_ref.params)}>"
+    return render_name(QualifiedName(type_ref.keyspace, type_ref.name))
+
+
+def render_name(name: QualifiedName) -> str:
+    """``ks.t`` or ``t``, each part quoted if needed."""
+    if name.keyspace is None:
+        return quote_identifier(name.name)
+    return f"{quote_identifier(name.keyspace)}.{quote_identifier(name.name)}"
+
+
+def _if(flag: bool, text: str) -> str:
+    return text if flag else ""
+
+
+def _names(names: tuple[str, ...]) -> str:
+    return ", ".join(quote_identifier(n) for n in names)
+
+
+def _options(options: tuple[tuple[str, OptionValue], ...]) -> list[str]:
+    return [f"{quote_identifier(name)} = {render_term(value)}" for name, value in options]
+
+
+# ---------------------------------------------------------------------------------------------
+# DDL
+
+
+def _render_keyspace_statement(
+    node: CreateKeyspace | AlterKeyspace | DropKeyspace | UseKeyspace,
+) -> str:
+    match node:
+        case UseKeyspace():
+            return f"USE {quote_identifier(node.name)}"
+        case DropKeyspace():
+            return f"DROP KEYSPACE {_if(node.if_exists, 'IF EXISTS ')}{quote_identifier(node.name)}"
+        case CreateKeyspace():
+            head = f"CREATE KEYSPACE {_if(node.if_not_exists, 'IF NOT EXISTS ')}"
+            durable = None if node.durable_writes else False
+            return head + quote_identifier(node.name) + _keyspace_with(node.replication, durable)
+        case AlterKeyspace():
+            with_ = _keyspace_with(node.replication, node.durable_writes)
+            return f"ALTER KEYSPACE {quote_identifier(node.name)}{with_}"
+        case _:
+            assert_never(node)
+
+
+def _keyspace_with(replication: tuple[tuple[str, str], ...], durable: bool | None) -> str:
+    properties = []
+    if replication:
+        pairs = ", ".join(f"{quote_string(k)}: {quote_string(v)}" for k, v in replication)
+        properties.append(f"replication = {{{pairs}}}")
+    if durable is not None:
+        properties.append(f"durable_writes = {'true' if durable else 'false'}")
+    return " WITH " + " AND ".join(properties) if properties else ""
+
+
+def _render_type_statement(node: CreateType | AlterType | DropType) -> str:
+    name = render_name(node.name)
+    match node:
+        case CreateType():
+            fields = ", ".join(f"{quote_identifier(f)} {render_type(t)}" for f, t in node.fields)
+            return f"CREATE TYPE {_if(node.if_not_exists, 'IF NOT EXISTS ')}{name} ({fields})"
+        case AlterType():
+            if node.add is not None:
+                field, field_type = node.add
+                return f"ALTER TYPE {name} ADD {quote_identifier(field)} {render_type(field_type)}"
+            return f"ALTER TYPE {name} RENAME {_renames(node.renames)}"
+        case DropType():
+            return f"DROP TYPE {_if(node.if_exists, 'IF EXISTS ')}{name}"
+        case _:
+            assert_never(node)
+
+
+def _renames(renames: tuple[tuple[str, str], ...]) -> str:
+    return " AND ".join(f"{quote_identifier(a)} TO {quote_identifier(b)}" for a, b in renames)
+
+
+def _column_def(column: ColumnDef) -> str:
+    static = " static" if column.static else ""
+    return f"{quote_identifier(column.name)} {render_type(column.type)}{static}"
+
+
+def _render_create_table(node: CreateTable) -> str:
+    parts = [_column_def(c) for c in node.columns]
+    partition_key = _names(node.partition_key)
+    if len(node.partition_key) != 1:
+        partition_key = f"({partition_key})"
+    key = ", ".join([partition_key, *(quote_identifier(c) for c in node.clustering_key)])
+    parts.append(f"PRIMARY KEY ({key})")
+    text = (
+        f"CREATE TABLE {_if(node.if_not_exists, 'IF NOT EXISTS ')}{render_name(node.name)} "
+        f"({', '.join(parts)})"
+    )
+    properties = []
+    if node.compact_storage:
+        properties.append("COMPACT STORAGE")
+    if node.clustering_order:
+        order = ", ".join(f"{quote_identifier(c)} {d}" for c, d in node.clustering_order)
+        properties.append(f"CLUSTERING ORDER BY ({order})")
+    properties.extend(_options(node.options))
+    if properties:
+        text += " WITH " + " AND ".join(properties)
+    return text
+
+
+def _changefeed_option(name: str) -> str:
+    if _PLAIN_UPPER_NAME.match(name) and name.lower() not in _RESERVED:
+        return name
+    return quote_identifier(name)
+
+
+def _render_alter_action(action: AlterTableAction) -> str:
+    match action:
+        case AddColumns(columns=(column,)):
+            return f"ADD {_column_def(column)}"
+        case AddColumns():
+            return f"ADD ({', '.join(_column_def(c) for c in action.columns)})"
+        case DropColumns(columns=(column,)):
+            return f"DROP {quote_identifier(column)}"
+        case DropColumns():
+            return f"DROP ({_names(action.columns)})"
+        case RenameColumns():
+            return f"RENAME {_renames(action.renames)}"
+        case AlterColumnType():
+            return f"ALTER {quote_identifier(action.column)} TYPE {render_type(action.type)}"
+        case SetOptions():
+            return "WITH " + " AND ".join(_options(action.options))
+        case AddChangefeed():
+            options = ", ".join(
+                f"{_changefeed_option(name)} = {render_term(value)}"
+                for name, value in action.options
+            )
+            return f"ADD CHANGEFEED {quote_identifier(action.name)} WITH ({options})"
+        case DropChangefeed():
+            return f"DROP CHANGEFEED {quote_identifier(action.name)}"
+        case _:
+            assert_never(action)
+
+
+def _render_describe(node: Describe) -> str:
+    if node.name is None:
+        return f"DESCRIBE {node.kind}"
+    if node.kind == "KEYSPACE":
+        return f"DESCRIBE KEYSPACE {quote_identifier(node.name.name)}"
+    return f"DESCRIBE {node.kind} {render_name(node.name)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# DML and SELECT
+
+
+def _render_using(using: Using) -> str:
+    parts = []
+    if using.timestamp is not None:
+        parts.append(f"TIMESTAMP {render_term(using.timestamp)}")
+    if using.ttl is not None:
+        parts.append(f"TTL {render_term(using.ttl)}")
+    return " USING " + " AND ".join(parts) if parts else ""
+
+
+def _render_assignment(assignment: Assignment) -> str:
+    column = quote_identifier(assignment.column)
+    match assignment:
+        case SetColumn():
+            return f"{column} = {render_term(assignment.value)}"
+        case AddTo():
+            return f"{column} = {column} + {render_term(assignment.value)}"
+        case RemoveFrom():
+            return f"{column} = {column} - {render_term(assignment.value)}"
+        case Prepend():
+            return f"{column} = {render_term(assignment.value)} + {column}"
+        case SetElement():
+            key, value = render_term(assignment.key), render_term(assignment.value)
+            return f"{column}[{key}] = {value}"
+        case SetField():
+            field = quote_identifier(assignment.field)
+            return f"{column}.{field} = {render_term(assignment.value)}"
+        case _:
+            assert_never(assignment)
+
+
+def _render_relation(relation: Relation) -> str:
+    columns = _names(relation.columns)
+    if relation.token:
+        left = f"token({columns})"
+    elif len(relation.columns) != 1:
+        left = f"({columns})"
+    elif relation.key is not None:
+        left = f"{columns}[{render_term(relation.key)}]"
+    else:
+        left = columns
+    return f"{left} {relation.operator} {render_term(relation.value)}"
+
+
+def _render_where(where: tuple[Relation, ...]) -> str:
+    return " WHERE " + " AND ".join(_render_relation(r) for r in where) if where else ""
+
+
+def _render_condition(condition: Condition) -> str:
+    left = quote_identifier(condition.column)
+    if condition.key is not None:
+        left += f"[{render_term(condition.key)}]"
+    elif condition.field is not None:
+        left += f".{quote_identifier(condition.field)}"
+    return f"{left} {condition.operator} {render_term(condition.value)}"
+
+
+def _render_conditions(if_exists: bool, conditions: tuple[Condition, ...]) -> str:
+    if if_exists:
+        return " IF EXISTS"
+    if conditions:
+        return " IF " + " AND ".join(_render_condition(c) for c in conditions)
+    return ""
+
+
+def _render_delete_target(target: DeleteTarget) -> str:
+    column = quote_identifier(target.column)
+    if target.key is not None:
+        return f"{column}[{render_term(target.key)}]"
+    if target.field is not None:
+        return f"{column}.{quote_identifier(target.field)}"
+    return column
+
+
+def _render_modification(node: Insert | Update | Delete) -> str:
+    table = render_name(node.table)
+    match node:
+        case Insert():
+            if node.json is not None:
+                text = f"INSERT INTO {table} JSON {render_term(node.json)}"
+            else:
+                values = _terms(node.values)
+                text = f"INSERT INTO {table} ({_names(node.columns)}) VALUES ({values})"
+            return text + _if(node.if_not_exists, " IF NOT EXISTS") + _render_using(node.using)
+        case Update():
+            assignments = ", ".join(_render_assignment(a) for a in node.assignments)
+            return (
+                f"UPDATE {table}{_render_using(node.using)} SET {assignments}"
+                f"{_render_where(node.where)}{_render_conditions(node.if_exists, node.conditions)}"
+            )
+        case Delete():
+            targets = ", ".join(_render_delete_target(t) for t in node.targets)
+            return (
+                f"DELETE {targets + ' ' if targets else ''}FROM {table}{_render_using(node.using)}"
+                f"{_render_where(node.where)}{_render_conditions(node.if_exists, node.conditions)}"
+            )
+        case _:
+            assert_never(node)
+
+
+def _render_batch(node: Batch) -> str:
+    kind = "" if node.kind == "LOGGED" else f"{node.kind} "
+    statements = "".join(f" {_render_modification(s)};" for s in node.statements)
+    return f"BEGIN {kind}BATCH{_render_using(node.using)}{statements} APPLY BATCH"
+
+
+def _render_selector(selector: Selector) -> str:
+    text = render_term(selector.expr)
+    if selector.alias is not None:
+        text += f" AS {quote_identifier(selector.alias)}"
+    return text
+
+
+def _render_select(node: Select) -> str:
+    parts = ["SELECT"]
+    if node.json:
+        parts.append("JSON")
+    if node.distinct:
+        parts.append("DISTINCT")
+    parts.append(", ".join(_render_selector(s) for s in node.selectors) or "*")
+    parts.append(f"FROM {render_name(node.table)}{_render_where(node.where)}")
+    if node.order_by:
+        order = ", ".join(
+            quote_identifier(o.column) + (" DESC" if o.descending else "") for o in node.order_by
+        )
+        parts.append(f"ORDER BY {order}")
+    if node.per_partition_limit is not None:
+        parts.append(f"PER PARTITION LIMIT {render_term(node.per_partition_limit)}")
+    if node.limit is not None:
+        parts.append(f"LIMIT {render_term(node.limit)}")
+    if node.allow_filtering:
+        parts.append("ALLOW FILTERING")
+    return " ".join(parts)

@@ -1,0 +1,142 @@
+"""The catalog on disk: ``<data_dir>/catalog.json``, written atomically (temp + fsync + rename).
+
+Types are stored structurally (``typeshape.type_to_json``), so every table version reloads
+exactly, including versions that reference an older definition of a user type.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from cqlcdc.schema.model import CdcOptions, Column, Keyspace, TableSchema
+from cqlcdc.schema.typeshape import type_from_json, type_to_json
+
+FORMAT_VERSION = 1
+CATALOG_FILE = "catalog.json"
+
+
+def keyspace_to_json(ks: Keyspace) -> dict[str, Any]:
+    return {
+        "name": ks.name,
+        "replication": [list(p) for p in ks.replication],
+        "durable_writes": ks.durable_writes,
+    }
+
+
+def keyspace_from_json(data: dict[str, Any]) -> Keyspace:
+    return Keyspace(
+        name=data["name"],
+        replication=tuple((str(k), str(v)) for k, v in data["replication"]),
+        durable_writes=bool(data["durable_writes"]),
+    )
+
+
+def table_to_json(t: TableSchema) -> dict[str, Any]:
+    return {
+        "keyspace": t.keyspace,
+        "name": t.name,
+        "columns": [
+            {
+                "name": c.name,
+                "type": type_to_json(c.type),
+                "kind": c.kind,
+                "position": c.position,
+                "descending": c.descending,
+            }
+            for c in t.columns
+        ],
+        "cdc": {
+            "enabled": t.cdc.enabled,
+            "preimage": t.cdc.preimage,
+            "postimage": t.cdc.postimage,
+            "delta": t.cdc.delta,
+            "ttl_s": t.cdc.ttl_s,
+            "enabled_set": t.cdc.enabled_set,
+        },
+        "options": [list(p) for p in t.options],
+        "compact_storage": t.compact_storage,
+        "log_of": t.log_of,
+        "table_id": t.table_id,
+        "schema_version": t.schema_version,
+        "changefeeds": [[name, [list(p) for p in opts]] for name, opts in t.changefeeds],
+    }
+
+
+def table_from_json(data: dict[str, Any]) -> TableSchema:
+    cdc = data["cdc"]
+    return TableSchema(
+        keyspace=data["keyspace"],
+        name=data["name"],
+        columns=tuple(
+            Column(
+                name=c["name"],
+                type=type_from_json(c["type"]),
+                kind=c["kind"],
+                position=int(c["position"]),
+                descending=bool(c["descending"]),
+            )
+            for c in data["columns"]
+        ),
+        cdc=CdcOptions(
+            enabled=bool(cdc["enabled"]),
+            preimage=cdc["preimage"],
+            postimage=bool(cdc["postimage"]),
+            delta=cdc["delta"],
+            ttl_s=int(cdc["ttl_s"]),
+            enabled_set=bool(cdc["enabled_set"]),
+        ),
+        options=tuple((str(k), str(v)) for k, v in data["options"]),
+        compact_storage=bool(data["compact_storage"]),
+        log_of=data["log_of"],
+        table_id=data["table_id"],
+        schema_version=int(data["schema_version"]),
+        changefeeds=tuple(
+            (str(name), tuple((str(k), str(v)) for k, v in opts))
+            for name, opts in data["changefeeds"]
+        ),
+    )
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that a crash leaves the old or the new file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def load_document(path: Path) -> dict[str, Any] | None:
+    """The saved catalog document, or None when there is none yet."""
+    if not path.exists():
+        return None
+    with open(path, encoding="utf-8") as f:
+        data: dict[str, Any] = json.load(f)
+    if data.get("format") != FORMAT_VERSION:
+        raise ValueError(f"unsupported catalog format in {path}: {data.get('format')!r}")
+    return data
+
+
+def dump_document(data: dict[str, Any]) -> str:
+    return json.dumps({"format": FORMAT_VERSION, **data}, indent=1, sort_keys=True)
+
+
+__all__ = [
+    "CATALOG_FILE",
+    "dump_document",
+    "keyspace_from_json",
+    "keyspace_to_json",
+    "load_document",
+    "table_from_json",
+    "table_to_json",
+    "write_atomically",
+]

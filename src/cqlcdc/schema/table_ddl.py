@@ -1,0 +1,326 @@
+"""CREATE TABLE and the column actions of ALTER TABLE, as pure functions on ``TableSchema``.
+
+Messages are ScyllaDB's (``cql3/statements/create_table_statement.cc``,
+``alter_table_statement.cc``, ``schema/schema.cc``). The catalog adds existence, CDC and
+versioning around them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+
+from cqlcdc.cql.ast import (
+    AddColumns,
+    AlterColumnType,
+    CreateTable,
+    DropColumns,
+    RenameColumns,
+    TypeRef,
+)
+from cqlcdc.errors import ConfigurationError, InvalidRequest
+from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.schema.typeshape import is_counter, references_duration, subtypes
+from cqlcdc.types import UserType
+from cqlcdc.types.base import CqlType
+
+NAME_LENGTH = 48  # schema::NAME_LENGTH
+_NAME_RE = re.compile(r"\w+")
+
+Resolver = Callable[[TypeRef], CqlType]
+
+# ALTER ... TYPE: (old, new) pairs whose values are readable by the new type
+# (``is_value_compatible_with``); every type is also compatible with blob.
+_VALUE_COMPATIBLE = frozenset(
+    {
+        ("ascii", "text"),
+        ("ascii", "varchar"),
+        ("text", "varchar"),
+        ("varchar", "text"),
+        ("int", "varint"),
+        ("bigint", "varint"),
+        ("smallint", "varint"),
+        ("tinyint", "varint"),
+        ("timeuuid", "uuid"),
+        ("bigint", "timestamp"),
+        ("timestamp", "bigint"),
+    }
+)
+
+
+def validate_name(name: str, what: str) -> None:
+    """Table/keyspace names: ``\\w+`` and at most 48 characters.
+
+    Raises:
+        InvalidRequest: ScyllaDB's message for ``what`` (``table`` or ``keyspace``).
+    """
+    if what == "table":
+        if not _NAME_RE.fullmatch(name):
+            raise InvalidRequest(
+                f'"{name}" is not a valid table name '
+                "(must be alphanumeric character only: [0-9A-Za-z]+)"
+            )
+        if len(name) > NAME_LENGTH:
+            raise InvalidRequest(
+                f"Table names shouldn't be more than {NAME_LENGTH} characters long "
+                f'(got "{name}")'
+            )
+    else:
+        if not _NAME_RE.fullmatch(name):
+            raise InvalidRequest(f'"{name}" is not a valid keyspace name')
+        if len(name) > NAME_LENGTH:
+            raise InvalidRequest(
+                f"Keyspace names shouldn't be more than {NAME_LENGTH} characters long "
+                f'(got "{name}")'
+            )
+
+
+def is_counter_table(columns: tuple[Column, ...]) -> bool:
+    return any(is_counter(c.type) for c in columns if not c.is_key)
+
+
+def check_counter_mix(table: TableSchema) -> None:
+    """A table's value columns are all counters or none is (``schema::schema``).
+
+    Raises:
+        ConfigurationError: ScyllaDB's message naming the first offending column.
+    """
+    if is_counter_table(table.columns):
+        for c in table.value_columns:
+            if not is_counter(c.type):
+                raise ConfigurationError(
+                    f"Cannot add a non counter column ({c.name}) in a counter column family"
+                )
+    else:
+        for c in table.select_star_columns:
+            if is_counter(c.type):
+                raise ConfigurationError(
+                    f"Cannot add a counter column ({c.name}) in a non counter column family"
+                )
+
+
+def _check_key_part(name: str, t: CqlType, static: bool) -> None:
+    if t.multicell:
+        kind = "user-defined type" if isinstance(t, UserType) else "collection type"
+        raise InvalidRequest(f"Invalid non-frozen {kind} for PRIMARY KEY component {name}")
+    if is_counter(t):
+        raise InvalidRequest(f"counter type is not supported for PRIMARY KEY part {name}")
+    if references_duration(t):
+        raise InvalidRequest(f"duration type is not supported for PRIMARY KEY part {name}")
+    if static:
+        raise InvalidRequest(f"Static column {name} cannot be part of the PRIMARY KEY")
+
+
+def _check_udt_column(t: CqlType) -> None:
+    if isinstance(t, UserType) and t.multicell and any(s.multicell for s in subtypes(t)):
+        raise InvalidRequest("Non-frozen UDTs with nested non-frozen collections are not supported")
+
+
+def build_table(
+    stmt: CreateTable, keyspace: str, resolve: Resolver, default_ttl_s: int
+) -> TableSchema:
+    """The table a CREATE TABLE defines (without options, CDC, id or version).
+
+    Raises:
+        InvalidRequest: name, key, static, clustering-order or type rules.
+        ConfigurationError: counter and non-counter columns mixed.
+    """
+    name = stmt.name.name
+    validate_name(name, "table")
+    seen: set[str] = set()
+    for c in stmt.columns:
+        if c.name in seen:
+            raise InvalidRequest(f"Multiple definition of identifier {c.name}")
+        seen.add(c.name)
+    types = {c.name: resolve(c.type) for c in stmt.columns}
+    for c in stmt.columns:
+        if default_ttl_s > 0 and is_counter(types[c.name]):
+            raise InvalidRequest("Cannot set default_time_to_live on a table with counters")
+        _check_udt_column(types[c.name])
+    if not stmt.partition_key:
+        raise InvalidRequest("No PRIMARY KEY specified (exactly one required)")
+    statics = {c.name for c in stmt.columns if c.static}
+    key_kind: dict[str, tuple[str, int]] = {}
+    for kind, names in (("partition_key", stmt.partition_key), ("clustering", stmt.clustering_key)):
+        for position, key in enumerate(names):
+            if key not in types:
+                raise InvalidRequest(f"Unknown definition {key} referenced in PRIMARY KEY")
+            _check_key_part(key, types[key], key in statics)
+            key_kind[key] = (kind, position)
+    values = [c for c in stmt.columns if c.name not in key_kind]
+    if stmt.compact_storage:
+        if statics:
+            raise InvalidRequest("Static columns are not supported in COMPACT STORAGE tables")
+        if any(types[c.name].multicell for c in values):
+            raise InvalidRequest(
+                "Non-frozen collections and UDTs are not supported with COMPACT STORAGE"
+            )
+        if stmt.clustering_key and len(values) > 1:
+            names = ", ".join(sorted(c.name for c in values))
+            raise InvalidRequest(
+                "COMPACT STORAGE with composite PRIMARY KEY allows no more than one column "
+                f"not part of the PRIMARY KEY (got: {names})"
+            )
+    if statics and not stmt.clustering_key:
+        raise InvalidRequest(
+            "Static columns are only useful (and thus allowed) if the table has at least one "
+            "clustering column"
+        )
+    descending = _clustering_order(stmt)
+    columns = []
+    for c in stmt.columns:
+        if c.name in key_kind:
+            kind, position = key_kind[c.name]
+            columns.append(
+                Column(c.name, types[c.name], kind, position, c.name in descending)  # type: ignore[arg-type]
+            )
+        else:
+            columns.append(Column(c.name, types[c.name], "static" if c.static else "regular"))
+    table = TableSchema(
+        keyspace, name, tuple(columns), compact_storage=stmt.compact_storage
+    )
+    check_counter_mix(table)
+    return table
+
+
+def _clustering_order(stmt: CreateTable) -> set[str]:
+    """The DESC clustering columns, after ScyllaDB's CLUSTERING ORDER BY checks."""
+    order = stmt.clustering_order
+    if not order:
+        return set()
+    if len(order) > len(stmt.clustering_key):
+        raise InvalidRequest(
+            "Only clustering key columns can be defined in CLUSTERING ORDER directive"
+        )
+    named = {c for c, _ in order}
+    for i, (column, _) in enumerate(order):
+        expected = stmt.clustering_key[i]
+        if column != expected:
+            if expected in named:
+                raise InvalidRequest(
+                    "The order of columns in the CLUSTERING ORDER directive must be the one "
+                    f"of the clustering key ({expected} must appear before {column})"
+                )
+            raise InvalidRequest(f"Missing CLUSTERING ORDER for column {expected}")
+    return {c for c, direction in order if direction.upper() == "DESC"}
+
+
+def add_columns(table: TableSchema, action: AddColumns, resolve: Resolver) -> TableSchema:
+    """ALTER TABLE ... ADD.
+
+    Raises:
+        InvalidRequest: COMPACT STORAGE, static without clustering key, name conflicts.
+        ConfigurationError: counter and non-counter columns mixed.
+    """
+    if table.compact_storage:
+        raise InvalidRequest("Cannot add new column to a COMPACT STORAGE table")
+    columns = list(table.columns)
+    names = {c.name: c for c in columns}
+    for d in action.columns:
+        if d.static and not table.clustering_key:
+            raise InvalidRequest(
+                "Static columns are only useful (and thus allowed) if the table has at least "
+                "one clustering column"
+            )
+        existing = names.get(d.name)
+        if existing is not None:
+            part = "a PRIMARY KEY part" if existing.is_key else "an existing column"
+            raise InvalidRequest(f"Invalid column name {d.name} because it conflicts with {part}")
+        t = resolve(d.type)
+        _check_udt_column(t)
+        if is_counter(t) and not is_counter_table(table.columns):
+            raise ConfigurationError(
+                f"Cannot add a counter column ({d.name}) in a non counter column family"
+            )
+        column = Column(d.name, t, "static" if d.static else "regular")
+        columns.append(column)
+        names[d.name] = column
+    new = replace(table, columns=tuple(columns))
+    check_counter_mix(new)
+    return new
+
+
+def drop_columns(table: TableSchema, action: DropColumns) -> TableSchema:
+    """ALTER TABLE ... DROP.
+
+    Raises:
+        InvalidRequest: an unknown column or a PRIMARY KEY part.
+    """
+    dropped: set[str] = set()
+    for name in action.columns:
+        column = table.column(name)
+        if column is None or name in dropped:
+            raise InvalidRequest(f"Column {name} was not found in table {table.name}")
+        if column.is_key:
+            raise InvalidRequest(f"Cannot drop PRIMARY KEY part {name}")
+        dropped.add(name)
+    return replace(table, columns=tuple(c for c in table.columns if c.name not in dropped))
+
+
+def rename_columns(table: TableSchema, action: RenameColumns) -> TableSchema:
+    """ALTER TABLE ... RENAME (PRIMARY KEY columns only).
+
+    Raises:
+        InvalidRequest: unknown source, existing target, or a non-key column.
+    """
+    columns = {c.name: c for c in table.columns}
+    order = [c.name for c in table.columns]
+    for old, new in action.renames:
+        column = columns.get(old)
+        if column is None:
+            raise InvalidRequest(f"Cannot rename unknown column {old} in table {table.name}")
+        if new in columns:
+            raise InvalidRequest(
+                f"Cannot rename column {old} to {new} in table {table.name}; "
+                "another column of that name already exist"
+            )
+        if not column.is_key:
+            raise InvalidRequest(f"Cannot rename non PRIMARY KEY part {old}")
+        del columns[old]
+        columns[new] = replace(column, name=new)
+        order[order.index(old)] = new
+    return replace(table, columns=tuple(columns[n] for n in order))
+
+
+def alter_column_type(table: TableSchema, action: AlterColumnType, resolve: Resolver) -> TableSchema:
+    """ALTER TABLE ... ALTER c TYPE t: only to a value-compatible type.
+
+    Raises:
+        InvalidRequest: an unknown column.
+        ConfigurationError: the types are incompatible.
+    """
+    column = table.column(action.column)
+    if column is None:
+        raise InvalidRequest(f"Column {action.column} was not found in table {table.name}")
+    new_type = resolve(action.type)
+    old_name, new_name = column.type.cql_name, new_type.cql_name
+    compatible = (
+        old_name == new_name
+        or (old_name, new_name) in _VALUE_COMPATIBLE
+        or (new_name == "blob" and not column.type.multicell)
+    )
+    if column.kind == "clustering" and old_name != new_name and new_name == "blob":
+        compatible = False  # clustering columns need order compatibility
+    if not compatible:
+        how = "not order-compatible" if column.kind == "clustering" else "incompatible"
+        raise ConfigurationError(
+            f"Cannot change {column.name} from type {old_name} to type {new_name}: "
+            f"types are {how}."
+        )
+    columns = tuple(replace(c, type=new_type) if c is column else c for c in table.columns)
+    return replace(table, columns=columns)
+
+
+__all__ = [
+    "NAME_LENGTH",
+    "Resolver",
+    "add_columns",
+    "alter_column_type",
+    "build_table",
+    "check_counter_mix",
+    "drop_columns",
+    "is_counter_table",
+    "rename_columns",
+    "validate_name",
+]

@@ -1,0 +1,442 @@
+"""The coordinator behind ``cqlcdc.connect()``: DDL, timestamps, ingest, waiting, reads.
+
+A write is parsed and validated here, turned into one mutation per partition with its
+timestamp and every random bit fixed, appended durably to the ingest log, and acknowledged
+once the streaming pipeline has committed it together with its CDC log rows.
+
+>>> session = connect(data_dir="/tmp/cqlcdc-demo")  # doctest: +SKIP
+>>> session.execute("SELECT * FROM ks.t").column_names  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+
+from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
+from cqlcdc.cql import ast, parse_statement
+from cqlcdc.errors import CqlError, InvalidRequest, ServerError
+from cqlcdc.schema.catalog import Catalog
+from cqlcdc.schema.log_table import log_table_schema
+from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.codec import WritePayload, encode_payload
+from cqlcdc.storage.mutations import (
+    Mutation,
+    WriteContext,
+    build_delete,
+    build_insert,
+    build_update,
+    merge_by_partition,
+)
+from cqlcdc.storage.select import PartitionRows, ResultSet, base_partition_rows, evaluate, prepare
+from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_key
+from cqlcdc.storage.view import PartitionView
+
+DEFAULT_BUCKETS = 16
+WRITE_TIMEOUT_S = 120.0
+
+
+class Row(tuple[Any, ...]):
+    """A result row: a tuple with access by column name (``row.pk`` or ``row["cdc$time"]``)."""
+
+    _names: tuple[str, ...] = ()
+
+    def __new__(cls, names: tuple[str, ...], values: Sequence[Any]) -> Row:
+        row = super().__new__(cls, values)
+        row._names = names
+        return row
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[self._names.index(name)]
+        except ValueError:
+            raise AttributeError(name) from None
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._names.index(key))
+        return tuple.__getitem__(self, key)
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(zip(self._names, self, strict=True))
+
+
+class Rows:
+    """What ``execute()`` returns: iterable rows plus ``column_names`` (cassandra-driver shape).
+
+    ``column_types`` holds the CQL type of each column (for cqlsh-style printing);
+    ``describe`` is the text of a DESCRIBE statement.
+    """
+
+    def __init__(self, result: ResultSet | None = None, describe: str | None = None) -> None:
+        if describe is not None:
+            self.column_names: list[str] = ["describe"]
+            self.column_types: list[Any] = [None]
+            self._rows: list[Row] = [Row(("describe",), (describe,))]
+        elif result is not None:
+            self.column_names = list(result.columns)
+            self.column_types = list(result.types)
+            names = tuple(result.columns)
+            self._rows = [Row(names, r) for r in result.rows]
+        else:
+            self.column_names, self.column_types, self._rows = [], [], []
+        self.describe = describe
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def all(self) -> list[Row]:
+        return list(self._rows)
+
+    def one(self) -> Row | None:
+        return self._rows[0] if self._rows else None
+
+    @property
+    def current_rows(self) -> list[Row]:
+        return self._rows
+
+    @property
+    def is_write(self) -> bool:
+        return not self.column_names
+
+
+class Session:
+    """A connection to an embedded cqlcdc engine on ``data_dir`` (see ``cqlcdc.connect``)."""
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        master: str = "local[*]",
+        keyspace: str | None = None,
+        num_buckets: int = DEFAULT_BUCKETS,
+    ) -> None:
+        from cqlcdc.pipeline.engine import Engine
+        from cqlcdc.pipeline.ingest import IngestLog
+        from cqlcdc.pipeline.spark import get_spark
+
+        self.data_dir = Path(data_dir).resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.keyspace = keyspace
+        self.catalog = Catalog(self.data_dir)
+        self.generations = load_generations(
+            self.data_dir, num_buckets, int.from_bytes(os.urandom(8), "big")
+        )
+        self.num_buckets = self.generations.generations[0].num_ranges
+        self.processor = CoreProcessor(self.data_dir, self.catalog)
+        self.spark = get_spark(master)
+        self.engine = Engine(self.data_dir, self.processor, self.spark)
+        self.engine.start()
+        self.ingest = IngestLog(self.engine.ingest_dir)
+        self._lock = threading.Lock()
+        self._next_seq = self.ingest.last_seq() + 1
+        self._last_ts = 0
+        self._pending_seq = 0
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Wait for acknowledged writes to commit, then stop the engine."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.flush()
+        finally:
+            self.engine.stop()
+
+    def shutdown(self) -> None:
+        self.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def set_keyspace(self, keyspace: str) -> None:
+        self.execute(f'USE "{keyspace}"')
+
+    # -- clock -------------------------------------------------------------------------------
+
+    def _timestamp_us(self) -> int:
+        """A monotonic microsecond clock, like the drivers' timestamp generator."""
+        now = time.time_ns() // 1000
+        self._last_ts = max(now, self._last_ts + 1)
+        return self._last_ts
+
+    # -- execute -----------------------------------------------------------------------------
+
+    def execute(self, query: str | ast.Statement, parameters: Any = None, *, wait: bool = True) -> Rows:
+        """Run one CQL statement.
+
+        Args:
+            query: the statement text (or an already parsed statement).
+            parameters: not supported yet for text statements with bind markers.
+            wait: for writes, return only when committed (False: return once durable in the
+                ingest log; a later read or ``flush()`` waits for it).
+
+        Returns:
+            The rows of a SELECT, the text of a DESCRIBE, or an empty result for other
+            statements.
+
+        Raises:
+            CqlError: the statement is invalid (the subclass and message say why).
+        """
+        if self._closed:
+            raise ServerError("Session is closed")
+        if parameters:
+            raise InvalidRequest("Bound parameters are not supported for text statements yet")
+        stmt = parse_statement(query) if isinstance(query, str) else query
+        if isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch):
+            return self._write(stmt, wait)
+        if isinstance(stmt, ast.Select):
+            self.flush()
+            return Rows(self._select(stmt))
+        if isinstance(stmt, ast.UseKeyspace):
+            if self.catalog.keyspace(stmt.name) is None:
+                raise InvalidRequest(f"Keyspace '{stmt.name}' does not exist")
+            self.keyspace = stmt.name
+            return Rows()
+        if isinstance(stmt, ast.Truncate):
+            self.flush()
+            self._truncate(stmt)
+            return Rows()
+        # DDL (and DESCRIBE): apply in order after every earlier write
+        self.flush()
+        text = self.catalog.execute(stmt, self.keyspace)
+        return Rows(describe=text) if text is not None else Rows()
+
+    def flush(self) -> None:
+        """Wait until every write acknowledged to the ingest log is committed."""
+        if self._pending_seq:
+            self._wait(self._pending_seq)
+
+    def _wait(self, seq: int) -> None:
+        self.engine.wait_for(seq, WRITE_TIMEOUT_S)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def _table(self, name: ast.QualifiedName) -> TableSchema:
+        ks = name.keyspace or self.keyspace
+        if ks is None:
+            raise InvalidRequest(
+                "No keyspace has been specified. USE a keyspace, or explicitly specify "
+                "keyspace.tablename"
+            )
+        if self.catalog.keyspace(ks) is None:
+            raise InvalidRequest(f"Keyspace {ks} does not exist")
+        schema = self.catalog.table(ks, name.name)
+        if schema is None:
+            raise InvalidRequest(f"unconfigured table {name.name}")
+        return schema
+
+    def _write(self, stmt: ast.Insert | ast.Update | ast.Delete | ast.Batch, wait: bool) -> Rows:
+        seed = int.from_bytes(os.urandom(8), "big")
+        now_us = time.time_ns() // 1000
+        with self._lock:
+            ts = self._timestamp_us()
+            statements: Sequence[ast.Insert | ast.Update | ast.Delete]
+            if isinstance(stmt, ast.Batch):
+                statements = stmt.statements
+                if stmt.using.ttl is not None:
+                    raise InvalidRequest("Global TTL on the BATCH statement is not supported.")
+            else:
+                statements = (stmt,)
+            ctx = WriteContext(ts, now_us, seed)
+            if isinstance(stmt, ast.Batch) and stmt.using.timestamp is not None:
+                from cqlcdc.types import native_type
+
+                bts = native_type("bigint").parse_literal(stmt.using.timestamp, "[timestamp]", ctx)
+                ctx.timestamp_us = int(bts)
+            mutations: list[Mutation] = []
+            schemas: dict[str, TableSchema] = {}
+            for s in statements:
+                schema = self._table(s.table)
+                if schema.log_of is not None:
+                    raise InvalidRequest(
+                        f"Cannot modify the CDC log table {schema.name} directly"
+                    )
+                if isinstance(stmt, ast.Batch) and stmt.kind != "COUNTER" and _is_counter(schema):
+                    raise InvalidRequest("Counter mutations are only allowed in COUNTER batches")
+                schemas[schema.table_id] = schema
+                default_ttl = _default_ttl(schema)
+                if isinstance(s, ast.Insert):
+                    mutations += build_insert(schema, s, ctx, default_ttl)
+                elif isinstance(s, ast.Update):
+                    mutations += build_update(schema, s, ctx, default_ttl)
+                else:
+                    mutations += build_delete(schema, s, ctx)
+            from cqlcdc.pipeline.records import IngestRecord
+
+            records = []
+            for m in merge_by_partition(mutations):
+                schema = schemas[m.table_id]
+                pk_bytes = serialize_partition_key(schema, m.partition.pk)
+                token = murmur3_token(pk_bytes)
+                payload = WritePayload(m.partition, tuple(m.list_ops), now_us, seed)
+                records.append(
+                    IngestRecord(
+                        seq=self._next_seq,
+                        table_id=schema.table_id,
+                        schema_version=schema.schema_version,
+                        bucket=bucket_of(token, self.num_buckets),
+                        token=token,
+                        pk=pk_bytes,
+                        payload=encode_payload(payload),
+                    )
+                )
+                self._next_seq += 1
+            if not records:
+                return Rows()
+            self.ingest.append(records)
+            first, last = records[0].seq, records[-1].seq
+            self._pending_seq = last
+            needs_state = any(m.list_ops for m in mutations)
+        if wait or needs_state:
+            self._wait(last)
+            self._raise_pipeline_errors(first, last)
+        return Rows()
+
+    def _raise_pipeline_errors(self, first: int, last: int) -> None:
+        snap = self.engine.snapshot()
+        if snap.version_of("errors") is None:
+            return
+        errs = snap.read("errors", [("seq", ">=", first), ("seq", "<=", last)])
+        if errs.num_rows:
+            row = errs.sort_by("seq").to_pylist()[0]
+            cls = CqlError.by_code.get(row["code"], InvalidRequest)
+            raise cls(row["message"])
+
+    def _truncate(self, stmt: ast.Truncate) -> None:
+        schema = self._table(stmt.name)
+        self.catalog.execute(stmt, self.keyspace)
+        del schema
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def _select(self, stmt: ast.Select) -> ResultSet:
+        schema = self._table(stmt.table)
+        now_s = time.time_ns() // 1_000_000_000
+        res = prepare(schema, stmt)
+        snap = self.engine.snapshot()
+        if schema.log_of is not None:
+            base = self.catalog.table(schema.keyspace, schema.log_of)
+            parts = self._log_partitions(schema, base, snap, res, now_s)
+        else:
+            parts = self._base_partitions(schema, snap, res, now_s)
+        return evaluate(schema, stmt, res, parts, now_s)
+
+    def _base_partitions(
+        self, schema: TableSchema, snap: Any, res: Any, now_s: int
+    ) -> list[PartitionRows]:
+        from cqlcdc.cdc.processor import merge_fragments
+        from cqlcdc.storage.token import deserialize_partition_key
+
+        output = base_output(schema)
+        if snap.version_of(output) is None:
+            return []
+        filters = None
+        if res.partition_keys is not None:
+            keys = [serialize_partition_key(schema, pk) for pk in res.partition_keys]
+            filters = [("pk", "in", keys)]
+        table = snap.read(output, filters, ["pk", "token", "seq", "fragment"])
+        frags: dict[bytes, list[tuple[int, bytes]]] = {}
+        tokens: dict[bytes, int] = {}
+        for row in table.to_pylist():
+            frags.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
+            tokens[row["pk"]] = row["token"]
+        view = PartitionView(schema)
+        out = []
+        for pk_bytes, items in frags.items():
+            pk = deserialize_partition_key(schema, pk_bytes)
+            part = merge_fragments(pk, [f for _, f in sorted(items)])
+            out.append(base_partition_rows(schema, part, tokens[pk_bytes], now_s, view))
+        return out
+
+    def _log_partitions(
+        self,
+        log: TableSchema,
+        base: TableSchema | None,
+        snap: Any,
+        res: Any,
+        now_s: int,
+    ) -> list[PartitionRows]:
+        if base is None:
+            return []
+        output = log_output(base)
+        if snap.version_of(output) is None:
+            return []
+        table = snap.read(output)
+        if res.partition_keys is not None:
+            wanted = [pk[0] for pk in res.partition_keys]
+            table = table.filter(pc.is_in(table["cdc$stream_id"], value_set=_binary(wanted)))
+        expiry = table["_expiry_s"]
+        table = table.filter(pc.or_(pc.equal(expiry, 0), pc.greater(expiry, now_s)))
+        current = log_table_schema(base)
+        by_stream: dict[bytes, list[dict[str, Any]]] = {}
+        names = set(table.column_names)
+        columns = {c.name: c for c in current.columns if c.name in names}
+        for raw in table.to_pylist():
+            row = {
+                n: (None if raw[n] is None else c.type.from_arrow(raw[n]))
+                for n, c in columns.items()
+            }
+            by_stream.setdefault(row["cdc$stream_id"], []).append(row)
+        time_type = current.column("cdc$time")
+        assert time_type is not None
+        out = []
+        for stream, rows in by_stream.items():
+            rows.sort(key=lambda r: (time_type.type.sort_key(r["cdc$time"]), r["cdc$batch_seq_no"]))
+            token = int.from_bytes(stream[:8], "big", signed=True)
+            out.append(PartitionRows(token, (stream,), rows))
+        return out
+
+
+def _binary(values: list[bytes]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, type=pa.binary())
+
+
+def _default_ttl(schema: TableSchema) -> int:
+    for name, value in schema.options:
+        if name == "default_time_to_live":
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
+
+
+def _is_counter(schema: TableSchema) -> bool:
+    return any(c.type.cql_name == "counter" for c in schema.columns)
+
+
+def connect(
+    data_dir: str | Path | None = None,
+    master: str = "local[*]",
+    keyspace: str | None = None,
+    num_buckets: int = DEFAULT_BUCKETS,
+) -> Session:
+    """Open a session on an embedded engine (Spark in ``master`` mode, data in ``data_dir``).
+
+    Args:
+        data_dir: where tables, logs and the ingest log live (default ``./cqlcdc-data``).
+        master: any Spark master URL (``local[*]``, ``local-cluster[2,1,1024]``, ``spark://``).
+        keyspace: the initial current keyspace.
+        num_buckets: token buckets of a new data directory (the unit of parallelism).
+
+    Returns:
+        A Session shaped like the cassandra-driver's (``execute()``, ``close()``).
+    """
+    return Session(data_dir or Path.cwd() / "cqlcdc-data", master, keyspace, num_buckets)

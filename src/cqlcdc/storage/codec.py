@@ -1,0 +1,53 @@
+"""Byte encodings of mutations (ingest payloads) and partition fragments (base table rows).
+
+Pickle (protocol 5) behind a format tag: the objects are our own frozen value classes, the
+files are written and read only by the engine, and the tag lets a later format coexist.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+
+from cqlcdc.errors import CorruptIngestFile
+from cqlcdc.storage.mutations import ListOp
+from cqlcdc.storage.partition import Partition
+
+_TAG = b"CQM1"
+
+
+@dataclass(frozen=True, slots=True)
+class WritePayload:
+    """What an ingest record carries: the mutation and the session-fixed inputs of the write.
+
+    ``now_us`` is the session clock at the write (TTL expiry, list keys); ``seed`` fixes
+    every random bit the pipeline needs (``cdc$time``).
+    """
+
+    partition: Partition
+    list_ops: tuple[ListOp, ...]
+    now_us: int
+    seed: int
+
+
+def encode_payload(payload: WritePayload) -> bytes:
+    return _TAG + pickle.dumps(payload, protocol=5)
+
+
+def decode_payload(data: bytes) -> WritePayload:
+    if not data.startswith(_TAG):
+        raise CorruptIngestFile("ingest payload has an unknown format tag")
+    obj = pickle.loads(data[len(_TAG) :])
+    if not isinstance(obj, WritePayload):
+        raise CorruptIngestFile("ingest payload does not hold a write")
+    return obj
+
+
+def encode_fragment(part: Partition) -> bytes:
+    return _TAG + pickle.dumps(part, protocol=5)
+
+
+def decode_fragment(data: bytes) -> Partition:
+    obj = pickle.loads(data[len(_TAG) :])
+    assert isinstance(obj, Partition)
+    return obj

@@ -1,0 +1,82 @@
+"""Positional list operations, resolved against the partition's current state.
+
+``l[i] = v``, ``DELETE l[i]`` and ``l = l - [...]`` need the list as it is before the write
+(advanced column types spec, "Deleting elements"): ScyllaDB reads first, then writes cells
+under the keys it found. The pipeline does the same with its state, so the keys revealed in the
+log are the real ones.
+"""
+
+from __future__ import annotations
+
+from cqlcdc.errors import InvalidRequest
+from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.cells import Cell, CollectionCells
+from cqlcdc.storage.keys import ClusteringOrder
+from cqlcdc.storage.mutations import ListOp
+from cqlcdc.storage.partition import Partition
+from cqlcdc.storage.uuids import timeuuid_sort_key
+
+
+def _current_list(
+    state: Partition | None, op: ListOp, order: ClusteringOrder, now_s: int
+) -> list[tuple[object, Cell]]:
+    if state is None:
+        return []
+    if op.ck is None:
+        row = state.static
+        shadow = state.deletion
+    else:
+        row_ = state.rows.get(op.ck)
+        if row_ is None:
+            return []
+        row = row_
+        shadow = state.row_shadow(op.ck, order)
+    data = row.cells.get(op.column)
+    if not isinstance(data, CollectionCells):
+        return []
+    live = data.live_elements(now_s, shadow)
+    return sorted(live.items(), key=lambda kv: timeuuid_sort_key(kv[0]))  # type: ignore[arg-type]
+
+
+def resolve_list_ops(
+    schema: TableSchema,
+    mutation: Partition,
+    ops: tuple[ListOp, ...],
+    state: Partition | None,
+    now_s: int,
+) -> None:
+    """Turn each ListOp into element cells of ``mutation`` (in place).
+
+    Raises:
+        InvalidRequest: an index is out of the list's bounds (ScyllaDB's message).
+    """
+    order = ClusteringOrder(schema)
+    for op in ops:
+        current = _current_list(state, op, order, now_s)
+        row = mutation.static if op.ck is None else mutation.row(op.ck)
+        coll = row.cells.get(op.column)
+        if not isinstance(coll, CollectionCells):
+            coll = row.cells[op.column] = CollectionCells()
+        if op.kind == "discard":
+            doomed = {k: Cell(op.timestamp, None) for k, c in current if c.value in op.values}
+            coll.apply(CollectionCells(None, doomed))
+            continue
+        if op.index < 0 or op.index >= len(current):
+            raise InvalidRequest(
+                f"List index {op.index} out of bound, list has size {len(current)}"
+            )
+        key = current[op.index][0]
+        if op.kind == "delete_index" or op.value is None:
+            cell = Cell(op.timestamp, None)
+        else:
+            cell = Cell(op.timestamp, op.value, op.ttl_s, op.expiry_s)
+        coll.apply(CollectionCells(None, {key: cell}))
+    for row in [mutation.static, *mutation.rows.values()]:
+        for name in [n for n, d in row.cells.items() if _empty(d)]:
+            del row.cells[name]
+    for ck in [k for k, r in mutation.rows.items() if r.is_empty()]:
+        del mutation.rows[ck]
+
+
+def _empty(data: Cell | CollectionCells) -> bool:
+    return isinstance(data, CollectionCells) and data.tombstone is None and not data.elements
