@@ -30,6 +30,9 @@ from cqlcdc.errors import ServerError
 
 MANIFEST_NAME = "manifest.json"
 
+# Small commits are frequent: a Delta checkpoint every 20 commits keeps table loads cheap.
+TABLE_CONFIGURATION: dict[str, str | None] = {"delta.checkpointInterval": "20"}
+
 # Arrow schema of the file descriptions executors send back to the driver.
 DATA_FILE_SCHEMA = pa.schema(
     [
@@ -142,15 +145,28 @@ def _transaction(app_id: str, batch_id: int) -> CommitProperties:
 
 
 def commit_output(
-    tables_dir: str | Path, output: str, files: list[DataFile], app_id: str, batch_id: int
-) -> int:
+    tables_dir: str | Path,
+    output: str,
+    files: list[DataFile],
+    app_id: str,
+    batch_id: int,
+    table: DeltaTable | None = None,
+) -> DeltaTable:
     """Commit `files` to output table `output` as one Delta commit, exactly once per batch.
 
     If the table already records app transaction ``app_id`` at version >= `batch_id`, this
     batch (a replay) already landed: the new files are deleted instead of committed.
 
+    Args:
+        tables_dir: root of the output tables.
+        output: the output table name.
+        files: the data files to add (written into the table's directory).
+        app_id: the Delta app transaction id.
+        batch_id: the micro-batch id, recorded as the app transaction version.
+        table: a cached handle of the table, brought up to date before the commit.
+
     Returns:
-        The table's Delta version after the commit (or the already committed one).
+        The table handle, at the version holding this batch.
     """
     root = table_dir(tables_dir, output)
     uri = str(root)
@@ -158,26 +174,30 @@ def commit_output(
     actions = [
         AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files
     ]
-    if not DeltaTable.is_deltatable(uri):
-        create_table_with_add_actions(
-            uri,
-            Schema.from_arrow(schema),
-            actions,
-            mode="error",
-            commit_properties=_transaction(app_id, batch_id),
-        )
-        return DeltaTable(uri).version()
-    table = DeltaTable(uri)
+    if table is None:
+        if not DeltaTable.is_deltatable(uri):
+            create_table_with_add_actions(
+                uri,
+                Schema.from_arrow(schema),
+                actions,
+                mode="error",
+                configuration=TABLE_CONFIGURATION,
+                commit_properties=_transaction(app_id, batch_id),
+            )
+            return DeltaTable(uri)
+        table = DeltaTable(uri)
+    else:
+        table.update_incremental()
     committed = table.transaction_version(app_id)
     if committed is not None and committed >= batch_id:
         for f in files:
             (root / f.path).unlink(missing_ok=True)
-        return table.version()
+        return table
     table.create_write_transaction(
         actions, mode="append", schema=schema, commit_properties=_transaction(app_id, batch_id)
     )
     table.update_incremental()
-    return table.version()
+    return table
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,10 +261,20 @@ class VersionedReader:
     the versions of the last complete batch (the manifest).
     """
 
-    def __init__(self, tables_dir: str | Path, versions: dict[str, int]) -> None:
+    def __init__(
+        self,
+        tables_dir: str | Path,
+        versions: dict[str, int],
+        tables: dict[str, DeltaTable] | None = None,
+    ) -> None:
         self.tables_dir = str(tables_dir)
         self.versions = dict(versions)
-        self._tables: dict[str, DeltaTable] = {}
+        # handles already open at the wanted version (the driver's cache); never pickled
+        self._tables: dict[str, DeltaTable] = {
+            name: table
+            for name, table in (tables or {}).items()
+            if versions.get(name) == table.version()
+        }
 
     def __getstate__(self) -> dict[str, Any]:
         return {"tables_dir": self.tables_dir, "versions": self.versions}

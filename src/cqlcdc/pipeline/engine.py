@@ -15,6 +15,7 @@ from typing import IO
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
@@ -47,6 +48,7 @@ def process_groups(
     tables_dir: str,
     versions: dict[str, int],
     batch_id: int,
+    tables: dict[str, DeltaTable] | None = None,
 ) -> list[DataFile]:
     """Run the core on every (table_id, bucket) group of `records` and write its outputs.
 
@@ -58,6 +60,7 @@ def process_groups(
         tables_dir: root of the output tables.
         versions: the output versions the core's state reads see (the manifest's).
         batch_id: the micro-batch id, used in data file names.
+        tables: open table handles to reuse for state reads (the driver's cache).
 
     Returns:
         The data files written, one per (group, output) with rows.
@@ -72,7 +75,7 @@ def process_groups(
         pc.not_equal(buckets.slice(1), buckets.slice(0, len(buckets) - 1)),
     )
     starts = [0, *(int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()), records.num_rows]
-    state = VersionedReader(tables_dir, versions)
+    state = VersionedReader(tables_dir, versions, tables)
     written: list[DataFile] = []
     for start, end in zip(starts, starts[1:]):
         group = records.slice(start, end - start)
@@ -155,6 +158,8 @@ class Engine:
         self._failure: BaseException | None = None
         self._query: StreamingQuery | None = None
         self._lock_file: IO[str] | None = None
+        # driver-side handles of the output tables, kept at their latest committed version
+        self._tables: dict[str, DeltaTable] = {}
         self.batch_timings: list[dict[str, float]] = []
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -293,7 +298,12 @@ class Engine:
             records = head.cast(INGEST_SCHEMA)
             max_seq = max(manifest.max_seq, _max_seq(records))
             files = process_groups(
-                records, self.processor, str(self.tables_dir), manifest.versions, batch_id
+                records,
+                self.processor,
+                str(self.tables_dir),
+                manifest.versions,
+                batch_id,
+                self._tables,
             )
         else:
             num_rows, max_seq, files = self._run_on_executors(df, manifest, batch_id)
@@ -303,9 +313,16 @@ class Engine:
             by_output.setdefault(file.output, []).append(file)
         versions = dict(manifest.versions)
         for output in sorted(by_output):
-            versions[output] = commit_output(
-                self.tables_dir, output, by_output[output], self.app_id, batch_id
+            table = commit_output(
+                self.tables_dir,
+                output,
+                by_output[output],
+                self.app_id,
+                batch_id,
+                self._tables.get(output),
             )
+            self._tables[output] = table
+            versions[output] = table.version()
         new_manifest = Manifest(batch_id=batch_id, max_seq=max_seq, versions=versions)
         new_manifest.save(self.data_dir)
         self._publish(new_manifest)

@@ -158,9 +158,7 @@ class CqlType(ABC):
             return True
         return _widenable(type_name, self.cql_name)
 
-    def _parse_function(
-        self, term: ast.FunctionCall, column: str, ctx: TermContext | None
-    ) -> Any:
+    def _parse_function(self, term: ast.FunctionCall, column: str, ctx: TermContext | None) -> Any:
         return_type = terms.function_return_type(term)
         if not self._accepts_type_name(return_type):
             raise InvalidRequest(
@@ -180,12 +178,9 @@ class CqlType(ABC):
                 f"Cannot cast value {terms.term_text(term.term)} to type {cast_type.cql_name}"
             )
         value = cast_type.parse_literal(term.term, inner_name, ctx)
-        if cast_type.frozen() != self.frozen() and not self._accepts_type_name(
-            cast_type.cql_name
-        ):
+        if cast_type.frozen() != self.frozen() and not self._accepts_type_name(cast_type.cql_name):
             raise InvalidRequest(
-                f"Cannot assign value {terms.term_text(term)} to {column} "
-                f"of type {self.cql_name}"
+                f"Cannot assign value {terms.term_text(term)} to {column} of type {self.cql_name}"
             )
         return None if value is None else self.validate(value, column)
 

@@ -10,6 +10,7 @@ null elements as ScyllaDB does (``null is not supported inside collections``).
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -75,8 +76,9 @@ class _Collection(CqlType):
     def multicell(self) -> bool:
         return not self.is_frozen
 
+    @abstractmethod
     def _params(self) -> str:
-        raise NotImplementedError  # pragma: no cover - every subclass overrides it
+        """The type parameters as written inside ``<...>``."""
 
     @property
     def cql_name(self) -> str:
@@ -304,9 +306,7 @@ class MapType(_Collection):
         return "{" + inner + "}"
 
     def sort_key(self, value: Any) -> Any:
-        return tuple(
-            (self.key.sort_key(k), self.value.sort_key(v)) for k, v in self.ordered(value)
-        )
+        return tuple((self.key.sort_key(k), self.value.sort_key(v)) for k, v in self.ordered(value))
 
     def serialize(self, value: Any) -> bytes:
         parts: list[bytes] = []

@@ -69,7 +69,9 @@ class _Builder:
             )
         if self.last_index is not None:
             if index == self.last_index:
-                raise InvalidRequest(f"Invalid duration. The {long_name} are specified multiple times")
+                raise InvalidRequest(
+                    f"Invalid duration. The {long_name} are specified multiple times"
+                )
             if index > self.last_index:
                 raise InvalidRequest(
                     f"Invalid duration. The {self.last_name} should be after {long_name}"

@@ -224,7 +224,9 @@ class DoubleType(NativeType):
         try:
             return self._round(float(value))
         except OverflowError:
-            raise InvalidRequest(f"Value {value} out of range for {column} of type {self.name}") from None
+            raise InvalidRequest(
+                f"Value {value} out of range for {column} of type {self.name}"
+            ) from None
 
     def _cqlsh(self, value: Any, nested: bool) -> str:
         # cqlsh.py: double precision only for a top-level double column

@@ -134,9 +134,7 @@ def parse_date(text: str) -> int:
     if days < MIN_DAYS:
         raise InvalidRequest(f"Input date {text} is less than min supported date -5877641-06-23")
     if days > MAX_DAYS:
-        raise InvalidRequest(
-            f"Input date {text} is greater than max supported date 5881580-07-11"
-        )
+        raise InvalidRequest(f"Input date {text} is greater than max supported date 5881580-07-11")
     return days
 
 

@@ -64,7 +64,9 @@ def type_ref_text(ref: ast.TypeRef) -> str:
 def invalid_constant(term: ast.Constant, column: str, type_name: str) -> InvalidRequest:
     """``Invalid STRING constant (foo) for "v" of type int``."""
     kind = CONSTANT_KIND_NAMES[term.kind]
-    return InvalidRequest(f'Invalid {kind} constant ({term.text}) for "{column}" of type {type_name}')
+    return InvalidRequest(
+        f'Invalid {kind} constant ({term.text}) for "{column}" of type {type_name}'
+    )
 
 
 def literal_mismatch(term: ast.Term, column: str, type_name: str) -> InvalidRequest:
@@ -73,7 +75,9 @@ def literal_mismatch(term: ast.Term, column: str, type_name: str) -> InvalidRequ
         return invalid_constant(term, column, type_name)
     if isinstance(term, ast.ListLiteral):
         what = "list literal"
-    elif isinstance(term, ast.SetLiteral) or (isinstance(term, ast.MapLiteral) and not term.entries):
+    elif isinstance(term, ast.SetLiteral) or (
+        isinstance(term, ast.MapLiteral) and not term.entries
+    ):
         what = "set literal"  # ScyllaDB parses {} as an empty set
     elif isinstance(term, ast.MapLiteral):
         what = "map literal"
