@@ -77,32 +77,60 @@ class Runner:
         self.failures = 0
 
     def run_text(self, text: str, source: str) -> None:
+        """Run a script. Consecutive writes go to the engine as one group (one durable
+        append, one wait), which keeps their order and saves a commit round trip each."""
+        pending: list[tuple[str, str, ast.Statement]] = []
         for piece in split_statements(text):
-            self.run_one(piece.text, f"{source}:{piece.line}")
-        self.session.flush()
+            where = f"{source}:{piece.line}"
+            try:
+                stmt = parse_statement(piece.text)
+            except CqlError as e:
+                self._flush(pending)
+                self.count += 1
+                self._report(e, piece.text, where)
+                continue
+            if isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch):
+                pending.append((piece.text, where, stmt))
+                continue
+            self._flush(pending)
+            self.run_one(piece.text, where, stmt)
+        self._flush(pending)
 
-    def run_one(self, cql: str, where: str) -> None:
+    def _flush(self, pending: list[tuple[str, str, ast.Statement]]) -> None:
+        if not pending:
+            return
+        group = list(pending)
+        pending.clear()
+        try:
+            results = self.session.execute_many([stmt for _, _, stmt in group])
+        except CqlError as e:
+            results = [e] * len(group)
+        for (cql, where, _), result in zip(group, results, strict=True):
+            self.count += 1
+            if isinstance(result, CqlError):
+                self._report(result, cql, where)
+            else:
+                self._print_result(cql, result)
+
+    def run_one(self, cql: str, where: str, stmt: ast.Statement | None = None) -> None:
+        """Run one statement and print its result or error."""
         self.count += 1
         try:
-            stmt = parse_statement(cql)
-            is_write = isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch)
-            result = self.session.execute(stmt, wait=not is_write)
+            result = self.session.execute(stmt if stmt is not None else cql)
         except CqlError as e:
-            self.failures += 1
-            if self.fmt == "json":
-                self._json({"ok": False, "error": error_json(e)}, cql)
-            else:
-                print(error_text(e, where), file=self.err, flush=True)
+            self._report(e, cql, where)
             return
         except Exception as e:  # an engine failure: report it as a server error, keep going
-            self.failures += 1
-            wrapped = CqlError(f"{type(e).__name__}: {e}")
-            if self.fmt == "json":
-                self._json({"ok": False, "error": error_json(wrapped)}, cql)
-            else:
-                print(error_text(wrapped, where), file=self.err, flush=True)
+            self._report(CqlError(f"{type(e).__name__}: {e}"), cql, where)
             return
         self._print_result(cql, result)
+
+    def _report(self, err: CqlError, cql: str, where: str) -> None:
+        self.failures += 1
+        if self.fmt == "json":
+            self._json({"ok": False, "error": error_json(err)}, cql)
+        else:
+            print(error_text(err, where), file=self.err, flush=True)
 
     def _json(self, body: dict[str, Any], cql: str) -> None:
         obj = {"statement": self.count, "cql": cql, **body}
@@ -177,9 +205,7 @@ def cmd_shell(args: argparse.Namespace) -> int:
                 pieces = []
             complete = buffer.rstrip().endswith(";") or buffer.strip().upper().endswith("APPLY BATCH")
             if pieces and complete:
-                for piece in pieces:
-                    runner.run_one(piece.text, "<stdin>")
-                session.flush()
+                runner.run_text(buffer, "<stdin>")
                 buffer = ""
         if buffer.strip():
             runner.run_text(buffer, "<stdin>")

@@ -241,81 +241,128 @@ class Session:
         return schema
 
     def _write(self, stmt: ast.Insert | ast.Update | ast.Delete | ast.Batch, wait: bool) -> Rows:
-        seed = int.from_bytes(os.urandom(8), "big")
-        now_us = time.time_ns() // 1000
         with self._lock:
-            ts = self._timestamp_us()
-            statements: Sequence[ast.Insert | ast.Update | ast.Delete]
-            if isinstance(stmt, ast.Batch):
-                statements = stmt.statements
-                if stmt.using.ttl is not None:
-                    raise InvalidRequest("Global TTL on the BATCH statement is not supported.")
-            else:
-                statements = (stmt,)
-            ctx = WriteContext(ts, now_us, seed)
-            if isinstance(stmt, ast.Batch) and stmt.using.timestamp is not None:
-                from cqlcdc.types import native_type
-
-                bts = native_type("bigint").parse_literal(stmt.using.timestamp, "[timestamp]", ctx)
-                ctx.timestamp_us = int(bts)
-            mutations: list[Mutation] = []
-            schemas: dict[str, TableSchema] = {}
-            for s in statements:
-                schema = self._table(s.table)
-                if schema.log_of is not None:
-                    raise InvalidRequest(
-                        f"Cannot modify the CDC log table {schema.name} directly"
-                    )
-                if isinstance(stmt, ast.Batch) and stmt.kind != "COUNTER" and _is_counter(schema):
-                    raise InvalidRequest("Counter mutations are only allowed in COUNTER batches")
-                schemas[schema.table_id] = schema
-                default_ttl = _default_ttl(schema)
-                if isinstance(s, ast.Insert):
-                    mutations += build_insert(schema, s, ctx, default_ttl)
-                elif isinstance(s, ast.Update):
-                    mutations += build_update(schema, s, ctx, default_ttl)
-                else:
-                    mutations += build_delete(schema, s, ctx)
-            from cqlcdc.pipeline.records import IngestRecord
-
-            records = []
-            for m in merge_by_partition(mutations):
-                schema = schemas[m.table_id]
-                pk_bytes = serialize_partition_key(schema, m.partition.pk)
-                token = murmur3_token(pk_bytes)
-                payload = WritePayload(m.partition, tuple(m.list_ops), now_us, seed)
-                records.append(
-                    IngestRecord(
-                        seq=self._next_seq,
-                        table_id=schema.table_id,
-                        schema_version=schema.schema_version,
-                        bucket=bucket_of(token, self.num_buckets),
-                        token=token,
-                        pk=pk_bytes,
-                        payload=encode_payload(payload),
-                    )
-                )
-                self._next_seq += 1
+            records, needs_state = self._records(stmt)
             if not records:
                 return Rows()
             self.ingest.append(records)
             first, last = records[0].seq, records[-1].seq
             self._pending_seq = last
-            needs_state = any(m.list_ops for m in mutations)
         if wait or needs_state:
             self._wait(last)
             self._raise_pipeline_errors(first, last)
         return Rows()
 
-    def _raise_pipeline_errors(self, first: int, last: int) -> None:
+    def execute_many(
+        self, statements: Sequence[str | ast.Statement]
+    ) -> list[Rows | CqlError]:
+        """Run many writes as one durable append and one wait (like the drivers'
+        ``execute_concurrent``). Each statement keeps its own timestamp and its own result:
+        a statement that fails validation is reported in its slot and the others still run.
+        Non-write statements are rejected in their slot.
+        """
+        results: list[Rows | CqlError] = []
+        batch: list[Any] = []
+        slot_of_seq: dict[int, int] = {}
+        with self._lock:
+            for q in statements:
+                try:
+                    stmt = parse_statement(q) if isinstance(q, str) else q
+                    if not isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch):
+                        raise InvalidRequest("execute_many takes only INSERT, UPDATE, DELETE, BATCH")
+                    records, _ = self._records(stmt)
+                except CqlError as e:
+                    results.append(e)
+                    continue
+                for rec in records:
+                    slot_of_seq[rec.seq] = len(results)
+                batch.extend(records)
+                results.append(Rows())
+            if batch:
+                self.ingest.append(batch)
+                self._pending_seq = batch[-1].seq
+        if batch:
+            self._wait(batch[-1].seq)
+            for seq, err in self._pipeline_errors(batch[0].seq, batch[-1].seq).items():
+                results[slot_of_seq[seq]] = err
+        return results
+
+    def _records(
+        self, stmt: ast.Insert | ast.Update | ast.Delete | ast.Batch
+    ) -> tuple[list[Any], bool]:
+        """Validate a write and make its ingest records (one per partition), seqs assigned."""
+        from cqlcdc.pipeline.records import IngestRecord
+
+        seed = int.from_bytes(os.urandom(8), "big")
+        now_us = time.time_ns() // 1000
+        ts = self._timestamp_us()
+        statements: Sequence[ast.Insert | ast.Update | ast.Delete]
+        if isinstance(stmt, ast.Batch):
+            statements = stmt.statements
+            if stmt.using.ttl is not None:
+                raise InvalidRequest("Global TTL on the BATCH statement is not supported.")
+        else:
+            statements = (stmt,)
+        ctx = WriteContext(ts, now_us, seed)
+        if isinstance(stmt, ast.Batch) and stmt.using.timestamp is not None:
+            from cqlcdc.types import native_type
+
+            bts = native_type("bigint").parse_literal(stmt.using.timestamp, "[timestamp]", ctx)
+            ctx.timestamp_us = int(bts)
+        mutations: list[Mutation] = []
+        schemas: dict[str, TableSchema] = {}
+        for s in statements:
+            schema = self._table(s.table)
+            if schema.log_of is not None:
+                raise InvalidRequest(f"Cannot modify the CDC log table {schema.name} directly")
+            if isinstance(stmt, ast.Batch) and stmt.kind != "COUNTER" and _is_counter(schema):
+                raise InvalidRequest("Counter mutations are only allowed in COUNTER batches")
+            schemas[schema.table_id] = schema
+            default_ttl = _default_ttl(schema)
+            if isinstance(s, ast.Insert):
+                mutations += build_insert(schema, s, ctx, default_ttl)
+            elif isinstance(s, ast.Update):
+                mutations += build_update(schema, s, ctx, default_ttl)
+            else:
+                mutations += build_delete(schema, s, ctx)
+        records = []
+        seq = self._next_seq
+        for m in merge_by_partition(mutations):
+            schema = schemas[m.table_id]
+            pk_bytes = serialize_partition_key(schema, m.partition.pk)
+            token = murmur3_token(pk_bytes)
+            payload = WritePayload(m.partition, tuple(m.list_ops), now_us, seed)
+            records.append(
+                IngestRecord(
+                    seq=seq,
+                    table_id=schema.table_id,
+                    schema_version=schema.schema_version,
+                    bucket=bucket_of(token, self.num_buckets),
+                    token=token,
+                    pk=pk_bytes,
+                    payload=encode_payload(payload),
+                )
+            )
+            seq += 1
+        self._next_seq = seq
+        return records, any(m.list_ops for m in mutations)
+
+    def _pipeline_errors(self, first: int, last: int) -> dict[int, CqlError]:
+        """Errors the pipeline recorded for writes ``first..last`` (e.g. a list index)."""
         snap = self.engine.snapshot()
         if snap.version_of("errors") is None:
-            return
+            return {}
         errs = snap.read("errors", [("seq", ">=", first), ("seq", "<=", last)])
-        if errs.num_rows:
-            row = errs.sort_by("seq").to_pylist()[0]
+        out: dict[int, CqlError] = {}
+        for row in errs.sort_by("seq").to_pylist():
             cls = CqlError.by_code.get(row["code"], InvalidRequest)
-            raise cls(row["message"])
+            out[row["seq"]] = cls(row["message"])
+        return out
+
+    def _raise_pipeline_errors(self, first: int, last: int) -> None:
+        errors = self._pipeline_errors(first, last)
+        if errors:
+            raise errors[min(errors)]
 
     def _truncate(self, stmt: ast.Truncate) -> None:
         schema = self._table(stmt.name)

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema, Transaction
-from deltalake.transaction import AddAction, create_table_with_add_actions
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from cqlcdc.errors import ServerError
 
@@ -171,7 +171,7 @@ def commit_output(
     root = table_dir(tables_dir, output)
     uri = str(root)
     schema = pa.unify_schemas([f.arrow_schema() for f in files])
-    actions = [
+    actions: list[AddAction | RemoveAction] = [
         AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files
     ]
     if table is None:
@@ -179,7 +179,7 @@ def commit_output(
             create_table_with_add_actions(
                 uri,
                 Schema.from_arrow(schema),
-                actions,
+                [a for a in actions if isinstance(a, AddAction)],
                 mode="error",
                 configuration=TABLE_CONFIGURATION,
                 commit_properties=_transaction(app_id, batch_id),

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import fcntl
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -18,9 +19,9 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
-from cqlcdc.errors import CorruptIngestFile, ServerError, WriteTimeout
+from cqlcdc.errors import ServerError, WriteTimeout
 from cqlcdc.pipeline.commit import (
     DATA_FILE_SCHEMA,
     DataFile,
@@ -77,7 +78,7 @@ def process_groups(
     starts = [0, *(int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()), records.num_rows]
     state = VersionedReader(tables_dir, versions, tables)
     written: list[DataFile] = []
-    for start, end in zip(starts, starts[1:]):
+    for start, end in itertools.pairwise(starts):
         group = records.slice(start, end - start)
         table_id = group.column("table_id")[0].as_py()
         bucket = group.column("bucket")[0].as_py()
@@ -263,7 +264,7 @@ class Engine:
             raise ServerError("Pipeline is not running")
         if not query.isActive:
             error = query.exception()
-            raise ServerError(f"Pipeline stopped: {error.desc if error else 'no error'}")
+            raise ServerError(f"Pipeline stopped: {error if error else 'no error'}")
 
     # --- one micro-batch ------------------------------------------------------------------
 

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import threading
@@ -77,7 +78,7 @@ def read_ingest_file(path: str | Path) -> pa.Table:
     if table.num_rows == 0:
         raise CorruptIngestFile(f"Corrupt ingest file {path}: no records")
     seqs: list[int] = table.column("seq").to_pylist()
-    if any(a >= b for a, b in zip(seqs, seqs[1:])):
+    if any(a >= b for a, b in itertools.pairwise(seqs)):
         raise CorruptIngestFile(f"Corrupt ingest file {path}: seqs are not strictly increasing")
     if expected is not None and (seqs[0], seqs[-1]) != expected:
         raise CorruptIngestFile(
@@ -146,9 +147,7 @@ class IngestLog:
             previous = self._last_seq
             for record in records:
                 if record.seq <= previous:
-                    raise InvalidRequest(
-                        f"Ingest seq {record.seq} does not follow seq {previous}"
-                    )
+                    raise InvalidRequest(f"Ingest seq {record.seq} does not follow seq {previous}")
                 previous = record.seq
             table = records_to_arrow(list(records))
             final = self.directory / ingest_file_name(records[0].seq, records[-1].seq)

@@ -5,7 +5,8 @@ ScyllaDB. After each successful DDL the catalog is saved to ``<data_dir>/catalog
 
 >>> from cqlcdc.cql import ast
 >>> cat = Catalog(None)
->>> cat.execute(ast.CreateKeyspace("ks", (("class", "SimpleStrategy"), ("replication_factor", "1"))), None)
+>>> replication = (("class", "SimpleStrategy"), ("replication_factor", "1"))
+>>> cat.execute(ast.CreateKeyspace("ks", replication), None)
 >>> cat.keyspace("ks").name
 'ks'
 """
@@ -21,7 +22,7 @@ from typing import Any
 from cqlcdc.cql import ast
 from cqlcdc.errors import AlreadyExists, ConfigurationError, InvalidRequest, Unauthorized
 from cqlcdc.schema import persist, table_ddl
-from cqlcdc.schema.cdc_options import option_map, parse_cdc_options
+from cqlcdc.schema.cdc_options import parse_cdc_options
 from cqlcdc.schema.describe import describe_statement
 from cqlcdc.schema.log_table import base_name, is_log_name, log_columns, log_name
 from cqlcdc.schema.log_table import log_table_schema as derive_log_schema
@@ -40,7 +41,9 @@ SYSTEM_KEYSPACES = frozenset(
     {"system", "system_schema", "system_auth", "system_distributed", "system_traces"}
 )
 _STRATEGIES = ("SimpleStrategy", "NetworkTopologyStrategy", "EverywhereStrategy", "LocalStrategy")
-_NO_KEYSPACE = "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"
+_NO_KEYSPACE = (
+    "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"
+)
 
 
 class Catalog:
@@ -437,7 +440,9 @@ class Catalog:
         if table is None:
             if stmt.if_exists:
                 return False
-            raise InvalidRequest(f"Cannot drop non existing table '{name}' in keyspace '{keyspace}'.")
+            raise InvalidRequest(
+                f"Cannot drop non existing table '{name}' in keyspace '{keyspace}'."
+            )
         log = self.log_table(table)
         del self._tables[keyspace][name]
         if log is not None:
@@ -519,8 +524,7 @@ def _replication(options: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str],
     for value in values.values():
         if not value.isdigit():
             raise ConfigurationError(
-                f"Invalid replication factor: {value}: must be a string holding a numerical "
-                "value"
+                f"Invalid replication factor: {value}: must be a string holding a numerical value"
             )
     if short == "NetworkTopologyStrategy" and "replication_factor" in values:
         # one simulated datacenter: the shorthand expands to it, as ScyllaDB does
@@ -538,9 +542,7 @@ def _check_field_type(t: CqlType) -> None:
 def _check_duplicate_fields(names: tuple[str, ...], type_name: str) -> None:
     for i, name in enumerate(names):
         if name in names[i + 1 :]:
-            raise InvalidRequest(
-                f"Duplicate field name {name.encode().hex()} in type {type_name}"
-            )
+            raise InvalidRequest(f"Duplicate field name {name.encode().hex()} in type {type_name}")
 
 
 def _check_no_counters(table: TableSchema) -> None:
@@ -582,12 +584,14 @@ def _log_column_change_message(action: object, attached: bool) -> str:
     )
 
 
-def _option_text(value: ast.OptionValue) -> str:
+def _option_text(value: object) -> str:
     """A changefeed option value as CQL text (kept raw; the changefeed layer validates it)."""
     if isinstance(value, ast.Constant):
         return "'" + value.text.replace("'", "''") + "'" if value.kind == "string" else value.text
     if isinstance(value, ast.FunctionCall):
         return f"{value.name}({', '.join(_option_text(a) for a in value.args)})"
+    if isinstance(value, ast.ColumnRef):
+        return value.name
     raise InvalidRequest(f"Invalid changefeed option value: {value}")
 
 

@@ -1,8 +1,10 @@
 """``WITH cdc = {...}``: the option map parsed exactly as ScyllaDB's ``cdc::options`` does.
 
 >>> from cqlcdc.cql.ast import Constant, MapLiteral
->>> parse_cdc_options(MapLiteral(((Constant("string", "enabled"), Constant("boolean", "true")),)))
-CdcOptions(enabled=True, preimage='false', postimage=False, delta='full', ttl_s=86400, enabled_set=True)
+>>> enabled = MapLiteral(((Constant("string", "enabled"), Constant("boolean", "true")),))
+>>> options = parse_cdc_options(enabled)
+>>> options.enabled, options.preimage, options.ttl_s
+(True, 'false', 86400)
 """
 
 from __future__ import annotations

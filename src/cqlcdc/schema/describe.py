@@ -21,12 +21,73 @@ if TYPE_CHECKING:
 
 # Keywords of ScyllaDB's Cql.g that are not "unreserved": they cannot be bare identifiers.
 RESERVED_KEYWORDS = frozenset(
-    """add allow alter and ann apply asc authorize batch begin by cast columnfamily concurrency
-    create default delete drop entries from full grant if in index infinity insert into is
-    keyspace limit materialized modify nan norecursive not null of on or order primary rename
-    replace revoke schema scylla_clustering_bound scylla_counter_shard_list
-    scylla_timeuuid_list_index select set table text_search_indexing to token truncate
-    unlogged unset update use using vector_search_indexing view where with""".split()
+    [
+        "add",
+        "allow",
+        "alter",
+        "and",
+        "ann",
+        "apply",
+        "asc",
+        "authorize",
+        "batch",
+        "begin",
+        "by",
+        "cast",
+        "columnfamily",
+        "concurrency",
+        "create",
+        "default",
+        "delete",
+        "drop",
+        "entries",
+        "from",
+        "full",
+        "grant",
+        "if",
+        "in",
+        "index",
+        "infinity",
+        "insert",
+        "into",
+        "is",
+        "keyspace",
+        "limit",
+        "materialized",
+        "modify",
+        "nan",
+        "norecursive",
+        "not",
+        "null",
+        "of",
+        "on",
+        "or",
+        "order",
+        "primary",
+        "rename",
+        "replace",
+        "revoke",
+        "schema",
+        "scylla_clustering_bound",
+        "scylla_counter_shard_list",
+        "scylla_timeuuid_list_index",
+        "select",
+        "set",
+        "table",
+        "text_search_indexing",
+        "to",
+        "token",
+        "truncate",
+        "unlogged",
+        "unset",
+        "update",
+        "use",
+        "using",
+        "vector_search_indexing",
+        "view",
+        "where",
+        "with",
+    ]
 )
 
 CDC_LOG_DESC_PREFIX = (
@@ -170,9 +231,7 @@ def _listing(catalog: Catalog, current: str | None, names_of: str) -> str:
         if catalog.keyspace(ks) is None:
             raise InvalidRequest(f"'{ks}' not found in keyspaces")
         if names_of == "TABLES":
-            names = [
-                t.name for t in catalog.tables(ks) if not catalog.is_attached_log(ks, t.name)
-            ]
+            names = [t.name for t in catalog.tables(ks) if not catalog.is_attached_log(ks, t.name)]
         else:
             names = [t.name for t in catalog.user_types(ks)]
         if current is not None:

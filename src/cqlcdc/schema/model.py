@@ -84,9 +84,7 @@ class TableSchema:
     schema_version: int = 1
     changefeeds: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     # init=False: dataclasses.replace() must build a fresh index, not share the original's
-    _by_name: dict[str, Column] = field(
-        default_factory=dict, init=False, compare=False, repr=False
-    )
+    _by_name: dict[str, Column] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self._by_name.update({c.name: c for c in self.columns})
@@ -101,9 +99,7 @@ class TableSchema:
     @property
     def partition_key(self) -> tuple[Column, ...]:
         return tuple(
-            sorted(
-                (c for c in self.columns if c.kind == "partition_key"), key=lambda c: c.position
-            )
+            sorted((c for c in self.columns if c.kind == "partition_key"), key=lambda c: c.position)
         )
 
     @property

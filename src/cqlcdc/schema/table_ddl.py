@@ -63,8 +63,7 @@ def validate_name(name: str, what: str) -> None:
             )
         if len(name) > NAME_LENGTH:
             raise InvalidRequest(
-                f"Table names shouldn't be more than {NAME_LENGTH} characters long "
-                f'(got "{name}")'
+                f'Table names shouldn\'t be more than {NAME_LENGTH} characters long (got "{name}")'
             )
     else:
         if not _NAME_RE.fullmatch(name):
@@ -157,10 +156,10 @@ def build_table(
                 "Non-frozen collections and UDTs are not supported with COMPACT STORAGE"
             )
         if stmt.clustering_key and len(values) > 1:
-            names = ", ".join(sorted(c.name for c in values))
+            got = ", ".join(sorted(c.name for c in values))
             raise InvalidRequest(
                 "COMPACT STORAGE with composite PRIMARY KEY allows no more than one column "
-                f"not part of the PRIMARY KEY (got: {names})"
+                f"not part of the PRIMARY KEY (got: {got})"
             )
     if statics and not stmt.clustering_key:
         raise InvalidRequest(
@@ -177,9 +176,7 @@ def build_table(
             )
         else:
             columns.append(Column(c.name, types[c.name], "static" if c.static else "regular"))
-    table = TableSchema(
-        keyspace, name, tuple(columns), compact_storage=stmt.compact_storage
-    )
+    table = TableSchema(keyspace, name, tuple(columns), compact_storage=stmt.compact_storage)
     check_counter_mix(table)
     return table
 
@@ -283,7 +280,9 @@ def rename_columns(table: TableSchema, action: RenameColumns) -> TableSchema:
     return replace(table, columns=tuple(columns[n] for n in order))
 
 
-def alter_column_type(table: TableSchema, action: AlterColumnType, resolve: Resolver) -> TableSchema:
+def alter_column_type(
+    table: TableSchema, action: AlterColumnType, resolve: Resolver
+) -> TableSchema:
     """ALTER TABLE ... ALTER c TYPE t: only to a value-compatible type.
 
     Raises:
@@ -305,8 +304,7 @@ def alter_column_type(table: TableSchema, action: AlterColumnType, resolve: Reso
     if not compatible:
         how = "not order-compatible" if column.kind == "clustering" else "incompatible"
         raise ConfigurationError(
-            f"Cannot change {column.name} from type {old_name} to type {new_name}: "
-            f"types are {how}."
+            f"Cannot change {column.name} from type {old_name} to type {new_name}: types are {how}."
         )
     columns = tuple(replace(c, type=new_type) if c is column else c for c in table.columns)
     return replace(table, columns=columns)

@@ -9,7 +9,7 @@ over the defaults, in ScyllaDB's print order.
 
 from __future__ import annotations
 
-from cqlcdc.cql.ast import Constant, MapLiteral, OptionValue
+from cqlcdc.cql.ast import Constant, OptionValue
 from cqlcdc.errors import ConfigurationError, CqlSyntaxError, InvalidRequest
 from cqlcdc.schema.cdc_options import option_map
 

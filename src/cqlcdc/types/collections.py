@@ -104,6 +104,11 @@ class ListType(_Collection):
         object.__setattr__(self, "elem", elem)
         object.__setattr__(self, "is_frozen", frozen)
 
+    @property
+    def element(self) -> CqlType:
+        """The element type (an alias of ``elem``)."""
+        return self.elem
+
     def _params(self) -> str:
         return self.elem.cql_name
 
@@ -167,6 +172,11 @@ class SetType(_Collection):
     def __init__(self, elem: CqlType, frozen: bool = False) -> None:
         object.__setattr__(self, "elem", elem)
         object.__setattr__(self, "is_frozen", frozen)
+
+    @property
+    def element(self) -> CqlType:
+        """The element type (an alias of ``elem``)."""
+        return self.elem
 
     def _params(self) -> str:
         return self.elem.cql_name

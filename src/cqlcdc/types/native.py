@@ -143,10 +143,10 @@ class BlobType(NativeType):
         return bytes(value)
 
     def _cqlsh(self, value: Any, nested: bool) -> str:
-        return "0x" + value.hex()
+        return "0x" + bytes(value).hex()
 
     def _literal(self, value: Any) -> str:
-        return "0x" + value.hex()
+        return "0x" + bytes(value).hex()
 
     def sort_key(self, value: Any) -> Any:
         return value

@@ -1,4 +1,4 @@
-"""The numeric native types: tinyint, smallint, int, bigint, counter, varint, float, double, decimal.
+"""Numeric native types: tinyint, smallint, int, bigint, counter, varint, float, double, decimal.
 
 Integer constants are accepted by every numeric type (as CQL does); float constants only by
 float, double and decimal. Range errors use ScyllaDB's marshal messages word for word.

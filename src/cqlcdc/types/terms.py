@@ -31,8 +31,10 @@ CONSTANT_KIND_NAMES = {
 }
 
 
-def term_text(term: ast.Term) -> str:
+def term_text(term: ast.Term | ast.ColumnRef) -> str:
     """The term as ScyllaDB prints it inside error messages."""
+    if isinstance(term, ast.ColumnRef):
+        return term.name
     if isinstance(term, ast.Constant):
         return f"'{term.text}'" if term.kind == "string" else term.text
     if isinstance(term, ast.BindMarker):
@@ -158,7 +160,9 @@ def _nullary(name: str, ctx: TermContext) -> Any:
     return (ctx.now_us % (temporal.DAY_MS * 1000)) * 1000  # currenttime
 
 
-def _argument(name: str, term: ast.Term, ctx: TermContext | None) -> tuple[str, Any]:
+def _argument(
+    name: str, term: ast.Term | ast.ColumnRef, ctx: TermContext | None
+) -> tuple[str, Any]:
     """The typed value of a function argument, picking the overload as ScyllaDB would."""
     if isinstance(term, ast.FunctionCall):
         return evaluate_function(term, ctx)

@@ -23,11 +23,69 @@ _UNQUOTED_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 
 # Reserved CQL keywords: an identifier spelled like one must be double-quoted.
 RESERVED_KEYWORDS = frozenset(
-    """add allow alter and apply asc authorize batch begin by columnfamily create delete desc
-    describe drop entries execute from full grant if in index infinity insert into is keyspace
-    limit materialized mbean mbeans modify nan norecursive not null of on or order primary
-    rename replace revoke schema select set table to token truncate unlogged unset update use
-    using view where with""".split()
+    [
+        "add",
+        "allow",
+        "alter",
+        "and",
+        "apply",
+        "asc",
+        "authorize",
+        "batch",
+        "begin",
+        "by",
+        "columnfamily",
+        "create",
+        "delete",
+        "desc",
+        "describe",
+        "drop",
+        "entries",
+        "execute",
+        "from",
+        "full",
+        "grant",
+        "if",
+        "in",
+        "index",
+        "infinity",
+        "insert",
+        "into",
+        "is",
+        "keyspace",
+        "limit",
+        "materialized",
+        "mbean",
+        "mbeans",
+        "modify",
+        "nan",
+        "norecursive",
+        "not",
+        "null",
+        "of",
+        "on",
+        "or",
+        "order",
+        "primary",
+        "rename",
+        "replace",
+        "revoke",
+        "schema",
+        "select",
+        "set",
+        "table",
+        "to",
+        "token",
+        "truncate",
+        "unlogged",
+        "unset",
+        "update",
+        "use",
+        "using",
+        "view",
+        "where",
+        "with",
+    ]
 )
 
 
@@ -54,7 +112,7 @@ def format_float(value: float, precision: int) -> str:
         exponent = int(math.log10(abs(value)))
         if -4 <= exponent < precision:
             precision = precision + exponent + 1
-    return "%.*g" % (precision, value)
+    return f"{value:.{precision}g}"
 
 
 def float_literal(value: float) -> str:

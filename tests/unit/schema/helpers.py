@@ -6,7 +6,7 @@ from cqlcdc.cql import ast
 from cqlcdc.schema.catalog import Catalog
 
 
-def T(name: str, *params: ast.TypeRef, size: int | None = None) -> ast.TypeRef:  # noqa: N802
+def T(name: str, *params: ast.TypeRef, size: int | None = None) -> ast.TypeRef:
     return ast.TypeRef(name, tuple(params), size=size)
 
 

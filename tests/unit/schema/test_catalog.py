@@ -34,7 +34,7 @@ def cat() -> Catalog:
 
 
 def test_keyspace_rules(cat: Catalog) -> None:
-    with pytest.raises(AlreadyExists, match='^Cannot add existing keyspace "ks"$'):
+    with pytest.raises(AlreadyExists, match=r'^Cannot add existing keyspace "ks"$'):
         cat.execute(KS, None)
     cat.execute(ast.CreateKeyspace("ks", KS.replication, if_not_exists=True), None)
     with pytest.raises(ConfigurationError, match="Missing mandatory replication strategy class"):
@@ -43,12 +43,12 @@ def test_keyspace_rules(cat: Catalog) -> None:
         cat.execute(ast.CreateKeyspace("system", KS.replication), None)
     with pytest.raises(InvalidRequest, match='"a-b" is not a valid keyspace name'):
         cat.execute(ast.CreateKeyspace("a-b", KS.replication), None)
-    with pytest.raises(InvalidRequest, match="^Unknown keyspace nope$"):
+    with pytest.raises(InvalidRequest, match=r"^Unknown keyspace nope$"):
         cat.execute(ast.AlterKeyspace("nope", KS.replication), None)
-    with pytest.raises(InvalidRequest, match="^Keyspace 'nope' does not exist$"):
+    with pytest.raises(InvalidRequest, match=r"^Keyspace 'nope' does not exist$"):
         cat.execute(ast.UseKeyspace("nope"), None)
     cat.execute(ast.UseKeyspace("ks"), None)
-    with pytest.raises(ConfigurationError, match="^Cannot drop non existing keyspace 'nope'.$"):
+    with pytest.raises(ConfigurationError, match=r"^Cannot drop non existing keyspace 'nope'.$"):
         cat.execute(ast.DropKeyspace("nope"), None)
     cat.execute(ast.DropKeyspace("nope", if_exists=True), None)
 
@@ -81,12 +81,10 @@ def test_drop_keyspace_drops_everything_but_keeps_versions(cat: Catalog) -> None
 
 
 def test_no_keyspace_specified(cat: Catalog) -> None:
-    stmt = ast.CreateTable(
-        ast.QualifiedName(None, "t"), (ast.ColumnDef("pk", T("int")),), ("pk",)
-    )
+    stmt = ast.CreateTable(ast.QualifiedName(None, "t"), (ast.ColumnDef("pk", T("int")),), ("pk",))
     with pytest.raises(
         InvalidRequest,
-        match="^No keyspace has been specified. USE a keyspace, or explicitly specify "
+        match=r"^No keyspace has been specified. USE a keyspace, or explicitly specify "
         "keyspace.tablename$",
     ):
         cat.execute(stmt, None)
@@ -97,7 +95,7 @@ def test_no_keyspace_specified(cat: Catalog) -> None:
 def test_create_table_exists(cat: Catalog) -> None:
     cat.execute(create_table("t", pkck()), None)
     with pytest.raises(
-        AlreadyExists, match='^Cannot add already existing table "t" to keyspace "ks"$'
+        AlreadyExists, match=r'^Cannot add already existing table "t" to keyspace "ks"$'
     ) as info:
         cat.execute(create_table("t", pkck()), None)
     assert (info.value.keyspace, info.value.table) == ("ks", "t")
@@ -106,7 +104,7 @@ def test_create_table_exists(cat: Catalog) -> None:
 
 def test_create_table_unknown_keyspace(cat: Catalog) -> None:
     stmt = ast.CreateTable(qn("t", "nope"), (ast.ColumnDef("pk", T("int")),), ("pk",))
-    with pytest.raises(InvalidRequest, match="non-existent keyspace: nope$"):
+    with pytest.raises(InvalidRequest, match=r"non-existent keyspace: nope$"):
         cat.execute(stmt, None)
 
 
@@ -114,23 +112,39 @@ def test_create_table_unknown_keyspace(cat: Catalog) -> None:
     ("stmt", "message"),
     [
         (create_table("t", [("pk", T("int"))], pk=(), ck=()), "No PRIMARY KEY specified"),
-        (create_table("t", [("pk", T("int"))], pk=("x",), ck=()),
-         "Unknown definition x referenced in PRIMARY KEY"),
-        (create_table("t", [("pk", T("int")), ("pk", T("int"))], ck=()),
-         "Multiple definition of identifier pk"),
-        (create_table("t", [("pk", T("list", T("int")))], ck=()),
-         "Invalid non-frozen collection type for PRIMARY KEY component pk"),
-        (create_table("t", [("pk", T("counter"))], ck=()),
-         "counter type is not supported for PRIMARY KEY part pk"),
-        (create_table("t", [("pk", T("duration"))], ck=()),
-         "duration type is not supported for PRIMARY KEY part pk"),
-        (create_table("t", [("pk", T("int")), ("s", T("int"))], ck=(), statics=("s",)),
-         "Static columns are only useful"),
-        (create_table("t", pkck(), statics=("ck",)),
-         "Static column ck cannot be part of the PRIMARY KEY"),
+        (
+            create_table("t", [("pk", T("int"))], pk=("x",), ck=()),
+            "Unknown definition x referenced in PRIMARY KEY",
+        ),
+        (
+            create_table("t", [("pk", T("int")), ("pk", T("int"))], ck=()),
+            "Multiple definition of identifier pk",
+        ),
+        (
+            create_table("t", [("pk", T("list", T("int")))], ck=()),
+            "Invalid non-frozen collection type for PRIMARY KEY component pk",
+        ),
+        (
+            create_table("t", [("pk", T("counter"))], ck=()),
+            "counter type is not supported for PRIMARY KEY part pk",
+        ),
+        (
+            create_table("t", [("pk", T("duration"))], ck=()),
+            "duration type is not supported for PRIMARY KEY part pk",
+        ),
+        (
+            create_table("t", [("pk", T("int")), ("s", T("int"))], ck=(), statics=("s",)),
+            "Static columns are only useful",
+        ),
+        (
+            create_table("t", pkck(), statics=("ck",)),
+            "Static column ck cannot be part of the PRIMARY KEY",
+        ),
         (create_table("t-x", pkck()), "is not a valid table name"),
-        (create_table("t", pkck(), clustering_order=(("x", "DESC"),)),
-         "Missing CLUSTERING ORDER for column ck"),
+        (
+            create_table("t", pkck(), clustering_order=(("x", "DESC"),)),
+            "Missing CLUSTERING ORDER for column ck",
+        ),
     ],
 )
 def test_create_table_invalid(cat: Catalog, stmt: ast.CreateTable, message: str) -> None:
@@ -192,19 +206,31 @@ def test_alter_versions_and_history(cat: Catalog) -> None:
 @pytest.mark.parametrize(
     ("action", "error", "message"),
     [
-        (ast.AddColumns((ast.ColumnDef("v", T("int")),)), InvalidRequest,
-         "Invalid column name v because it conflicts with an existing column"),
-        (ast.AddColumns((ast.ColumnDef("pk", T("int")),)), InvalidRequest,
-         "conflicts with a PRIMARY KEY part"),
-        (ast.AddColumns((ast.ColumnDef("c", T("counter")),)), ConfigurationError,
-         r"Cannot add a counter column \(c\) in a non counter column family"),
+        (
+            ast.AddColumns((ast.ColumnDef("v", T("int")),)),
+            InvalidRequest,
+            "Invalid column name v because it conflicts with an existing column",
+        ),
+        (
+            ast.AddColumns((ast.ColumnDef("pk", T("int")),)),
+            InvalidRequest,
+            "conflicts with a PRIMARY KEY part",
+        ),
+        (
+            ast.AddColumns((ast.ColumnDef("c", T("counter")),)),
+            ConfigurationError,
+            r"Cannot add a counter column \(c\) in a non counter column family",
+        ),
         (ast.DropColumns(("x",)), InvalidRequest, "^Column x was not found in table t$"),
         (ast.DropColumns(("ck",)), InvalidRequest, "^Cannot drop PRIMARY KEY part ck$"),
         (ast.RenameColumns((("v", "w"),)), InvalidRequest, "Cannot rename non PRIMARY KEY part v"),
         (ast.RenameColumns((("x", "w"),)), InvalidRequest, "Cannot rename unknown column x"),
         (ast.RenameColumns((("ck", "v"),)), InvalidRequest, "another column of that name"),
-        (ast.AlterColumnType("v", T("text")), ConfigurationError,
-         "Cannot change v from type int to type text: types are incompatible."),
+        (
+            ast.AlterColumnType("v", T("text")),
+            ConfigurationError,
+            "Cannot change v from type int to type text: types are incompatible.",
+        ),
         (ast.DropChangefeed("nope"), InvalidRequest, "Changefeed nope does not exist"),
     ],
 )
@@ -217,7 +243,7 @@ def test_alter_errors(
 
 
 def test_alter_unknown_table(cat: Catalog) -> None:
-    with pytest.raises(InvalidRequest, match="^unconfigured table nope$"):
+    with pytest.raises(InvalidRequest, match=r"^unconfigured table nope$"):
         cat.execute(alter("nope", ast.DropColumns(("v",))), None)
 
 
@@ -239,7 +265,9 @@ def test_changefeeds_stored(cat: Catalog) -> None:
     feed = ast.AddChangefeed("f", (("MODE", s("UPDATES")), ("FORMAT", s("JSON"))))
     cat.execute(alter("t", feed), None)
     t = cat.table("ks", "t")
-    assert t is not None and t.changefeeds == (("f", (("MODE", "'UPDATES'"), ("FORMAT", "'JSON'"))),)
+    assert t is not None and t.changefeeds == (
+        ("f", (("MODE", "'UPDATES'"), ("FORMAT", "'JSON'"))),
+    )
     with pytest.raises(InvalidRequest, match="Changefeed f already exists"):
         cat.execute(alter("t", feed), None)
     cat.execute(alter("t", ast.DropChangefeed("f")), None)
@@ -285,7 +313,9 @@ def test_log_lifecycle_detach_and_reattach(cat: Catalog) -> None:
 
 def test_add_drop_column_updates_log(cat: Catalog) -> None:
     cat.execute(create_table("t", pkck(("v", T("int"))), options=(cdc(enabled="true"),)), None)
-    cat.execute(alter("t", ast.AddColumns((ast.ColumnDef("m", T("map", T("int"), T("text"))),))), None)
+    cat.execute(
+        alter("t", ast.AddColumns((ast.ColumnDef("m", T("map", T("int"), T("text"))),))), None
+    )
     log = cat.table("ks", "t_scylla_cdc_log")
     assert log is not None
     m = log.column("m")
@@ -298,10 +328,13 @@ def test_add_drop_column_updates_log(cat: Catalog) -> None:
 
 def test_log_columns_cannot_be_changed(cat: Catalog) -> None:
     cat.execute(create_table("t", pkck(("v", T("int"))), options=(cdc(enabled="true"),)), None)
-    with pytest.raises(InvalidRequest, match="^You cannot modify the set of columns of a CDC log "
-                       "table directly. Modify the base table instead.$"):
+    with pytest.raises(
+        InvalidRequest,
+        match=r"^You cannot modify the set of columns of a CDC log "
+        "table directly. Modify the base table instead.$",
+    ):
         cat.execute(alter("t_scylla_cdc_log", ast.DropColumns(("v",))), None)
-    with pytest.raises(InvalidRequest, match="^Cannot rename a column of a CDC log table.$"):
+    with pytest.raises(InvalidRequest, match=r"^Cannot rename a column of a CDC log table.$"):
         cat.execute(alter("t_scylla_cdc_log", ast.RenameColumns((("pk", "p"),))), None)
     cat.execute(alter("t", ast.SetOptions((cdc(enabled="false"),))), None)
     with pytest.raises(InvalidRequest, match="Although the base table has deactivated CDC"):
@@ -343,11 +376,13 @@ def test_user_table_named_like_the_log_blocks_cdc(cat: Catalog) -> None:
 
 def test_drop_table_drops_log(cat: Catalog) -> None:
     cat.execute(create_table("t", pkck(), options=(cdc(enabled="true"),)), None)
-    with pytest.raises(Unauthorized, match="^Cannot DROP cdc log table t_scylla_cdc_log$"):
+    with pytest.raises(Unauthorized, match=r"^Cannot DROP cdc log table t_scylla_cdc_log$"):
         cat.execute(ast.DropTable(qn("t_scylla_cdc_log")), None)
     cat.execute(ast.DropTable(qn("t")), None)
     assert cat.table("ks", "t") is None and cat.table("ks", "t_scylla_cdc_log") is None
-    with pytest.raises(InvalidRequest, match="^Cannot drop non existing table 't' in keyspace 'ks'.$"):
+    with pytest.raises(
+        InvalidRequest, match=r"^Cannot drop non existing table 't' in keyspace 'ks'.$"
+    ):
         cat.execute(ast.DropTable(qn("t")), None)
     cat.execute(ast.DropTable(qn("t"), if_exists=True), None)
 
@@ -390,7 +425,7 @@ def test_alter_type_reaches_tables_and_logs(cat: Catalog) -> None:
 
 def test_udt_errors(cat: Catalog) -> None:
     cat.execute(ast.CreateType(qn("ut"), (("a", T("int")),)), None)
-    with pytest.raises(InvalidRequest, match="^A user type of name ks.ut already exists$"):
+    with pytest.raises(InvalidRequest, match=r"^A user type of name ks.ut already exists$"):
         cat.execute(ast.CreateType(qn("ut"), (("a", T("int")),)), None)
     cat.execute(ast.CreateType(qn("ut"), (("a", T("int")),), if_not_exists=True), None)
     with pytest.raises(InvalidRequest, match="A user type cannot contain counters"):
@@ -399,16 +434,18 @@ def test_udt_errors(cat: Catalog) -> None:
         cat.execute(ast.CreateType(qn("u2"), (("a", T("ut")),)), None)
     with pytest.raises(InvalidRequest, match="a field of the same name already exists"):
         cat.execute(ast.AlterType(qn("ut"), add=("a", T("int"))), None)
-    with pytest.raises(InvalidRequest, match="^Unknown field x in type ks.ut$"):
+    with pytest.raises(InvalidRequest, match=r"^Unknown field x in type ks.ut$"):
         cat.execute(ast.AlterType(qn("ut"), renames=(("x", "y"),)), None)
-    with pytest.raises(InvalidRequest, match="^No user type named ks.nope exists.$"):
+    with pytest.raises(InvalidRequest, match=r"^No user type named ks.nope exists.$"):
         cat.execute(ast.DropType(qn("nope")), None)
     cat.execute(ast.CreateType(qn("u2"), (("x", T("frozen", T("ut"))),)), None)
     with pytest.raises(InvalidRequest, match="still used by user type u2"):
         cat.execute(ast.DropType(qn("ut")), None)
     cat.execute(ast.DropType(qn("u2")), None)
     cat.execute(create_table("t", pkck(("v", T("frozen", T("ut"))))), None)
-    with pytest.raises(InvalidRequest, match="^Cannot drop user type ks.ut as it is still used by table ks.t$"):
+    with pytest.raises(
+        InvalidRequest, match=r"^Cannot drop user type ks.ut as it is still used by table ks.t$"
+    ):
         cat.execute(ast.DropType(qn("ut")), None)
     cat.execute(ast.DropTable(qn("t")), None)
     cat.execute(ast.DropType(qn("ut")), None)

@@ -45,19 +45,27 @@ def test_enabled_values(value: Constant, expected: bool) -> None:
 
 @pytest.mark.parametrize("bad", ["yes", "2", "", "tru"])
 def test_enabled_invalid(bad: str) -> None:
-    with pytest.raises(ConfigurationError, match=f'^Invalid value for CDC option "enabled": {bad}$'):
+    with pytest.raises(
+        ConfigurationError, match=f'^Invalid value for CDC option "enabled": {bad}$'
+    ):
         parse_cdc_options(cdc_map(enabled=s(bad)))
 
 
 def test_error_shows_value_as_written() -> None:
-    with pytest.raises(ConfigurationError, match='"enabled": YES$'):
+    with pytest.raises(ConfigurationError, match=r'"enabled": YES$'):
         cdc_options_from_map({"enabled": "YES"})
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("true", "true"), ("1", "true"), ("false", "false"), ("0", "false"), ("full", "full"),
-     ("FULL", "full")],
+    [
+        ("true", "true"),
+        ("1", "true"),
+        ("false", "false"),
+        ("0", "false"),
+        ("full", "full"),
+        ("FULL", "full"),
+    ],
 )
 def test_preimage_values(value: str, expected: str) -> None:
     assert cdc_options_from_map({"enabled": "true", "preimage": value}).preimage == expected
@@ -68,7 +76,9 @@ def test_postimage_values(value: str, expected: bool) -> None:
     assert cdc_options_from_map({"enabled": "true", "postimage": value}).postimage is expected
 
 
-@pytest.mark.parametrize(("value", "expected"), [("full", "full"), ("keys", "keys"), ("KEYS", "keys")])
+@pytest.mark.parametrize(
+    ("value", "expected"), [("full", "full"), ("keys", "keys"), ("KEYS", "keys")]
+)
 def test_delta_values(value: str, expected: str) -> None:
     assert cdc_options_from_map({"enabled": "true", "delta": value}).delta == expected
 
@@ -78,14 +88,23 @@ def test_delta_values(value: str, expected: str) -> None:
     [("preimage", "keys"), ("postimage", "full"), ("delta", "true"), ("delta", "1")],
 )
 def test_invalid_values(key: str, value: str) -> None:
-    with pytest.raises(ConfigurationError, match=f'^Invalid value for CDC option "{key}": {value}$'):
+    with pytest.raises(
+        ConfigurationError, match=f'^Invalid value for CDC option "{key}": {value}$'
+    ):
         cdc_options_from_map({"enabled": "true", key: value})
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("0", 0), ("3600", 3600), (" 42", 42), ("+7", 7), ("12abc", 12), ("1.5", 1),
-     ("2147483647", 2147483647)],
+    [
+        ("0", 0),
+        ("3600", 3600),
+        (" 42", 42),
+        ("+7", 7),
+        ("12abc", 12),
+        ("1.5", 1),
+        ("2147483647", 2147483647),
+    ],
 )
 def test_ttl_values_follow_stoi(value: str, expected: int) -> None:
     assert cdc_options_from_map({"enabled": "true", "ttl": value}).ttl_s == expected
@@ -93,23 +112,23 @@ def test_ttl_values_follow_stoi(value: str, expected: int) -> None:
 
 @pytest.mark.parametrize("value", ["abc", "", "-", "x1"])
 def test_ttl_not_a_number(value: str) -> None:
-    with pytest.raises(ConfigurationError, match='^Invalid value for CDC option "ttl": '):
+    with pytest.raises(ConfigurationError, match=r'^Invalid value for CDC option "ttl": '):
         cdc_options_from_map({"enabled": "true", "ttl": value})
 
 
 @pytest.mark.parametrize("value", ["2147483648", "99999999999999999999999", "-2147483649"])
 def test_ttl_too_large(value: str) -> None:
-    with pytest.raises(ConfigurationError, match="^Invalid CDC option: ttl too large$"):
+    with pytest.raises(ConfigurationError, match=r"^Invalid CDC option: ttl too large$"):
         cdc_options_from_map({"enabled": "true", "ttl": value})
 
 
 def test_ttl_negative() -> None:
-    with pytest.raises(ConfigurationError, match="^Invalid CDC option: ttl must be >= 0$"):
+    with pytest.raises(ConfigurationError, match=r"^Invalid CDC option: ttl must be >= 0$"):
         cdc_options_from_map({"enabled": "true", "ttl": "-1"})
 
 
 def test_unknown_key_keeps_its_case() -> None:
-    with pytest.raises(ConfigurationError, match="^Invalid CDC option: PreImages$"):
+    with pytest.raises(ConfigurationError, match=r"^Invalid CDC option: PreImages$"):
         cdc_options_from_map({"PreImages": "true"})
 
 
@@ -161,6 +180,4 @@ def test_map_must_hold_constants() -> None:
     with pytest.raises(CqlSyntaxError, match="Invalid property value"):
         parse_cdc_options(cdc_map(enabled=FunctionCall("now", ())))
     with pytest.raises(CqlSyntaxError, match="Multiple definition for property enabled"):
-        option_map(
-            MapLiteral(((s("enabled"), s("true")), (s("enabled"), s("false")))), "cdc"
-        )
+        option_map(MapLiteral(((s("enabled"), s("true")), (s("enabled"), s("false")))), "cdc")

@@ -27,18 +27,27 @@ def log_lines(column: ast.TypeRef, udt: bool = False) -> list[str]:
     [
         (
             T("map", T("int"), T("text")),
-            ['"cdc$deleted_elements_v" frozen<set<int>>', '"cdc$deleted_v" boolean',
-             "v frozen<map<int, text>>"],
+            [
+                '"cdc$deleted_elements_v" frozen<set<int>>',
+                '"cdc$deleted_v" boolean',
+                "v frozen<map<int, text>>",
+            ],
         ),
         (
             T("set", T("int")),
-            ['"cdc$deleted_elements_v" frozen<set<int>>', '"cdc$deleted_v" boolean',
-             "v frozen<set<int>>"],
+            [
+                '"cdc$deleted_elements_v" frozen<set<int>>',
+                '"cdc$deleted_v" boolean',
+                "v frozen<set<int>>",
+            ],
         ),
         (
             T("list", T("int")),
-            ['"cdc$deleted_elements_v" frozen<set<timeuuid>>', '"cdc$deleted_v" boolean',
-             "v frozen<map<timeuuid, int>>"],
+            [
+                '"cdc$deleted_elements_v" frozen<set<timeuuid>>',
+                '"cdc$deleted_v" boolean',
+                "v frozen<map<timeuuid, int>>",
+            ],
         ),
     ],
 )
@@ -50,15 +59,23 @@ def test_seed_describe_lines_for_collections(column: ast.TypeRef, expected: list
 
 def test_seed_describe_lines_for_udt() -> None:
     lines = log_lines(T("ut"), udt=True)
-    for line in ['"cdc$deleted_elements_v" frozen<set<smallint>>', '"cdc$deleted_v" boolean',
-                 "v frozen<ut>"]:
+    for line in [
+        '"cdc$deleted_elements_v" frozen<set<smallint>>',
+        '"cdc$deleted_v" boolean',
+        "v frozen<ut>",
+    ]:
         assert line in lines
 
 
 @pytest.mark.parametrize(
     "column",
-    [T("int"), T("frozen", T("list", T("int"))), T("frozen", T("map", T("int"), T("text"))),
-     T("vector", T("float"), size=3), T("tuple", T("int"), T("text"))],
+    [
+        T("int"),
+        T("frozen", T("list", T("int"))),
+        T("frozen", T("map", T("int"), T("text"))),
+        T("vector", T("float"), size=3),
+        T("tuple", T("int"), T("text")),
+    ],
 )
 def test_atomic_columns_keep_their_type_and_have_no_deleted_elements(column: ast.TypeRef) -> None:
     cat = new_catalog()
@@ -86,8 +103,18 @@ def test_select_star_order_and_kinds() -> None:
     log = cat.table("ks", "t_scylla_cdc_log")
     assert log is not None and log.log_of == "t"
     assert [c.name for c in log.select_star_columns] == [
-        "cdc$stream_id", "cdc$time", "cdc$batch_seq_no", "c", "cdc$deleted_c", "cdc$deleted_s",
-        "cdc$end_of_batch", "cdc$operation", "cdc$ttl", "ck", "pk", "s",
+        "cdc$stream_id",
+        "cdc$time",
+        "cdc$batch_seq_no",
+        "c",
+        "cdc$deleted_c",
+        "cdc$deleted_s",
+        "cdc$end_of_batch",
+        "cdc$operation",
+        "cdc$ttl",
+        "ck",
+        "pk",
+        "s",
     ]
     kinds = {c.name: (c.kind, c.type.cql_name) for c in log.columns}
     assert kinds["cdc$stream_id"] == ("partition_key", "blob")
