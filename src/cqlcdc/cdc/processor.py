@@ -42,10 +42,11 @@ ERRORS_SCHEMA = pa.schema(
         pa.field("message", pa.string(), nullable=False),
     ]
 )
-# internal columns of a log output besides the log table's own columns
+# internal columns of a log output besides the log table's own columns (the leading
+# underscore keeps them apart from user columns, whose names never start with one unquoted)
 LOG_INTERNAL = (
-    pa.field("bucket", pa.int32(), nullable=False),
-    pa.field("pk", pa.binary(), nullable=False),
+    pa.field("_bucket", pa.int32(), nullable=False),
+    pa.field("_pk", pa.binary(), nullable=False),
     pa.field("_seq", pa.int64(), nullable=False),
     pa.field("_expiry_s", pa.int64(), nullable=False),
 )
@@ -212,8 +213,8 @@ class CoreProcessor:
             rows: list[LogRow] = writer.write(mutation, current, WriteInfo(now_s, payload.seed))
             expiry = now_s + schema.cdc.ttl_s if schema.cdc.ttl_s else 0
             for row in rows:
-                row["bucket"] = bucket
-                row["pk"] = rec["pk"]
+                row["_bucket"] = bucket
+                row["_pk"] = rec["pk"]
                 row["_seq"] = rec["seq"]
                 row["_expiry_s"] = expiry
             out.log.extend(rows)

@@ -25,6 +25,8 @@ from cqlcdc.pipeline.records import INGEST_SCHEMA, IngestRecord, records_to_arro
 
 # Spark's file source ignores names starting with "." or "_": temp files hide behind the dot.
 _TMP_PREFIX = ".tmp-"
+# remembers the last seq trimmed away, so last_seq() survives trimming every file
+_TRIM_MARK = "_trimmed_upto_seq"
 _NAME = re.compile(r"^(\d{20})-(\d{20})\.parquet$")
 
 
@@ -48,6 +50,11 @@ def parse_ingest_file_name(name: str) -> tuple[int, int] | None:
     if match is None:
         return None
     return int(match.group(1)), int(match.group(2))
+
+
+def _parse_last(path: Path) -> int:
+    seqs = parse_ingest_file_name(path.name)
+    return seqs[1] if seqs is not None else 0
 
 
 def _fsync_dir(path: Path) -> None:
@@ -109,10 +116,16 @@ class IngestLog:
             stale.unlink()
         self._last_seq = self._recover_last_seq()
 
+    def _trimmed_upto(self) -> int:
+        try:
+            return int((self.directory / _TRIM_MARK).read_text())
+        except FileNotFoundError:
+            return 0
+
     def _recover_last_seq(self) -> int:
         files = self.files()
         if not files:
-            return 0
+            return self._trimmed_upto()
         # the newest file is the one a crash could have hit: read it whole
         read_ingest_file(files[-1].path)
         return files[-1].last_seq
@@ -191,6 +204,13 @@ class IngestLog:
                     file.path.unlink()
                 removed.append(file.path)
             if removed:
+                trimmed = max(self._trimmed_upto(), _parse_last(removed[-1]))
+                tmp = self.directory / f"{_TMP_PREFIX}{uuid.uuid4().hex}"
+                with open(tmp, "w") as sink:
+                    sink.write(str(trimmed))
+                    sink.flush()
+                    os.fsync(sink.fileno())
+                os.replace(tmp, self.directory / _TRIM_MARK)
                 _fsync_dir(self.directory)
                 if archive is not None:
                     _fsync_dir(archive)

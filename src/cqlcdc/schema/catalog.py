@@ -24,7 +24,15 @@ from cqlcdc.errors import AlreadyExists, ConfigurationError, InvalidRequest, Una
 from cqlcdc.schema import persist, table_ddl
 from cqlcdc.schema.cdc_options import parse_cdc_options
 from cqlcdc.schema.describe import describe_statement
-from cqlcdc.schema.log_table import base_name, is_log_name, log_columns, log_name
+from cqlcdc.schema.log_table import (
+    base_name,
+    check_cdc_supported,
+    is_log_name,
+    log_column_change_message,
+    log_columns,
+    log_exists_message,
+    log_name,
+)
 from cqlcdc.schema.log_table import log_table_schema as derive_log_schema
 from cqlcdc.schema.model import Keyspace, TableSchema
 from cqlcdc.schema.table_options import merge_options, validate_table_options
@@ -347,8 +355,8 @@ class Catalog:
         table = replace(table, options=options, cdc=cdc)
         if cdc.enabled:
             if self.table(keyspace, log_name(table.name)) is not None:
-                raise InvalidRequest(_log_exists_message(table))
-            _check_no_counters(table)
+                raise InvalidRequest(log_exists_message(table))
+            check_cdc_supported(table)
         table = self._put(table)
         if cdc.enabled:
             self._sync_log(table)
@@ -371,7 +379,7 @@ class Catalog:
         if table.log_of is not None and isinstance(
             action, ast.AddColumns | ast.DropColumns | ast.AlterColumnType | ast.RenameColumns
         ):
-            raise InvalidRequest(_log_column_change_message(action, attached))
+            raise InvalidRequest(log_column_change_message(action, attached))
         resolve = self._resolver(table.keyspace)
         if isinstance(action, ast.AddColumns):
             new = table_ddl.add_columns(table, action, resolve)
@@ -422,13 +430,13 @@ class Catalog:
         if cdc.enabled:
             existing = self.table(table.keyspace, log_name(table.name))
             if not table.cdc.enabled and existing is not None and existing.log_of != table.name:
-                raise InvalidRequest(_log_exists_message(table))
+                raise InvalidRequest(log_exists_message(table))
             if attached:
                 raise InvalidRequest(
                     f"Cannot create a CDC log for a table {table.qualified_name}, because "
                     "creating nested CDC logs is not allowed"
                 )
-            _check_no_counters(table)
+            check_cdc_supported(table)
         return replace(table, options=merge_options(table.options, options), cdc=cdc)
 
     def _drop_table(self, stmt: ast.DropTable, current: str | None) -> bool:
@@ -488,6 +496,12 @@ class Catalog:
             self.data_dir / persist.CATALOG_FILE, persist.dump_document(document)
         )
 
+    def reload(self) -> None:
+        """Re-read the saved catalog (another process may have run DDL since)."""
+        if self.data_dir is not None:
+            self._keyspaces, self._types, self._tables, self._versions = {}, {}, {}, {}
+            self._load(self.data_dir / persist.CATALOG_FILE)
+
     def _load(self, path: Path) -> None:
         document = persist.load_document(path)
         if document is None:
@@ -543,45 +557,6 @@ def _check_duplicate_fields(names: tuple[str, ...], type_name: str) -> None:
     for i, name in enumerate(names):
         if name in names[i + 1 :]:
             raise InvalidRequest(f"Duplicate field name {name.encode().hex()} in type {type_name}")
-
-
-def _check_no_counters(table: TableSchema) -> None:
-    if table_ddl.is_counter_table(table.columns):
-        raise InvalidRequest(
-            f"Cannot create CDC log for table {table.qualified_name}. "
-            "Counter support not implemented"
-        )
-
-
-def _log_exists_message(table: TableSchema) -> str:
-    log = log_name(table.name)
-    return (
-        f"Cannot create CDC log table for table {table.qualified_name} because a table of "
-        f"name {table.keyspace}.{log} already exists"
-    )
-
-
-def _log_column_change_message(action: object, attached: bool) -> str:
-    if isinstance(action, ast.RenameColumns):
-        if attached:
-            return "Cannot rename a column of a CDC log table."
-        return (
-            "You cannot rename a column of a CDC log table. Although the base table has "
-            "deactivated CDC, this table will continue being a CDC log table until it is dropped."
-        )
-    if attached:
-        return (
-            "You cannot modify the set of columns of a CDC log table directly. "
-            "Modify the base table instead."
-        )
-    return (
-        "You cannot modify the set of columns of a CDC log table directly. Although the base "
-        "table has deactivated CDC, this table will continue being a CDC log table until it is "
-        "dropped. If you want to modify the columns in it, you can only do that by reenabling "
-        "CDC on the base table, which will reattach this log table. Then you will be able to "
-        "modify the columns in the base table, and that will have effect on the log table too. "
-        "Modifying the columns of a CDC log table directly is never allowed."
-    )
 
 
 def _option_text(value: object) -> str:

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from cqlcdc.cql import ast
+from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import LOG_SUFFIX, Column, TableSchema
 from cqlcdc.schema.table_options import log_table_options
 from cqlcdc.schema.typeshape import deleted_elements_type, log_value_type
@@ -86,6 +88,52 @@ def log_table_schema(base: TableSchema) -> TableSchema:
     )
 
 
+def check_cdc_supported(table: TableSchema) -> None:
+    """CDC is not available on counter tables.
+
+    Raises:
+        InvalidRequest: ScyllaDB's message.
+    """
+    if any(c.type.is_counter for c in table.value_columns):
+        raise InvalidRequest(
+            f"Cannot create CDC log for table {table.qualified_name}. "
+            "Counter support not implemented"
+        )
+
+
+def log_exists_message(table: TableSchema) -> str:
+    """The error when a non-log table already has the log's name."""
+    log = log_name(table.name)
+    return (
+        f"Cannot create CDC log table for table {table.qualified_name} because a table of "
+        f"name {table.keyspace}.{log} already exists"
+    )
+
+
+def log_column_change_message(action: object, attached: bool) -> str:
+    """Why a user may not change a log table's columns (attached or detached log)."""
+    if isinstance(action, ast.RenameColumns):
+        if attached:
+            return "Cannot rename a column of a CDC log table."
+        return (
+            "You cannot rename a column of a CDC log table. Although the base table has "
+            "deactivated CDC, this table will continue being a CDC log table until it is dropped."
+        )
+    if attached:
+        return (
+            "You cannot modify the set of columns of a CDC log table directly. "
+            "Modify the base table instead."
+        )
+    return (
+        "You cannot modify the set of columns of a CDC log table directly. Although the base "
+        "table has deactivated CDC, this table will continue being a CDC log table until it is "
+        "dropped. If you want to modify the columns in it, you can only do that by reenabling "
+        "CDC on the base table, which will reattach this log table. Then you will be able to "
+        "modify the columns in the base table, and that will have effect on the log table too. "
+        "Modifying the columns of a CDC log table directly is never allowed."
+    )
+
+
 __all__ = [
     "BATCH_SEQ_NO",
     "DELETED_ELEMENTS_PREFIX",
@@ -96,10 +144,13 @@ __all__ = [
     "TIME",
     "TTL",
     "base_name",
+    "check_cdc_supported",
     "deleted_column",
     "deleted_elements_column",
     "is_log_name",
+    "log_column_change_message",
     "log_columns",
+    "log_exists_message",
     "log_name",
     "log_table_schema",
 ]

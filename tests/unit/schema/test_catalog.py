@@ -506,3 +506,12 @@ def test_persistence_round_trip(tmp_path: Path) -> None:
     # the reloaded catalog keeps working
     again.execute(alter("t", ast.DropColumns(("l",))), None)
     assert Catalog(tmp_path).table("ks", "t") == again.table("ks", "t")
+
+
+def test_reload_sees_other_process_ddl(tmp_path: Path) -> None:
+    reader = Catalog(tmp_path)
+    writer = new_catalog(tmp_path)
+    writer.execute(create_table("t", pkck()), None)
+    assert reader.table("ks", "t") is None
+    reader.reload()
+    assert reader.table("ks", "t") == writer.table("ks", "t")

@@ -1,0 +1,308 @@
+"""The pipeline end to end: ingest log -> streaming engine -> Delta commits -> snapshots."""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import cqlcdc
+from cqlcdc.errors import CorruptIngestFile, InvalidRequest, WriteTimeout
+from cqlcdc.pipeline import Engine, IngestLog, IngestRecord, Manifest, StateReader, get_spark
+from cqlcdc.pipeline import engine as engine_module
+from cqlcdc.pipeline.commit import MANIFEST_NAME
+from cqlcdc.pipeline.engine import INGEST_DDL
+from cqlcdc.pipeline.ingest import read_ingest_file
+
+# Python workers (the executor path) must import cqlcdc; they inherit the driver's environment.
+_SRC = str(Path(next(iter(cqlcdc.__path__))).parent)
+if _SRC not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (_SRC, os.environ.get("PYTHONPATH")) if p
+    )
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from pyspark import cloudpickle
+
+    # the test processor lives in this module, which workers cannot import: ship it by value
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    session = get_spark("local[2]")
+    yield session
+    session.stop()
+
+
+class EchoProcessor:
+    """Appends every record to ``echo/<table_id>`` with ``nth``, the number of earlier records
+    of its pk (read back through the StateReader), and the running count per pk to
+    ``pkcount/<table_id>``."""
+
+    def process_bucket(
+        self, table_id: str, bucket: int, records: pa.Table, state: StateReader
+    ) -> dict[str, pa.Table]:
+        echo = f"echo/{table_id}"
+        pks: list[bytes] = records.column("pk").to_pylist()
+        prior = state.read(echo, bucket, sorted(set(pks)))
+        counts: collections.Counter[bytes] = collections.Counter()
+        if prior.num_rows:
+            counts.update(prior.column("pk").to_pylist())
+        nth = []
+        for pk in pks:
+            nth.append(counts[pk])
+            counts[pk] += 1
+        touched = sorted(set(pks))
+        return {
+            echo: pa.table(
+                {
+                    "bucket": pa.array([bucket] * records.num_rows, pa.int32()),
+                    "pk": records.column("pk"),
+                    "seq": records.column("seq"),
+                    "payload": records.column("payload"),
+                    "nth": pa.array(nth, pa.int64()),
+                }
+            ),
+            f"pkcount/{table_id}": pa.table(
+                {
+                    "bucket": pa.array([bucket] * len(touched), pa.int32()),
+                    "pk": pa.array(touched, pa.binary()),
+                    "count": pa.array([counts[pk] for pk in touched], pa.int64()),
+                }
+            ),
+        }
+
+
+def _records(first_seq: int, count: int, table_id: str = "ks.t") -> list[IngestRecord]:
+    # pk k<i%5> always falls in the same bucket, as a token bucket would
+    out = []
+    for seq in range(first_seq, first_seq + count):
+        key = seq % 5
+        out.append(
+            IngestRecord(seq, table_id, 1, key % 3, key * 1000 - 2000, b"k%d" % key, b"p%d" % seq)
+        )
+    return out
+
+
+def _echo_rows(table: pa.Table) -> list[tuple[int, bytes, int]]:
+    return sorted(
+        zip(table.column("seq").to_pylist(), table.column("pk").to_pylist(),
+            table.column("nth").to_pylist())
+    )
+
+
+def _expected(seqs: range) -> list[tuple[int, bytes, int]]:
+    seen: collections.Counter[int] = collections.Counter()
+    out = []
+    for seq in seqs:
+        out.append((seq, b"k%d" % (seq % 5), seen[seq % 5]))
+        seen[seq % 5] += 1
+    return out
+
+
+# --- the ingest log (no Spark) ------------------------------------------------------------
+
+
+def test_ingest_log_recovers_last_seq_and_trims(tmp_path: Path) -> None:
+    log = IngestLog(tmp_path / "ingest")
+    assert log.last_seq() == 0
+    log.append(_records(1, 3))
+    log.append(_records(4, 2))
+    assert [f.path.name for f in log.files()] == [
+        f"{1:020d}-{3:020d}.parquet",
+        f"{4:020d}-{5:020d}.parquet",
+    ]
+    with pytest.raises(InvalidRequest):
+        log.append(_records(5, 1))
+    reopened = IngestLog(tmp_path / "ingest")
+    assert reopened.last_seq() == 5
+    assert read_ingest_file(reopened.files()[0].path).column("seq").to_pylist() == [1, 2, 3]
+    assert [p.name for p in reopened.trim(4)] == [f"{1:020d}-{3:020d}.parquet"]
+    reopened.trim(5, archive_dir=tmp_path / "archive")
+    assert reopened.files() == []
+    assert len(list((tmp_path / "archive").iterdir())) == 1
+    assert IngestLog(tmp_path / "ingest").last_seq() == 5
+
+
+def test_truncated_ingest_file_is_reported_on_reopen(tmp_path: Path) -> None:
+    log = IngestLog(tmp_path / "ingest")
+    log.append(_records(1, 3))
+    path = log.files()[0].path
+    path.write_bytes(path.read_bytes()[:-20])
+    with pytest.raises(CorruptIngestFile, match=path.name):
+        IngestLog(tmp_path / "ingest")
+
+
+# --- the engine -----------------------------------------------------------------------------
+
+
+@pytest.mark.spark
+def test_records_flow_end_to_end_and_wait_for(spark: Any, tmp_path: Path) -> None:
+    engine = Engine(tmp_path, EchoProcessor(), spark)
+    log = IngestLog(engine.ingest_dir)
+    with engine:
+        for first in (1, 8, 15):
+            log.append(_records(first, 7))
+        engine.wait_for(21, timeout=60)
+        snapshot = engine.snapshot()
+        assert snapshot.max_seq >= 21
+        assert _echo_rows(snapshot.read("echo/ks.t")) == _expected(range(1, 22))
+        counts = snapshot.read("pkcount/ks.t")
+        # the last count row per pk says how many records it has
+        last = {}
+        for pk, count in zip(counts.column("pk").to_pylist(), counts.column("count").to_pylist()):
+            last[pk] = max(count, last.get(pk, 0))
+        assert last == {b"k%d" % k: 4 + (1 <= k <= 1) for k in range(5)}
+        with pytest.raises(WriteTimeout):
+            engine.wait_for(22, timeout=0.3)
+        assert engine.query is not None and engine.query.exception() is None
+
+
+@pytest.mark.spark
+def test_snapshot_reads_stay_at_their_version(spark: Any, tmp_path: Path) -> None:
+    engine = Engine(tmp_path, EchoProcessor(), spark)
+    log = IngestLog(engine.ingest_dir)
+    with engine:
+        log.append(_records(1, 5))
+        engine.wait_for(5, timeout=60)
+        before = engine.snapshot()
+        log.append(_records(6, 5))
+        engine.wait_for(10, timeout=60)
+        after = engine.snapshot()
+    assert before.version_of("echo/ks.t") is not None
+    assert after.version_of("echo/ks.t") > before.version_of("echo/ks.t")  # type: ignore[operator]
+    assert before.version_of("nothing/here") is None
+    assert before.read("nothing/here").num_rows == 0
+    assert _echo_rows(before.read("echo/ks.t")) == _expected(range(1, 6))
+    assert _echo_rows(after.read("echo/ks.t")) == _expected(range(1, 11))
+    assert before.read("echo/ks.t", filters=[("seq", ">", 3)]).num_rows == 2
+    # every table of a snapshot is at the same batch: echo and pkcount agree
+    counted = before.read("pkcount/ks.t")
+    assert int(pc.max(counted.column("count")).as_py()) == 1
+
+
+@pytest.mark.spark
+def test_restart_loses_nothing_and_duplicates_nothing(spark: Any, tmp_path: Path) -> None:
+    log = IngestLog(tmp_path / "ingest")
+    with Engine(tmp_path, EchoProcessor(), spark) as engine:
+        log.append(_records(1, 6))
+        engine.wait_for(6, timeout=60)
+    log.append(_records(7, 6))  # written while no engine runs
+    restarted = Engine(tmp_path, EchoProcessor(), spark)
+    assert restarted.committed_seq() == 6
+    with restarted:
+        log.append(_records(13, 3))
+        restarted.wait_for(15, timeout=60)
+        rows = _echo_rows(restarted.snapshot().read("echo/ks.t"))
+    assert rows == _expected(range(1, 16))
+
+
+def _batch_frame(spark: Any, log: IngestLog) -> Any:
+    return spark.read.schema(INGEST_DDL).parquet(*[str(f.path) for f in log.files()])
+
+
+@pytest.mark.spark
+def test_replayed_batch_is_not_committed_twice(spark: Any, tmp_path: Path) -> None:
+    engine = Engine(tmp_path, EchoProcessor(), spark)
+    log = IngestLog(engine.ingest_dir)
+    log.append(_records(1, 10))
+    frame = _batch_frame(spark, log)
+    engine.process_batch(frame, 0)
+    first = engine.snapshot()
+    engine.process_batch(frame, 0)
+    assert engine.snapshot().manifest == first.manifest
+    # a crash after the tables committed but before the manifest: the tables see the replay
+    (tmp_path / MANIFEST_NAME).unlink()
+    fresh = Engine(tmp_path, EchoProcessor(), spark)
+    fresh.process_batch(frame, 0)
+    snapshot = fresh.snapshot()
+    assert snapshot.manifest == first.manifest
+    assert _echo_rows(snapshot.read("echo/ks.t")) == _expected(range(1, 11))
+    assert not [p for p in (tmp_path / "tables" / "echo" / "ks.t").glob("*.parquet")
+                if p.name not in {Path(u).name for u in _file_uris(tmp_path, "echo/ks.t")}]
+
+
+def _file_uris(data_dir: Path, output: str) -> list[str]:
+    from deltalake import DeltaTable
+
+    return list(DeltaTable(str(data_dir / "tables" / output)).file_uris())
+
+
+@pytest.mark.spark
+def test_crash_between_table_commits_replays_exactly_once(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = Engine(tmp_path, EchoProcessor(), spark)
+    log = IngestLog(engine.ingest_dir)
+    log.append(_records(1, 5))
+    engine.process_batch(_batch_frame(spark, log), 0)
+    log.append(_records(6, 5))
+    second = spark.read.schema(INGEST_DDL).parquet(str(log.files()[-1].path))
+
+    real_commit = engine_module.commit_output
+
+    def crash_on_pkcount(*args: Any, **kwargs: Any) -> Any:
+        if args[1].startswith("pkcount/"):
+            raise RuntimeError("simulated crash")
+        return real_commit(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "commit_output", crash_on_pkcount)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        engine.process_batch(second, 1)
+    assert Manifest.load(tmp_path).batch_id == 0  # echo committed, pkcount not, no manifest
+    monkeypatch.setattr(engine_module, "commit_output", real_commit)
+
+    restarted = Engine(tmp_path, EchoProcessor(), spark)
+    restarted.process_batch(second, 1)
+    snapshot = restarted.snapshot()
+    assert snapshot.batch_id == 1
+    assert _echo_rows(snapshot.read("echo/ks.t")) == _expected(range(1, 11))
+    counts = snapshot.read("pkcount/ks.t", filters=[("count", "=", 2)])
+    assert sorted(counts.column("pk").to_pylist()) == [b"k%d" % k for k in range(5)]
+
+
+@pytest.mark.spark
+def test_executor_path_matches_driver_path(spark: Any, tmp_path: Path) -> None:
+    results = {}
+    for name, threshold in (("driver", 10**9), ("executors", 0)):
+        data_dir = tmp_path / name
+        engine = Engine(data_dir, EchoProcessor(), spark, driver_max_rows=threshold)
+        log = IngestLog(engine.ingest_dir)
+        log.append(_records(1, 40) + _records(41, 20, table_id="ks.u"))
+        engine.process_batch(_batch_frame(spark, log), 0)
+        log.append(_records(61, 30))
+        engine.process_batch(spark.read.schema(INGEST_DDL).parquet(str(log.files()[-1].path)), 1)
+        snapshot = engine.snapshot()
+        assert snapshot.max_seq == 90
+        results[name] = {
+            output: snapshot.read(output).sort_by([("pk", "ascending"), ("bucket", "ascending")])
+            for output in snapshot.outputs()
+        }
+        if name == "executors":
+            assert engine.batch_timings[-1]["rows"] == 30.0
+    assert set(results["driver"]) == {"echo/ks.t", "echo/ks.u", "pkcount/ks.t", "pkcount/ks.u"}
+    for output, table in results["driver"].items():
+        other = results["executors"][output]
+        assert sorted(map(str, table.to_pylist())) == sorted(map(str, other.to_pylist()))
+    assert _echo_rows(results["executors"]["echo/ks.t"]) == [
+        row for row in _expected(range(1, 91)) if not 41 <= row[0] <= 60
+    ]
+
+
+@pytest.mark.spark
+def test_corrupt_ingest_file_fails_the_query_naming_it(spark: Any, tmp_path: Path) -> None:
+    engine = Engine(tmp_path, EchoProcessor(), spark)
+    log = IngestLog(engine.ingest_dir)
+    log.append(_records(1, 3))
+    damaged = log.files()[0].path
+    body = bytearray(damaged.read_bytes())
+    body[len(body) // 2 : len(body) // 2 + 8] = b"\xff" * 8
+    damaged.write_bytes(bytes(body))
+    with engine, pytest.raises(CorruptIngestFile, match=damaged.name):
+        engine.wait_for(3, timeout=60)
