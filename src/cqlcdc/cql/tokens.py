@@ -71,10 +71,12 @@ _ISO_DURATION = (
 )
 
 # Order matters: a uuid beats an integer or an identifier, a duration beats an integer.
+# Leading whitespace is consumed with each token; ``unknown`` and ``end`` make it always match.
 _TOKEN_RE = re.compile(
-    "|".join(
+    r"\s*(?:"
+    + "|".join(
         [
-            r"(?P<ws>\s+)",
+            r"(?P<word>[a-zA-Z][a-zA-Z0-9_]*(?![0-9a-fA-F-]))",
             r"(?P<comment>(?:--|//)[^\n]*|/\*.*?\*/)",
             r"(?P<string>'(?:[^']|'')*')",
             r"(?P<dollar>\$\$.*?\$\$)",
@@ -86,11 +88,14 @@ _TOKEN_RE = re.compile(
             r"(?P<duration>(?:(?:\d+" + _UNIT + ")+|" + _ISO_DURATION + ")" + _IDENT_CHAR + ")",
             r"(?P<float>\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)",
             r"(?P<integer>\d+)",
-            r"(?P<word>[a-zA-Z][a-zA-Z0-9_]*)",
+            r"(?P<word2>[a-zA-Z][a-zA-Z0-9_]*)",
             r"(?P<bad>'|\"|\$\$|/\*)",
             r"(?P<punct><=|>=|!=|[-+*/%=<>(){}\[\],;.:?])",
+            r"(?P<unknown>.)",
+            r"(?P<end>\Z)",
         ]
-    ),
+    )
+    + ")",
     re.DOTALL | re.ASCII,
 )
 
@@ -184,38 +189,42 @@ class Tokenizer:
         punctuation = self.PUNCTUATION
         simple = self._SIMPLE
         pos = 0
-        size = len(text)
         line_start = 1 - column  # column of offset p is p - line_start + 1
-        while pos < size:
+        while True:
             m = match(text, pos)
-            if m is None:
-                raise CqlSyntaxError(
-                    f"token recognition error at: '{text[pos]}'", line, pos - line_start + 1
-                )
-            kind = m.lastgroup
+            kind = m.lastgroup or "end"
+            start = m.start(kind)
+            if start != pos:  # whitespace before the token
+                newlines = text.count("\n", pos, start)
+                if newlines:
+                    line += newlines
+                    line_start = text.rfind("\n", pos, start) + 1
+            if kind == "end":
+                pos = start
+                break
             end = m.end()
-            raw = m.group()
-            col = pos - line_start + 1
-            if kind == "word":
-                append(Token(TokenType.WORD, raw, raw.lower(), line, col, pos, end))
+            raw = m.group(kind)
+            col = start - line_start + 1
+            if kind == "word" or kind == "word2":
+                append(Token(TokenType.WORD, raw, raw.lower(), line, col, start, end))
             elif kind == "punct":
-                append(Token(punctuation[raw], raw, raw, line, col, pos, end))
+                append(Token(punctuation[raw], raw, raw, line, col, start, end))
             elif kind in simple:
                 value = raw.lower() if kind in ("uuid", "hex") else raw
-                append(Token(simple[kind], raw, value, line, col, pos, end))
+                append(Token(simple[kind], raw, value, line, col, start, end))
             elif kind == "string":
                 value = raw[1:-1].replace("''", "'")
-                append(Token(TokenType.STRING, raw, value, line, col, pos, end))
+                append(Token(TokenType.STRING, raw, value, line, col, start, end))
             elif kind == "dollar":
-                append(Token(TokenType.STRING, raw, raw[2:-2], line, col, pos, end))
+                append(Token(TokenType.STRING, raw, raw[2:-2], line, col, start, end))
             elif kind == "quoted":
                 value = raw[1:-1].replace('""', '"')
-                append(Token(TokenType.QUOTED_NAME, raw, value, line, col, pos, end))
-            elif kind == "bad":
+                append(Token(TokenType.QUOTED_NAME, raw, value, line, col, start, end))
+            elif kind == "bad" or kind == "unknown":
                 raise CqlSyntaxError(f"token recognition error at: '{raw}'", line, col)
-            if kind != "punct" and kind != "word" and "\n" in raw:
+            if kind != "punct" and "\n" in raw:
                 line += raw.count("\n")
-                line_start = text.rfind("\n", pos, end) + 1
+                line_start = text.rfind("\n", start, end) + 1
             pos = end
         append(Token(TokenType.EOF, "<EOF>", "", line, pos - line_start + 1, pos, pos))
         return tokens

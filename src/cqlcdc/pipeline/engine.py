@@ -40,6 +40,11 @@ INGEST_DDL = (
     "seq BIGINT NOT NULL, table_id STRING NOT NULL, schema_version INT NOT NULL, "
     "bucket INT NOT NULL, token BIGINT NOT NULL, pk BINARY NOT NULL, payload BINARY NOT NULL"
 )
+# DATA_FILE_SCHEMA as Spark sees it (the mapInArrow result)
+DATA_FILE_DDL = (
+    "output STRING, path STRING, size BIGINT, num_records BIGINT, modification_time BIGINT, "
+    "stats STRING, schema BINARY"
+)
 _GROUP_ORDER = ["table_id", "bucket", "token", "pk", "seq"]
 
 
@@ -103,7 +108,11 @@ class _ExecutorTask:
         self.batch_id = batch_id
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        records = pa.Table.from_batches(list(batches), schema=INGEST_SCHEMA)
+        parts = list(batches)
+        if not parts:
+            return
+        # Spark's Arrow fields are nullable; the ingest schema's are not
+        records = pa.Table.from_batches(parts).cast(INGEST_SCHEMA)
         files = process_groups(
             records, self.processor, self.tables_dir, self.versions, self.batch_id
         )
@@ -356,7 +365,7 @@ class Engine:
         planned = (
             df.repartition(self.num_partitions, "bucket")
             .sortWithinPartitions(*_GROUP_ORDER)
-            .mapInArrow(task, DATA_FILE_SCHEMA)
+            .mapInArrow(task, DATA_FILE_DDL)
         )
         try:
             totals = df.agg(F.count("*"), F.max("seq")).collect()[0]
@@ -364,7 +373,7 @@ class Engine:
         except Exception as err:
             raise self._read_failure(manifest, batch_id, err) from err
         max_seq = max(manifest.max_seq, int(totals[1]))
-        return int(totals[0]), max_seq, data_files_from_arrow(result)
+        return int(totals[0]), max_seq, data_files_from_arrow(result.cast(DATA_FILE_SCHEMA))
 
 
 def _max_seq(records: pa.Table) -> int:

@@ -17,16 +17,33 @@ from cqlcdc.errors import CqlError, CqlSyntaxError
         ("SELECT * FROM t WHERE", 1, 22, "mismatched input '<EOF>' expecting IDENT"),
         ("USE ks ks2", 1, 8, "mismatched input 'ks2' expecting EOF"),
         ("USE ks; USE ks2", 1, 9, "mismatched input 'USE' expecting EOF"),
-        ("CREATE TABLE t (select int PRIMARY KEY)", 1, 17, "no viable alternative at input 'select'"),
+        (
+            "CREATE TABLE t (select int PRIMARY KEY)",
+            1,
+            17,
+            "no viable alternative at input 'select'",
+        ),
         ("INSERT INTO t (a) VALUES ('abc)", 1, 27, "token recognition error at: '''"),
         ("UPDATE t SET v = v * 2 WHERE k = 1", 1, 18, "no viable alternative at input 'v'"),
         ("UPDATE t SET v = 1 * 2 WHERE k = 1", 1, 20, "mismatched input '*' expecting K_WHERE"),
-        ("UPDATE t SET v = w + 2 WHERE k = 1", 1, 18,
-         "Only expressions of the form X = X <op> <value> are supported."),
-        ("INSERT INTO t (a) VALUES (1) USING TTL 1 AND TTL 2", 1, 46,
-         "mismatched input 'TTL' expecting K_TIMESTAMP"),
-        ("BEGIN BATCH SELECT * FROM t; APPLY BATCH", 1, 13,
-         "mismatched input 'SELECT' expecting K_APPLY"),
+        (
+            "UPDATE t SET v = w + 2 WHERE k = 1",
+            1,
+            18,
+            "Only expressions of the form X = X <op> <value> are supported.",
+        ),
+        (
+            "INSERT INTO t (a) VALUES (1) USING TTL 1 AND TTL 2",
+            1,
+            46,
+            "mismatched input 'TTL' expecting K_TIMESTAMP",
+        ),
+        (
+            "BEGIN BATCH SELECT * FROM t; APPLY BATCH",
+            1,
+            13,
+            "mismatched input 'SELECT' expecting K_APPLY",
+        ),
         ("CREATE TABLE t (a int, b int)", 1, 29, "No PRIMARY KEY specifed (exactly one required)"),
         ("", 1, 1, "no viable alternative at input '<EOF>'"),
     ],
@@ -56,7 +73,12 @@ def test_multi_line_tokenizer_error_after_comment() -> None:
 
 
 def test_batch_inner_error_position() -> None:
-    text = "BEGIN UNLOGGED BATCH\n  UPDATE t SET v = 1 WHERE k = 1;\n  UPDATE t SET v = WHERE k = 2;\nAPPLY BATCH;"
+    text = (
+        "BEGIN UNLOGGED BATCH\n"
+        "  UPDATE t SET v = 1 WHERE k = 1;\n"
+        "  UPDATE t SET v = WHERE k = 2;\n"
+        "APPLY BATCH;"
+    )
     with pytest.raises(CqlSyntaxError) as info:
         parse_statement(text)
     assert (info.value.line, info.value.column) == (3, 20)

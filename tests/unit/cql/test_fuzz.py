@@ -21,9 +21,9 @@ PIECES = sorted(Tokenizer.KEYWORDS) + sorted(Tokenizer.PUNCTUATION) + [
     "ks", "t", "v", "m", "NaN", "-Infinity", "--", "/*", "*/", "//", "\n", "'", '"', "$$",
 ]  # fmt: skip
 
-token_soup = st.lists(
-    st.one_of(st.sampled_from(PIECES), st.text(max_size=3)), max_size=40
-).map(" ".join)
+token_soup = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=3)), max_size=40).map(
+    " ".join
+)
 
 
 @st.composite
@@ -71,8 +71,14 @@ def test_random_text_raises_only_cql_errors(text: str) -> None:
 
 
 @settings(max_examples=200)
-@given(st.lists(st.one_of(st.sampled_from([*PIECES, ";", "BEGIN BATCH", "APPLY BATCH"]),
-                          st.text(max_size=3)), max_size=40).map(" ".join))
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from([*PIECES, ";", "BEGIN BATCH", "APPLY BATCH"]), st.text(max_size=3)
+        ),
+        max_size=40,
+    ).map(" ".join)
+)
 def test_scripts_split_and_parse_without_crashing(text: str) -> None:
     statements = split_statements(text)
     for statement in statements:

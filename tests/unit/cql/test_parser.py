@@ -8,11 +8,18 @@ from cqlcdc.cql import ast as a
 from cqlcdc.cql import parse_statement
 from cqlcdc.errors import CqlSyntaxError
 
-I = lambda text: a.Constant("integer", text)  # noqa: E731
-S = lambda text: a.Constant("string", text)  # noqa: E731
+
+def INT(text: str) -> a.Constant:
+    return a.Constant("integer", text)
+
+
+def STR(text: str) -> a.Constant:
+    return a.Constant("string", text)
+
+
 KS_T = a.QualifiedName("ks", "t")
-PK0 = a.Relation(("pk",), "=", I("0"))
-CK0 = a.Relation(("ck",), "=", I("0"))
+PK0 = a.Relation(("pk",), "=", INT("0"))
+CK0 = a.Relation(("ck",), "=", INT("0"))
 
 
 def value_of(term_text: str) -> a.Term:
@@ -31,9 +38,9 @@ def assignment_of(text: str) -> a.Assignment:
 @pytest.mark.parametrize(
     ("text", "term"),
     [
-        ("42", I("42")),
-        ("-7", I("-7")),
-        ("- 7", I("-7")),
+        ("42", INT("42")),
+        ("-7", INT("-7")),
+        ("- 7", INT("-7")),
         ("1.5", a.Constant("float", "1.5")),
         ("-2e10", a.Constant("float", "-2e10")),
         ("nan", a.Constant("float", "NaN")),
@@ -42,30 +49,36 @@ def assignment_of(text: str) -> a.Assignment:
         ("TRUE", a.Constant("boolean", "true")),
         ("False", a.Constant("boolean", "false")),
         ("NULL", a.Constant("null", "null")),
-        ("'it''s'", S("it's")),
-        ("$$it's$$", S("it's")),
+        ("'it''s'", STR("it's")),
+        ("$$it's$$", STR("it's")),
         ("0xCAFE", a.Constant("hex", "0xcafe")),
         ("1h30m", a.Constant("duration", "1h30m")),
         ("-1h", a.Constant("duration", "-1h")),
         ("PT2H", a.Constant("duration", "PT2H")),
         ("{}", a.MapLiteral(())),
-        ("{1: 'a'}", a.MapLiteral(((I("1"), S("a")),))),
-        ("{1, 2}", a.SetLiteral((I("1"), I("2")))),
-        ("{a: 1, \"B\": 2}", a.UdtLiteral((("a", I("1")), ("B", I("2"))))),
-        ("{key: 1}", a.UdtLiteral((("key", I("1")),))),
-        ("{true: 1}", a.MapLiteral(((a.Constant("boolean", "true"), I("1")),))),
+        ("{1: 'a'}", a.MapLiteral(((INT("1"), STR("a")),))),
+        ("{1, 2}", a.SetLiteral((INT("1"), INT("2")))),
+        ('{a: 1, "B": 2}', a.UdtLiteral((("a", INT("1")), ("B", INT("2"))))),
+        ("{key: 1}", a.UdtLiteral((("key", INT("1")),))),
+        ("{true: 1}", a.MapLiteral(((a.Constant("boolean", "true"), INT("1")),))),
         ("[]", a.ListLiteral(())),
-        ("[1, [2]]", a.ListLiteral((I("1"), a.ListLiteral((I("2"),))))),
-        ("(1, 'x')", a.TupleLiteral((I("1"), S("x")))),
-        ("(int) 3", a.TypeCast(a.TypeRef("int"), I("3"))),
-        ("(ks.ut) {a: 1}", a.TypeCast(a.TypeRef("ut", keyspace="ks"), a.UdtLiteral((("a", I("1")),)))),
-        ("(map<int, text>) {}", a.TypeCast(a.TypeRef("map", (a.TypeRef("int"), a.TypeRef("text"))), a.MapLiteral(()))),
+        ("[1, [2]]", a.ListLiteral((INT("1"), a.ListLiteral((INT("2"),))))),
+        ("(1, 'x')", a.TupleLiteral((INT("1"), STR("x")))),
+        ("(int) 3", a.TypeCast(a.TypeRef("int"), INT("3"))),
+        (
+            "(ks.ut) {a: 1}",
+            a.TypeCast(a.TypeRef("ut", keyspace="ks"), a.UdtLiteral((("a", INT("1")),))),
+        ),
+        (
+            "(map<int, text>) {}",
+            a.TypeCast(a.TypeRef("map", (a.TypeRef("int"), a.TypeRef("text"))), a.MapLiteral(())),
+        ),
         ("now()", a.FunctionCall("now", ())),
-        ("Interval('PT24H')", a.FunctionCall("interval", (S("PT24H"),))),
-        ("\"MyFn\"(1, 2)", a.FunctionCall("MyFn", (I("1"), I("2")))),
+        ("Interval('PT24H')", a.FunctionCall("interval", (STR("PT24H"),))),
+        ('"MyFn"(1, 2)', a.FunctionCall("MyFn", (INT("1"), INT("2")))),
         ("?", a.BindMarker(None, 0)),
         (":v", a.BindMarker("v", 0)),
-        (":\"V\"", a.BindMarker("V", 0)),
+        (':"V"', a.BindMarker("V", 0)),
     ],
 )
 def test_terms(text: str, term: a.Term) -> None:
@@ -83,22 +96,22 @@ def test_bind_markers_are_numbered_in_order() -> None:
 @pytest.mark.parametrize(
     ("text", "assignment"),
     [
-        ("x = 1", a.SetColumn("x", I("1"))),
+        ("x = 1", a.SetColumn("x", INT("1"))),
         ("x = null", a.SetColumn("x", a.Constant("null", "null"))),
-        ("m = m + {1: 'a'}", a.AddTo("m", a.MapLiteral(((I("1"), S("a")),)))),
-        ("m = m - {1}", a.RemoveFrom("m", a.SetLiteral((I("1"),)))),
-        ("l = l + [1]", a.AddTo("l", a.ListLiteral((I("1"),)))),
-        ("l = [1] + l", a.Prepend("l", a.ListLiteral((I("1"),)))),
-        ("l = l - [1]", a.RemoveFrom("l", a.ListLiteral((I("1"),)))),
-        ("m['k'] = 2", a.SetElement("m", S("k"), I("2"))),
-        ("l[0] = 2", a.SetElement("l", I("0"), I("2"))),
-        ("u.f = 2", a.SetField("u", "f", I("2"))),
-        ("U.\"F\" = 2", a.SetField("u", "F", I("2"))),
-        ("c = c + 1", a.AddTo("c", I("1"))),
-        ("c = c - 1", a.RemoveFrom("c", I("1"))),
-        ("c = c -1", a.RemoveFrom("c", I("1"))),
-        ("c = c + -1", a.AddTo("c", I("-1"))),
-        ("ttl = ttl + 1", a.AddTo("ttl", I("1"))),
+        ("m = m + {1: 'a'}", a.AddTo("m", a.MapLiteral(((INT("1"), STR("a")),)))),
+        ("m = m - {1}", a.RemoveFrom("m", a.SetLiteral((INT("1"),)))),
+        ("l = l + [1]", a.AddTo("l", a.ListLiteral((INT("1"),)))),
+        ("l = [1] + l", a.Prepend("l", a.ListLiteral((INT("1"),)))),
+        ("l = l - [1]", a.RemoveFrom("l", a.ListLiteral((INT("1"),)))),
+        ("m['k'] = 2", a.SetElement("m", STR("k"), INT("2"))),
+        ("l[0] = 2", a.SetElement("l", INT("0"), INT("2"))),
+        ("u.f = 2", a.SetField("u", "f", INT("2"))),
+        ('U."F" = 2', a.SetField("u", "F", INT("2"))),
+        ("c = c + 1", a.AddTo("c", INT("1"))),
+        ("c = c - 1", a.RemoveFrom("c", INT("1"))),
+        ("c = c -1", a.RemoveFrom("c", INT("1"))),
+        ("c = c + -1", a.AddTo("c", INT("-1"))),
+        ("ttl = ttl + 1", a.AddTo("ttl", INT("1"))),
         ("x = now()", a.SetColumn("x", a.FunctionCall("now", ()))),
     ],
 )
@@ -106,9 +119,7 @@ def test_assignments(text: str, assignment: a.Assignment) -> None:
     assert assignment_of(text) == assignment
 
 
-@pytest.mark.parametrize(
-    "text", ["x = y + 1", "l = [1] + m", "x = x * 2"]
-)
+@pytest.mark.parametrize("text", ["x = y + 1", "l = [1] + m", "x = x * 2"])
 def test_unsupported_assignments(text: str) -> None:
     with pytest.raises(CqlSyntaxError):
         assignment_of(text)
@@ -116,7 +127,7 @@ def test_unsupported_assignments(text: str) -> None:
 
 def test_create_table_inline_primary_key_and_options() -> None:
     statement = parse_statement(
-        "create table if not exists KS.T (K int primary key, \"V\" frozen<list<int>> static,)"
+        'create table if not exists KS.T (K int primary key, "V" frozen<list<int>> static,)'
         " with cdc = {'enabled': 'true'} and CLUSTERING ORDER BY (c) and compact storage"
     )
     assert statement == a.CreateTable(
@@ -132,7 +143,7 @@ def test_create_table_inline_primary_key_and_options() -> None:
         ("k",),
         (),
         (("c", "ASC"),),
-        (("cdc", a.MapLiteral(((S("enabled"), S("true")),))),),
+        (("cdc", a.MapLiteral(((STR("enabled"), STR("true")),))),),
         compact_storage=True,
         if_not_exists=True,
     )
@@ -187,9 +198,9 @@ def test_changefeed_options_are_upper_cased() -> None:
         a.AddChangefeed(
             "updates",
             (
-                ("MODE", S("UPDATES")),
-                ("FORMAT", S("JSON")),
-                ("RETENTION_PERIOD", a.FunctionCall("interval", (S("PT24H"),))),
+                ("MODE", STR("UPDATES")),
+                ("FORMAT", STR("JSON")),
+                ("RETENTION_PERIOD", a.FunctionCall("interval", (STR("PT24H"),))),
                 ("INITIAL_SCAN", a.Constant("boolean", "true")),
             ),
         ),
@@ -214,16 +225,16 @@ def test_delete_forms() -> None:
         KS_T,
         (
             a.DeleteTarget("v"),
-            a.DeleteTarget("m", key=S("k")),
-            a.DeleteTarget("l", key=I("1")),
+            a.DeleteTarget("m", key=STR("k")),
+            a.DeleteTarget("l", key=INT("1")),
             a.DeleteTarget("u", field="f"),
         ),
         (PK0, CK0),
-        a.Using(timestamp=I("5")),
+        a.Using(timestamp=INT("5")),
         conditions=(
-            a.Condition("v", "=", I("1")),
-            a.Condition("m", "!=", S("x"), key=S("k")),
-            a.Condition("u", "IN", a.TupleLiteral((I("1"), I("2"))), field="f"),
+            a.Condition("v", "=", INT("1")),
+            a.Condition("m", "!=", STR("x"), key=STR("k")),
+            a.Condition("u", "IN", a.TupleLiteral((INT("1"), INT("2"))), field="f"),
         ),
     )
     with pytest.raises(CqlSyntaxError, match="expecting K_TIMESTAMP"):
@@ -237,13 +248,13 @@ def test_relations() -> None:
     )
     assert isinstance(statement, a.Select)
     assert statement.where == (
-        a.Relation(("pk",), ">", I("5"), token=True),
-        a.Relation(("c1", "c2"), ">=", a.TupleLiteral((I("1"), I("2")))),
-        a.Relation(("s",), "CONTAINS", I("3")),
-        a.Relation(("m",), "CONTAINS KEY", S("k")),
-        a.Relation(("m",), "=", I("1"), key=S("k")),
-        a.Relation(("c",), "IN", a.TupleLiteral((I("1"), I("2")))),
-        a.Relation(("c1", "c2"), "IN", a.TupleLiteral((a.TupleLiteral((I("1"), I("2"))),))),
+        a.Relation(("pk",), ">", INT("5"), token=True),
+        a.Relation(("c1", "c2"), ">=", a.TupleLiteral((INT("1"), INT("2")))),
+        a.Relation(("s",), "CONTAINS", INT("3")),
+        a.Relation(("m",), "CONTAINS KEY", STR("k")),
+        a.Relation(("m",), "=", INT("1"), key=STR("k")),
+        a.Relation(("c",), "IN", a.TupleLiteral((INT("1"), INT("2")))),
+        a.Relation(("c1", "c2"), "IN", a.TupleLiteral((a.TupleLiteral((INT("1"), INT("2"))),))),
     )
 
 
@@ -265,7 +276,7 @@ def test_select_selectors_and_clauses() -> None:
         (PK0,),
         (a.Ordering("ck", descending=True), a.Ordering("c2")),
         limit=a.BindMarker(None, 0),
-        per_partition_limit=I("2"),
+        per_partition_limit=INT("2"),
         allow_filtering=True,
         distinct=True,
     )
@@ -298,14 +309,14 @@ def test_batch_forms() -> None:
         "UNLOGGED",
         (
             a.Update(KS_T, (a.SetColumn("v", a.MapLiteral(())),), (PK0, CK0)),
-            a.Insert(KS_T, ("pk", "ck"), (I("0"), I("1"))),
+            a.Insert(KS_T, ("pk", "ck"), (INT("0"), INT("1"))),
         ),
     )
     counter = parse_statement(
         "BEGIN COUNTER BATCH USING TIMESTAMP 3 UPDATE t SET c = c + 1 WHERE pk = 0; APPLY BATCH"
     )
     assert isinstance(counter, a.Batch)
-    assert (counter.kind, counter.using) == ("COUNTER", a.Using(timestamp=I("3")))
+    assert (counter.kind, counter.using) == ("COUNTER", a.Using(timestamp=INT("3")))
     assert parse_statement("BEGIN BATCH APPLY BATCH") == a.Batch("LOGGED", ())
 
 
@@ -316,8 +327,8 @@ def test_insert_json_and_using() -> None:
         a.QualifiedName(None, "t"),
         (),
         (),
-        a.Using(timestamp=I("7"), ttl=I("5")),
-        json=S('{"k": 1}'),
+        a.Using(timestamp=INT("7"), ttl=INT("5")),
+        json=STR('{"k": 1}'),
     )
 
 
@@ -339,8 +350,8 @@ def test_insert_json_and_using() -> None:
         ("DESCRIBE tables.t", "TABLE", a.QualifiedName("tables", "t")),
     ],
 )
-def test_describe(text: str, kind: str, name: a.QualifiedName | None) -> None:
-    assert parse_statement(text) == a.Describe(kind, name)  # type: ignore[arg-type]
+def test_describe(text: str, kind: a.DescribeKind, name: a.QualifiedName | None) -> None:
+    assert parse_statement(text) == a.Describe(kind, name)
 
 
 def test_type_statements() -> None:
@@ -349,7 +360,12 @@ def test_type_statements() -> None:
             a.QualifiedName("ks", "ut"),
             (
                 ("a", a.TypeRef("int")),
-                ("b", a.TypeRef("frozen", (a.TypeRef("tuple", (a.TypeRef("int"), a.TypeRef("text"))),))),
+                (
+                    "b",
+                    a.TypeRef(
+                        "frozen", (a.TypeRef("tuple", (a.TypeRef("int"), a.TypeRef("text"))),)
+                    ),
+                ),
             ),
         )
     )
@@ -376,7 +392,11 @@ def test_unreserved_keywords_as_names() -> None:
     assert isinstance(statement, a.Update)
     assert statement.table == a.QualifiedName("key", "type")
     assert [x.column for x in statement.assignments] == [
-        "ttl", "timestamp", "writetime", "values", "status"
+        "ttl",
+        "timestamp",
+        "writetime",
+        "values",
+        "status",
     ]
 
 
@@ -384,6 +404,8 @@ def test_deep_nesting_is_a_syntax_error() -> None:
     with pytest.raises(CqlSyntaxError, match="nested deeper"):
         parse_statement("INSERT INTO t (v) VALUES (" + "[" * 5000 + "]" * 5000 + ")")
     with pytest.raises(CqlSyntaxError, match="nested deeper"):
-        parse_statement("CREATE TABLE t (k int PRIMARY KEY, v " + "list<" * 5000 + "int" + ">" * 5000 + ")")
+        parse_statement(
+            "CREATE TABLE t (k int PRIMARY KEY, v " + "list<" * 5000 + "int" + ">" * 5000 + ")"
+        )
     with pytest.raises(CqlSyntaxError, match="nested deeper"):
         parse_statement("INSERT INTO t (v) VALUES (" + "(int) " * 5000 + "1)")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cqlcdc.cql import parse_statement, render, split_statements
 from cqlcdc.cql import ast as a
+from cqlcdc.cql import parse_statement, render, split_statements
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SEED_CASES = REPO_ROOT.parent / "shared" / "conformance" / "seed_cases.json"
@@ -19,9 +19,7 @@ def _statements() -> list[tuple[str, str]]:
         return []
     cases = json.loads(SEED_CASES.read_text())
     return [
-        (f"{case['id']}#{i}", step["cql"])
-        for case in cases
-        for i, step in enumerate(case["steps"])
+        (f"{case['id']}#{i}", step["cql"]) for case in cases for i, step in enumerate(case["steps"])
     ]
 
 

@@ -27,8 +27,14 @@ def kinds(text: str) -> list[tuple[TokenType, str]]:
         ("1.5E-3", (TokenType.FLOAT, "1.5E-3")),
         ("0xCAFE", (TokenType.HEX, "0xcafe")),
         ("0x", (TokenType.HEX, "0x")),
-        ("123E4567-E89B-12d3-a456-426614174000", (TokenType.UUID, "123e4567-e89b-12d3-a456-426614174000")),
-        ("cc5baec0-2fec-11eb-af55-000000000001", (TokenType.UUID, "cc5baec0-2fec-11eb-af55-000000000001")),
+        (
+            "123E4567-E89B-12d3-a456-426614174000",
+            (TokenType.UUID, "123e4567-e89b-12d3-a456-426614174000"),
+        ),
+        (
+            "cc5baec0-2fec-11eb-af55-000000000001",
+            (TokenType.UUID, "cc5baec0-2fec-11eb-af55-000000000001"),
+        ),
         ("1h30m", (TokenType.DURATION, "1h30m")),
         ("12mo", (TokenType.DURATION, "12mo")),
         ("3us", (TokenType.DURATION, "3us")),
