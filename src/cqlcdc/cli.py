@@ -38,15 +38,16 @@ def cqlsh_text(value: Any, ctype: Any) -> str:
     return str(ctype.to_cqlsh(value))
 
 
-def format_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[str | None]]) -> str:
     """cqlsh's table: headers left-aligned, values right-aligned, then ``(N rows)``."""
+    cells = [["null" if c is None else c for c in row] for row in rows]
     widths = [len(c) for c in columns]
-    for row in rows:
+    for row in cells:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
     lines = [" " + " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines.append("-" + "-+-".join("-" * w for w in widths) + "-")
-    for row in rows:
+    for row in cells:
         lines.append(" " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
     lines.append("")
     lines.append(f"({len(rows)} rows)")
@@ -60,7 +61,7 @@ def error_json(err: CqlError) -> dict[str, Any]:
 def error_text(err: CqlError, where: str) -> str:
     kind = _ERROR_KIND.get(err.code, err.class_name)
     return (
-        f'{where}:{err.class_name}: Error from server: code={err.code:04x} [{kind}] '
+        f"{where}:{err.class_name}: Error from server: code={err.code:04x} [{kind}] "
         f'message="{err.message}"'
     )
 
@@ -145,7 +146,10 @@ class Runner:
             return
         if self.fmt == "json":
             rows = [
-                [None if v is None else cqlsh_text(v, t) for v, t in zip(r, result.column_types, strict=True)]
+                [
+                    None if v is None else cqlsh_text(v, t)
+                    for v, t in zip(r, result.column_types, strict=True)
+                ]
                 for r in result
             ]
             self._json({"ok": True, "columns": result.column_names, "rows": rows}, cql)
@@ -153,8 +157,7 @@ class Runner:
         if not result.column_names:
             return
         rows = [
-            [cqlsh_text(v, t) for v, t in zip(r, result.column_types, strict=True)]
-            for r in result
+            [cqlsh_text(v, t) for v, t in zip(r, result.column_types, strict=True)] for r in result
         ]
         print("\n" + format_table(result.column_names, rows) + "\n", file=self.out, flush=True)
 
@@ -203,7 +206,9 @@ def cmd_shell(args: argparse.Namespace) -> int:
                 pieces = split_statements(buffer)
             except CqlSyntaxError:
                 pieces = []
-            complete = buffer.rstrip().endswith(";") or buffer.strip().upper().endswith("APPLY BATCH")
+            complete = buffer.rstrip().endswith(";") or buffer.strip().upper().endswith(
+                "APPLY BATCH"
+            )
             if pieces and complete:
                 runner.run_text(buffer, "<stdin>")
                 buffer = ""

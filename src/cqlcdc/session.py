@@ -176,7 +176,9 @@ class Session:
 
     # -- execute -----------------------------------------------------------------------------
 
-    def execute(self, query: str | ast.Statement, parameters: Any = None, *, wait: bool = True) -> Rows:
+    def execute(
+        self, query: str | ast.Statement, parameters: Any = None, *, wait: bool = True
+    ) -> Rows:
         """Run one CQL statement.
 
         Args:
@@ -253,9 +255,7 @@ class Session:
             self._raise_pipeline_errors(first, last)
         return Rows()
 
-    def execute_many(
-        self, statements: Sequence[str | ast.Statement]
-    ) -> list[Rows | CqlError]:
+    def execute_many(self, statements: Sequence[str | ast.Statement]) -> list[Rows | CqlError]:
         """Run many writes as one durable append and one wait (like the drivers'
         ``execute_concurrent``). Each statement keeps its own timestamp and its own result:
         a statement that fails validation is reported in its slot and the others still run.
@@ -269,7 +269,9 @@ class Session:
                 try:
                     stmt = parse_statement(q) if isinstance(q, str) else q
                     if not isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch):
-                        raise InvalidRequest("execute_many takes only INSERT, UPDATE, DELETE, BATCH")
+                        raise InvalidRequest(
+                            "execute_many takes only INSERT, UPDATE, DELETE, BATCH"
+                        )
                     records, _ = self._records(stmt)
                 except CqlError as e:
                     results.append(e)
@@ -438,7 +440,8 @@ class Session:
                 n: (None if raw[n] is None else c.type.from_arrow(raw[n]))
                 for n, c in columns.items()
             }
-            by_stream.setdefault(row["cdc$stream_id"], []).append(row)
+            stream: bytes = raw["cdc$stream_id"]
+            by_stream.setdefault(stream, []).append(row)
         time_type = current.column("cdc$time")
         assert time_type is not None
         out = []

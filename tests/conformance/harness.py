@@ -4,6 +4,7 @@ rules of ``shared/conformance/README.md``."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 import uuid
@@ -127,9 +128,7 @@ def compare_select(
     cols = expect["columns"]
     time_col = cols.index("cdc$time") if "cdc$time" in cols else None
     if time_col is not None:
-        _compare_times(
-            [r[time_col] for r in exp_rows], [r[time_col] for r in act_rows], notes
-        )
+        _compare_times([r[time_col] for r in exp_rows], [r[time_col] for r in act_rows], notes)
     for er, ar in zip(exp_rows, act_rows, strict=True):
         for i, (e, a) in enumerate(zip(er, ar, strict=True)):
             if i == time_col:
@@ -146,7 +145,7 @@ def _compare_times(expected: list[str], actual: list[str], notes: str) -> None:
     if len(set(pairs.values())) != len(pairs):
         raise AssertionError("different printed cdc$time values share an actual value")
     order = [ticks(a) for a in distinct_actual]
-    if any(b <= a for a, b in zip(order, order[1:])):
+    if any(b <= a for a, b in itertools.pairwise(order)):
         raise AssertionError(f"cdc$time not strictly increasing: {distinct_actual}")
     for us in (int(m) for m in re.findall(r"\b(1\d{15})\b", notes)):
         if not any(micros(a) == us for a in actual):

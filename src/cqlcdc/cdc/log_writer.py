@@ -161,8 +161,8 @@ class LogWriter:
                 self._image(b, OP_PREIMAGE, None, set(m.static.cells))
             for ck in cks:
                 row = m.rows[ck]
-                cols = {c.name for c in self.regulars} if row.deletion is not None else set(
-                    row.cells
+                cols = (
+                    {c.name for c in self.regulars} if row.deletion is not None else set(row.cells)
                 )
                 self._image(b, OP_PREIMAGE, ck, cols)
         if m.static.cells:
@@ -278,6 +278,7 @@ class LogWriter:
         ttl: int | None = None
         if ch.marker is not None and ch.marker.ttl_s:
             ttl = ch.marker.ttl_s
+        state: RowState | None
         if ch.ck is None:
             self._touched_static = True
             state = self._static_state
@@ -325,7 +326,9 @@ class LogWriter:
         is_delete = coll.tombstone is not None
         added: Any = None
         if isinstance(ctype, UserType):
-            added = UdtValue(ctype.field_names, {ctype.field_names[i]: c.value for i, c in live.items()})
+            added = UdtValue(
+                ctype.field_names, {ctype.field_names[i]: c.value for i, c in live.items()}
+            )
         elif live:
             added = collection_value(ctype, live, lists_as_maps=True)
         if self.delta_values:
@@ -349,7 +352,9 @@ class LogWriter:
             self._row_states.pop(ck, None)
 
     def _range_delete(self, b: _Builder, rt: RangeTombstone) -> None:
-        b.new_row(OP_RANGE_START_INCL if rt.start.inclusive else OP_RANGE_START_EXCL, rt.start.prefix)
+        b.new_row(
+            OP_RANGE_START_INCL if rt.start.inclusive else OP_RANGE_START_EXCL, rt.start.prefix
+        )
         b.new_row(OP_RANGE_END_INCL if rt.end.inclusive else OP_RANGE_END_EXCL, rt.end.prefix)
         if self._updating:
             for ck in [k for k in self._row_states if self.order.in_range(k, rt.start, rt.end)]:
@@ -386,4 +391,3 @@ def _merge(ctype: Any, prev: Any, live: dict[Any, Cell], deleted: frozenset[Any]
     mtype = list_map_type(ctype) if isinstance(ctype, ListType) else ctype
     assert isinstance(mtype, MapType)
     return MapValue(items, sort_key=mtype.key.sort_key)
-

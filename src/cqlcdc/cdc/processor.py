@@ -9,6 +9,7 @@ pipeline, e.g. a list index out of bounds).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -166,9 +167,8 @@ class CoreProcessor:
             pk = deserialize_partition_key(latest, pk_bytes)
             frags = [f for _, f in sorted(fragments.get(pk_bytes, []))]
             current = merge_fragments(pk, frags) if frags else None
-            writer = LogWriter(
-                latest, pk, lambda ts, tok=group[0]["token"]: self.generations.stream_id(tok, ts)
-            )
+            token: int = group[0]["token"]
+            writer = LogWriter(latest, pk, self._stream_function(token))
             for rec in sorted(group, key=lambda r: r["seq"]):
                 current = self._apply(latest, writer, rec, bucket, current, out)
         result: dict[str, pa.Table] = {}
@@ -179,6 +179,14 @@ class CoreProcessor:
         if out.errors:
             result["errors"] = pa.Table.from_pylist(out.errors, schema=ERRORS_SCHEMA)
         return result
+
+    def _stream_function(self, token: int) -> Callable[[int], bytes]:
+        gens = self.generations
+
+        def stream_of(timestamp_us: int) -> bytes:
+            return gens.stream_id(token, timestamp_us)
+
+        return stream_of
 
     def _apply(
         self,

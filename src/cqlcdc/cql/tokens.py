@@ -76,7 +76,9 @@ _TOKEN_RE = re.compile(
     r"\s*(?:"
     + "|".join(
         [
-            r"(?P<word>[a-zA-Z][a-zA-Z0-9_]*(?![0-9a-fA-F-]))",
+            # fast path for the commonest token; words that may begin a uuid (followed by
+            # '-') or an ISO duration (P1D, PT2H) fall through to the rules below
+            r"(?P<word>(?!P\d|PT\d)[a-zA-Z][a-zA-Z0-9_]*+(?!-))",
             r"(?P<comment>(?:--|//)[^\n]*|/\*.*?\*/)",
             r"(?P<string>'(?:[^']|'')*')",
             r"(?P<dollar>\$\$.*?\$\$)",

@@ -100,9 +100,11 @@ class CollectionCells:
 
     def live_elements(self, now_s: int, shadow: int | None) -> dict[Any, Cell]:
         """Elements alive at ``now_s``, not covered by this column's or an outer tombstone."""
-        limit = max(t for t in (self.tombstone, shadow) if t is not None) if (
-            self.tombstone is not None or shadow is not None
-        ) else None
+        limit = (
+            max(t for t in (self.tombstone, shadow) if t is not None)
+            if (self.tombstone is not None or shadow is not None)
+            else None
+        )
         return {
             k: c
             for k, c in self.elements.items()

@@ -316,7 +316,9 @@ def _assign(
                 f"Invalid operation ({col.name} = {col.name} + ?) for non counter column {col.name}"
             )
         if isinstance(a, ast.Prepend) and not isinstance(ctype, ListType):
-            raise InvalidRequest(f"Invalid operation ({col.name} = ? + {col.name}) for non list column {col.name}")
+            raise InvalidRequest(
+                f"Invalid operation ({col.name} = ? + {col.name}) for non list column {col.name}"
+            )
         value = _parse(col, a.value, ctx)
         cells = _element_cells(ctype, value, ts, ttl, ctx, prepend=isinstance(a, ast.Prepend))
         target.collection(col.name).apply(CollectionCells(None, cells))
@@ -346,9 +348,13 @@ def _assign(
         return
     if isinstance(a, ast.SetField):
         if not isinstance(ctype, UserType):
-            raise InvalidRequest(f"Invalid field selection: {col.name} of type {ctype.cql_name} is not a user type")
+            raise InvalidRequest(
+                f"Invalid field selection: {col.name} of type {ctype.cql_name} is not a user type"
+            )
         if not ctype.multicell:
-            raise InvalidRequest(f"Invalid operation ({col.name}.{a.field} = ?) for frozen UDT column {col.name}")
+            raise InvalidRequest(
+                f"Invalid operation ({col.name}.{a.field} = ?) for frozen UDT column {col.name}"
+            )
         if a.field not in ctype.field_names:
             raise InvalidRequest(f"UDT column {col.name} does not have a field named {a.field}")
         idx = ctype.field_names.index(a.field)
@@ -385,7 +391,10 @@ def _set_element(
 
             if len(a.key.args) != 1:
                 raise InvalidRequest("SCYLLA_TIMEUUID_LIST_INDEX takes one timeuuid argument")
-            key = native_type("timeuuid").parse_literal(a.key.args[0], col.name, ctx)
+            arg = a.key.args[0]
+            if isinstance(arg, ast.ColumnRef):
+                raise InvalidRequest("SCYLLA_TIMEUUID_LIST_INDEX takes a timeuuid literal")
+            key = native_type("timeuuid").parse_literal(arg, col.name, ctx)
             cell = Cell(ts, None) if v is None else _live(ts, v, ttl, ctx)
             target.collection(col.name).apply(CollectionCells(None, {key: cell}))
             return
@@ -441,7 +450,9 @@ def build_delete(schema: TableSchema, stmt: ast.Delete, ctx: WriteContext) -> li
         cols = [_column(schema, t.column) for t in stmt.targets]
         for col in cols:
             if col.is_key:
-                raise InvalidRequest(f"Invalid identifier {col.name} for deletion (should not be a PRIMARY KEY part)")
+                raise InvalidRequest(
+                    f"Invalid identifier {col.name} for deletion (should not be a PRIMARY KEY part)"
+                )
         only_static = all(c.kind == "static" for c in cols)
         if not res.full_clustering_keys:
             raise InvalidRequest("Range deletions are not supported for specific columns")
@@ -451,15 +462,17 @@ def build_delete(schema: TableSchema, stmt: ast.Delete, ctx: WriteContext) -> li
             missing = schema.clustering_key[res.ck_restricted_columns].name
             raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
         else:
-            cks = list(res.ck_prefixes)
-        for ck in cks:
+            cks = [*res.ck_prefixes]
+        for row_ck in cks:
             for target, col in zip(stmt.targets, cols, strict=True):
                 if col.kind == "static":
                     t = _Target(part.static, None)
-                elif ck is None:
-                    raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {schema.clustering_key[0].name}")
+                elif row_ck is None:
+                    raise InvalidRequest(
+                        f"Missing mandatory PRIMARY KEY part {schema.clustering_key[0].name}"
+                    )
                 else:
-                    t = _Target(part.row(ck), ck)
+                    t = _Target(part.row(row_ck), row_ck)
                 _delete_target(col, target, t, ts, ctx, list_ops)
         out.append(Mutation(schema.table_id, part, list_ops))
     return out
@@ -498,7 +511,9 @@ def _delete_target(
         if not isinstance(ctype, UserType) or not ctype.multicell:
             raise InvalidRequest(f"Invalid field deletion on non-UDT or frozen column {col.name}")
         if target.field not in ctype.field_names:
-            raise InvalidRequest(f"UDT column {col.name} does not have a field named {target.field}")
+            raise InvalidRequest(
+                f"UDT column {col.name} does not have a field named {target.field}"
+            )
         idx = ctype.field_names.index(target.field)
         t.collection(col.name).apply(CollectionCells(None, {idx: Cell(ts, None)}))
         return

@@ -34,10 +34,7 @@ class Row:
         return Row(
             self.marker,
             self.deletion,
-            {
-                k: (v.copy() if isinstance(v, CollectionCells) else v)
-                for k, v in self.cells.items()
-            },
+            {k: (v.copy() if isinstance(v, CollectionCells) else v) for k, v in self.cells.items()},
         )
 
     def apply(self, other: Row) -> None:
@@ -45,9 +42,7 @@ class Row:
             self.marker = (
                 other.marker if self.marker is None else self.marker.reconcile(other.marker)
             )
-        if other.deletion is not None and (
-            self.deletion is None or other.deletion > self.deletion
-        ):
+        if other.deletion is not None and (self.deletion is None or other.deletion > self.deletion):
             self.deletion = other.deletion
         for name, data in other.cells.items():
             mine = self.cells.get(name)
@@ -108,9 +103,7 @@ class Partition:
 
     def apply(self, other: Partition) -> None:
         """Merge ``other`` into this partition (last write wins, in place)."""
-        if other.deletion is not None and (
-            self.deletion is None or other.deletion > self.deletion
-        ):
+        if other.deletion is not None and (self.deletion is None or other.deletion > self.deletion):
             self.deletion = other.deletion
         self.static.apply(other.static)
         for ck, r in other.rows.items():
@@ -135,9 +128,7 @@ class Partition:
             if (best is None or rt.timestamp > best) and order.in_range(ck, rt.start, rt.end):
                 best = rt.timestamp
         row = self.rows.get(ck) if include_row else None
-        if row is not None and row.deletion is not None and (
-            best is None or row.deletion > best
-        ):
+        if row is not None and row.deletion is not None and (best is None or row.deletion > best):
             best = row.deletion
         return best
 

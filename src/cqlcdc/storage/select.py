@@ -180,9 +180,7 @@ def evaluate(
                 ck = tuple(row[n] for n in ck_names)
                 if not any(order.in_range(ck, s, e) for s, e in ranges):
                     continue
-            if not all(
-                _matches(row.get(c.name), op, v, c.type) for c, op, v in res.filters
-            ):
+            if not all(_matches(row.get(c.name), op, v, c.type) for c, op, v in res.filters):
                 continue
             prow.append(row)
         if reverse:
@@ -228,14 +226,20 @@ def _reverse(schema: TableSchema, order_by: tuple[ast.Ordering, ...]) -> bool:
         return False
     ck = schema.clustering_key
     if not ck:
-        raise InvalidRequest("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got " + order_by[0].column)
+        raise InvalidRequest(
+            "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got "
+            + order_by[0].column
+        )
     reversed_flags = []
     for i, o in enumerate(order_by):
         if i >= len(ck) or ck[i].name != o.column:
             col: Column | None = schema.column(o.column)
             if col is None:
                 raise InvalidRequest(f"Order by on unknown column {o.column}")
-            raise InvalidRequest("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY")
+            raise InvalidRequest(
+                "Order by currently only supports the ordering of columns following their "
+                "declared order in the PRIMARY KEY"
+            )
         reversed_flags.append(o.descending != ck[i].descending)
     if len(set(reversed_flags)) > 1:
         raise InvalidRequest("Unsupported order by relation")

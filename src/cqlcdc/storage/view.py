@@ -45,7 +45,9 @@ def collection_value(
             return MapValue([(k, elements[k].value) for k in keys])
         return tuple(elements[k].value for k in keys)
     if isinstance(ctype, UserType):
-        return UdtValue(ctype.field_names, {ctype.field_names[i]: c.value for i, c in elements.items()})
+        return UdtValue(
+            ctype.field_names, {ctype.field_names[i]: c.value for i, c in elements.items()}
+        )
     raise TypeError(f"not a multi-cell type: {ctype.cql_name}")
 
 
@@ -84,8 +86,10 @@ def row_values(
 
 def row_is_live(row: Row, shadow: int | None, now_s: int) -> bool:
     """A row exists if its marker or any cell is live and not shadowed (basic operations)."""
-    if row.marker is not None and row.marker.is_live(now_s) and (
-        shadow is None or row.marker.timestamp > shadow
+    if (
+        row.marker is not None
+        and row.marker.is_live(now_s)
+        and (shadow is None or row.marker.timestamp > shadow)
     ):
         return True
     for data in row.cells.values():
@@ -128,9 +132,7 @@ class PartitionView:
         shadow = part.row_shadow(ck, self.order)
         if not row_is_live(row, shadow, now_s):
             return None
-        values, cells = row_values(
-            row, self.regulars, shadow, now_s, lists_as_maps=lists_as_maps
-        )
+        values, cells = row_values(row, self.regulars, shadow, now_s, lists_as_maps=lists_as_maps)
         return LiveRow(ck, values, cells)
 
     def clustering_rows(self, part: Partition, now_s: int) -> Iterator[LiveRow]:

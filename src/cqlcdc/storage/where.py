@@ -93,11 +93,15 @@ def analyse_where(
             )
         if col.kind == "partition_key" and rel.operator in ("=", "IN"):
             if name in pk_values:
-                raise InvalidRequest(f"{name} cannot be restricted by more than one relation if it includes an Equal")
+                raise InvalidRequest(
+                    f"{name} cannot be restricted by more than one relation if it includes an Equal"
+                )
             pk_values[name] = _term_values(col, rel, ctx)
         elif col.kind == "clustering" and rel.operator in ("=", "IN"):
             if col.position in ck_eq:
-                raise InvalidRequest(f"{name} cannot be restricted by more than one relation if it includes an Equal")
+                raise InvalidRequest(
+                    f"{name} cannot be restricted by more than one relation if it includes an Equal"
+                )
             ck_eq[col.position] = _term_values(col, rel, ctx)
         elif col.kind == "clustering" and rel.operator in ("<", "<=", ">", ">="):
             ck_slices.setdefault(col.position, []).append(
@@ -177,8 +181,8 @@ def _clustering(
             col = ck_cols[pos]
             prev = ck_cols[prefix_len].name if prefix_len < len(ck_cols) else col.name
             raise InvalidRequest(
-                f"PRIMARY KEY column \"{col.name}\" cannot be restricted as preceding column "
-                f"\"{prev}\" is not restricted"
+                f'PRIMARY KEY column "{col.name}" cannot be restricted as preceding column '
+                f'"{prev}" is not restricted'
             )
     res.ck_prefixes = [tuple(c) for c in itertools.product(*(ck_eq[i] for i in range(prefix_len)))]
     res.ck_restricted_columns = prefix_len
@@ -191,8 +195,8 @@ def _clustering(
             col = ck_cols[pos]
             prev = ck_cols[prefix_len].name if prefix_len < len(ck_cols) else col.name
             raise InvalidRequest(
-                f"PRIMARY KEY column \"{col.name}\" cannot be restricted as preceding column "
-                f"\"{prev}\" is not restricted"
+                f'PRIMARY KEY column "{col.name}" cannot be restricted as preceding column '
+                f'"{prev}" is not restricted'
             )
         col = ck_cols[pos]
         lo: tuple[Any, bool] | None = None
@@ -200,11 +204,15 @@ def _clustering(
         for op, v in ops:
             if op in (">", ">="):
                 if lo is not None:
-                    raise InvalidRequest(f"More than one restriction was found for the start bound on {col.name}")
+                    raise InvalidRequest(
+                        f"More than one restriction was found for the start bound on {col.name}"
+                    )
                 lo = (v, op == ">=")
             else:
                 if hi is not None:
-                    raise InvalidRequest(f"More than one restriction was found for the end bound on {col.name}")
+                    raise InvalidRequest(
+                        f"More than one restriction was found for the end bound on {col.name}"
+                    )
                 hi = (v, op == "<=")
         if col.descending:  # in clustering order a DESC column's upper value comes first
             lo, hi = hi, lo

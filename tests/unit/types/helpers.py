@@ -106,9 +106,9 @@ class _Reader:
         if self.peek()[1] == "}":
             self.take()
             return ast.MapLiteral(())
-        if self.peek()[0] in ("word", "qident") and self.peek(1)[1] == ":":
-            if self.peek()[1].lower() not in ("true", "false", "null", "nan", "infinity"):
-                return self._udt()
+        keyword = self.peek()[1].lower() in ("true", "false", "null", "nan", "infinity")
+        if self.peek()[0] in ("word", "qident") and self.peek(1)[1] == ":" and not keyword:
+            return self._udt()
         first = self.term()
         if self.peek()[1] == ":":
             entries: list[tuple[ast.Term, ast.Term]] = []

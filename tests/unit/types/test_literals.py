@@ -198,7 +198,8 @@ REJECTED: list[tuple[CqlType, str, str]] = [
     (
         TupleType((INT,)),
         "(1, 2)",
-        "Invalid tuple literal for v: too many elements. Type frozen<tuple<int>> expects 1 but got 2",
+        "Invalid tuple literal for v: too many elements. "
+        "Type frozen<tuple<int>> expects 1 but got 2",
     ),
     (
         TupleType((INT, TEXT)),
