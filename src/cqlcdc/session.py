@@ -367,9 +367,12 @@ class Session:
             raise errors[min(errors)]
 
     def _truncate(self, stmt: ast.Truncate) -> None:
-        schema = self._table(stmt.name)
+        """Empty the base table (not its CDC log); earlier writes are all committed here."""
         self.catalog.execute(stmt, self.keyspace)
-        del schema
+        schema = self._table(stmt.name)
+        if schema.log_of is not None:
+            raise InvalidRequest(f"Cannot truncate the CDC log table {schema.name}")
+        self.processor.truncations.truncate(schema.table_id, self._next_seq - 1)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -394,10 +397,13 @@ class Session:
         output = base_output(schema)
         if snap.version_of(output) is None:
             return []
-        filters = None
+        filters: list[tuple[str, str, Any]] | None = None
         if res.partition_keys is not None:
             keys = [serialize_partition_key(schema, pk) for pk in res.partition_keys]
             filters = [("pk", "in", keys)]
+        truncated = self.processor.truncations.upto(schema.table_id)
+        if truncated:
+            filters = [*(filters or []), ("seq", ">", truncated)]
         table = snap.read(output, filters, ["pk", "token", "seq", "fragment"])
         frags: dict[bytes, list[tuple[int, bytes]]] = {}
         tokens: dict[bytes, int] = {}

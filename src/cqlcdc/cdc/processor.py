@@ -9,6 +9,8 @@ pipeline, e.g. a list index out of bounds).
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +113,7 @@ class CoreProcessor:
         self.data_dir = str(data_dir)
         self._catalog = catalog
         self._generations: Generations | None = None
+        self.truncations = Truncations(self.data_dir)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"data_dir": self.data_dir}
@@ -119,6 +122,7 @@ class CoreProcessor:
         self.data_dir = state["data_dir"]
         self._catalog = None
         self._generations = None
+        self.truncations = Truncations(self.data_dir)
 
     @property
     def catalog(self) -> SchemaSource:
@@ -156,8 +160,11 @@ class CoreProcessor:
         pks = sorted({r["pk"] for r in recs})
         prior = state.read(base_output(latest), bucket, pks)
         fragments: dict[bytes, list[tuple[int, bytes]]] = {}
+        truncated = self.truncations.upto(table_id)
         if prior.num_rows:
             for row in prior.select(["pk", "seq", "fragment"]).to_pylist():
+                if row["seq"] <= truncated:
+                    continue
                 fragments.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
         out = _Outputs([], [], [])
         by_pk: dict[bytes, list[dict[str, Any]]] = {}
@@ -239,6 +246,44 @@ class CoreProcessor:
             current = Partition(mutation.pk)
         current.apply(mutation)
         return current
+
+
+class Truncations:
+    """TRUNCATE points: base fragments with ``seq <= truncations[table_id]`` are gone.
+
+    TRUNCATE empties the base table but not its CDC log (reference section 6); rather than
+    rewriting files, the engine records the last seq the truncation covers and every reader
+    of base state skips older fragments. Kept in ``<data_dir>/truncations.json``.
+    """
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self.path = Path(data_dir) / "truncations.json"
+        self._mtime = -1.0
+        self._seqs: dict[str, int] = {}
+
+    def seqs(self) -> dict[str, int]:
+        try:
+            mtime = self.path.stat().st_mtime
+        except FileNotFoundError:
+            return {}
+        if mtime != self._mtime:
+            self._seqs = {str(k): int(v) for k, v in json.loads(self.path.read_text()).items()}
+            self._mtime = mtime
+        return self._seqs
+
+    def upto(self, table_id: str) -> int:
+        return self.seqs().get(table_id, 0)
+
+    def truncate(self, table_id: str, seq: int) -> None:
+        seqs = dict(self.seqs())
+        seqs[table_id] = seq
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as sink:
+            json.dump(seqs, sink)
+            sink.flush()
+            os.fsync(sink.fileno())
+        os.replace(tmp, self.path)
+        self._mtime = -1.0
 
 
 def load_generations(data_dir: Path, num_ranges: int = 16, seed: int = 0) -> Generations:

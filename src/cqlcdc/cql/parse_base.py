@@ -36,7 +36,8 @@ class ParserBase:
         return self._tokens[self._pos]
 
     def _peek(self, offset: int = 1) -> Token:
-        return self._tokens[min(self._pos + offset, self._last)]
+        index = self._pos + offset
+        return self._tokens[index if index < self._last else self._last]
 
     def _advance(self) -> Token:
         token = self._tokens[self._pos]
@@ -48,12 +49,15 @@ class ParserBase:
         return self._peek(offset).type is kind
 
     def _is_word(self, *words: str, offset: int = 0) -> bool:
-        token = self._peek(offset)
+        token = self._peek(offset) if offset else self._tokens[self._pos]
         return token.type is TokenType.WORD and token.value in words
 
     def _match(self, kind: TokenType) -> Token | None:
-        if self._curr.type is kind:
-            return self._advance()
+        token = self._tokens[self._pos]
+        if token.type is kind:
+            if self._pos < self._last:
+                self._pos += 1
+            return token
         return None
 
     def _match_word(self, word: str) -> bool:
@@ -153,7 +157,10 @@ class ParserBase:
         return False
 
     def _enter(self) -> None:
-        """Count one level of nesting; refuse input nested beyond ``MAX_DEPTH``."""
+        """Count one level of nesting; refuse input nested beyond ``MAX_DEPTH``.
+
+        No ``try``/``finally`` pairs it with ``_leave``: a syntax error ends the parse.
+        """
         self._depth += 1
         if self._depth > self.MAX_DEPTH:
             raise self._error(f"input nested deeper than {self.MAX_DEPTH} levels")

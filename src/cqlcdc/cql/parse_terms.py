@@ -76,10 +76,9 @@ class TermsMixin(ParserBase):
         if parser is None:
             raise self._no_viable()
         self._enter()
-        try:
-            return parser(self)
-        finally:
-            self._leave()
+        term = parser(self)
+        self._leave()
+        return term
 
     def _parse_terms(self, close: TokenType) -> tuple[Term, ...]:
         """Comma-separated terms up to (and consuming) ``close``; possibly none."""
@@ -226,27 +225,24 @@ class TermsMixin(ParserBase):
     def _parse_selector_call(self) -> FunctionCall:
         """``f(args)`` in a SELECT list: args may be columns (``writetime(v)``, ``count(*)``)."""
         self._enter()
-        try:
-            name = self._parse_function_name()
-            self._expect(TokenType.LPAREN)
-            args: list[Term | ColumnRef] = []
-            if not self._match(TokenType.RPAREN):
+        name = self._parse_function_name()
+        self._expect(TokenType.LPAREN)
+        args: list[Term | ColumnRef] = []
+        if not self._match(TokenType.RPAREN):
+            args.append(self._parse_column_or_term())
+            while self._match(TokenType.COMMA):
                 args.append(self._parse_column_or_term())
-                while self._match(TokenType.COMMA):
-                    args.append(self._parse_column_or_term())
-                self._expect(TokenType.RPAREN)
-            return FunctionCall(name, tuple(args))
-        finally:
-            self._leave()
+            self._expect(TokenType.RPAREN)
+        self._leave()
+        return FunctionCall(name, tuple(args))
 
     # -- types -------------------------------------------------------------------------------
 
     def _parse_type(self) -> TypeRef:
         self._enter()
-        try:
-            return self._parse_type_inner()
-        finally:
-            self._leave()
+        parsed = self._parse_type_inner()
+        self._leave()
+        return parsed
 
     def _parse_type_inner(self) -> TypeRef:
         token = self._curr

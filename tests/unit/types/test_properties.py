@@ -148,7 +148,7 @@ def _same(cql_type: CqlType, a: Any, b: Any) -> bool:
 
 
 @pytest.mark.parametrize("cql_type", TYPES, ids=IDS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_literal_round_trip(cql_type: CqlType, data: st.DataObject) -> None:
     value = data.draw(values(cql_type))
@@ -160,7 +160,7 @@ def test_literal_round_trip(cql_type: CqlType, data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize("cql_type", TYPES, ids=IDS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_serialize_round_trip(cql_type: CqlType, data: st.DataObject) -> None:
     value = data.draw(values(cql_type))
@@ -171,7 +171,7 @@ def test_serialize_round_trip(cql_type: CqlType, data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize("cql_type", TYPES, ids=IDS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_arrow_round_trip(cql_type: CqlType, data: st.DataObject) -> None:
     value = data.draw(values(cql_type))
@@ -182,7 +182,7 @@ def test_arrow_round_trip(cql_type: CqlType, data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize("cql_type", TYPES, ids=IDS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_cqlsh_text_is_consistent(cql_type: CqlType, data: st.DataObject) -> None:
     value = data.draw(values(cql_type))
@@ -207,7 +207,7 @@ def test_integer_types_sort_numerically(name: str, data: st.DataObject) -> None:
     assert all(cql_type.to_cqlsh(v) == str(v) for v in items if name in ("int", "varint"))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.lists(st.text(), max_size=8))
 def test_text_sorts_by_utf8_bytes(items: list[str]) -> None:
     assert sorted(items, key=TEXT.sort_key) == sorted(items, key=lambda s: s.encode())
