@@ -91,25 +91,21 @@ class TermsMixin(ParserBase):
         return tuple(items)
 
     def _parse_negative(self) -> Constant:
+        """``-`` then a number, a duration or Infinity (the sign is kept in the text)."""
         self._expect(TokenType.MINUS)
         token = self._curr
         if token.type is TokenType.INTEGER:
-            kind: str = "integer"
+            constant = Constant("integer", f"-{token.text}")
         elif token.type is TokenType.FLOAT:
-            kind = "float"
+            constant = Constant("float", f"-{token.text}")
         elif token.type is TokenType.DURATION:
-            kind = "duration"
+            constant = Constant("duration", f"-{token.text}")
         elif token.type is TokenType.WORD and token.value == "infinity":
-            self._advance()
-            return Constant("float", "-Infinity")
+            constant = Constant("float", "-Infinity")
         else:
             raise self._no_viable(token)
         self._advance()
-        if kind == "integer":
-            return Constant("integer", f"-{token.text}")
-        if kind == "float":
-            return Constant("float", f"-{token.text}")
-        return Constant("duration", f"-{token.text}")
+        return constant
 
     def _parse_word_term(self) -> Term:
         token = self._curr

@@ -194,6 +194,8 @@ class Tokenizer:
         line_start = 1 - column  # column of offset p is p - line_start + 1
         while True:
             m = match(text, pos)
+            if m is None:  # not reached: the ``unknown`` and ``end`` rules match anywhere
+                raise CqlSyntaxError("token recognition error", line, pos - line_start + 1)
             kind = m.lastgroup or "end"
             start = m.start(kind)
             if start != pos:  # whitespace before the token

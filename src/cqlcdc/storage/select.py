@@ -169,8 +169,9 @@ def evaluate(
     ppl = _int_term(stmt.per_partition_limit, "PER PARTITION LIMIT", ctx)
     ck_names = [c.name for c in schema.clustering_key]
     out_rows: list[dict[str, Any]] = []
+    wanted = None if res.partition_keys is None else set(res.partition_keys)
     for p in sorted(partitions, key=lambda p: p.token):
-        if not _token_ok(p.token, res):
+        if not _token_ok(p.token, res) or (wanted is not None and p.pk not in wanted):
             continue
         prow: list[dict[str, Any]] = []
         for row in p.rows:

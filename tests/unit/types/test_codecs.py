@@ -303,7 +303,8 @@ def test_resolve_errors(written: str, message: str) -> None:
 def test_types_compare_by_value() -> None:
     assert ListType(INT) == ListType(native_type("int"))
     assert ListType(INT) != ListType(INT, frozen=True)
-    assert ListType(INT) != SetType(INT)
+    set_type: CqlType = SetType(INT)
+    assert ListType(INT) != set_type
     assert native_type("varchar") == TEXT
     assert native_type("timeuuid") != native_type("uuid")
     assert UT.frozen() == UserType("ks", "ut", ("a", "b"), (INT, TEXT), frozen=True)

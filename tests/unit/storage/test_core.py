@@ -1,0 +1,125 @@
+"""Storage core: tokens, timeuuids, reconciliation, shadowing, mutation rules."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cqlcdc.storage.cells import Cell, RowMarker
+from cqlcdc.storage.token import MAX_TOKEN, bucket_of, murmur3_token
+from cqlcdc.storage.uuids import SeededBits, micros_of, random_time_uuid, timeuuid_from_micros
+from tests.core_model import CoreModel
+
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+
+
+# Token values of the cassandra-driver's Murmur3 implementation (its unit tests).
+@pytest.mark.parametrize(
+    ("data", "token"),
+    [
+        (b"123", -7468325962851647638),
+        (b"\x00\xff\x10\xfa\x99" * 10, 5837342703291459765),
+        (b"\xfe" * 8, -8927430733708461935),
+        (b"\x10" * 8, 1446172840243228796),
+        (str(MAX_TOKEN).encode(), 7162290910810015547),
+    ],
+)
+def test_murmur3_matches_cassandra(data: bytes, token: int) -> None:
+    assert murmur3_token(data) == token
+
+
+@given(st.integers(min_value=-(2**63), max_value=2**63 - 1), st.integers(1, 64))
+def test_buckets_are_ordered_token_ranges(token: int, n: int) -> None:
+    b = bucket_of(token, n)
+    assert 0 <= b < n
+    if token < 2**63 - 1:
+        assert bucket_of(token + 1, n) >= b
+
+
+@given(st.integers(min_value=0, max_value=2**55), st.integers(0, 2**64 - 1))
+def test_cdc_time_carries_the_write_timestamp(micros: int, seed: int) -> None:
+    u = random_time_uuid(micros, SeededBits(seed, "t"))
+    assert micros_of(u) == micros
+    assert u == random_time_uuid(micros, SeededBits(seed, "t"))  # replays are identical
+
+
+def test_timeuuid_from_micros_is_rfc_v1() -> None:
+    u = timeuuid_from_micros(1606390225588947, 0x1234, 1)
+    assert u.version == 1 and u.variant == uuid.RFC_4122
+    assert micros_of(u) == 1606390225588947
+
+
+def test_reconcile_rules() -> None:
+    assert Cell(2, 1).reconcile(Cell(1, 2)).value == 1  # higher timestamp wins
+    assert Cell(1, 1).reconcile(Cell(1, None)).value is None  # tie: tombstone wins
+    assert Cell(1, 1, 5, 100).reconcile(Cell(1, 1)).expiry_s == 0  # tie: later expiry wins
+    assert RowMarker(3).reconcile(RowMarker(2)).timestamp == 3
+
+
+def test_row_liveness_marker_vs_cells() -> None:
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (pk int, ck int, v int, PRIMARY KEY (pk, ck))")
+    m.run("UPDATE ks.t SET v = 1 WHERE pk = 0 AND ck = 0")
+    m.run("UPDATE ks.t SET v = null WHERE pk = 0 AND ck = 0")
+    assert m.run("SELECT * FROM ks.t") == []
+    m.run("INSERT INTO ks.t (pk, ck) VALUES (0, 1)")
+    assert m.run("SELECT * FROM ks.t") == [(0, 1, None)]
+
+
+def test_collection_overwrite_tombstone_is_t_minus_1() -> None:
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (pk int, ck int, v map<int, text>, PRIMARY KEY (pk, ck))")
+    m.run(
+        "BEGIN UNLOGGED BATCH UPDATE ks.t SET v = v + {1: 'a'} WHERE pk = 0 AND ck = 0; "
+        "UPDATE ks.t SET v = {} WHERE pk = 0 AND ck = 0; APPLY BATCH"
+    )
+    assert [dict(r[2]) for r in m.run("SELECT * FROM ks.t")] == [{1: "a"}]
+    m.run(
+        "BEGIN UNLOGGED BATCH DELETE v FROM ks.t WHERE pk = 1 AND ck = 0; "
+        "UPDATE ks.t SET v = v + {1: 'a'} WHERE pk = 1 AND ck = 0; APPLY BATCH"
+    )
+    assert m.run("SELECT * FROM ks.t WHERE pk = 1") == []
+
+
+def test_range_and_partition_tombstones_shadow_older_rows_only() -> None:
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (pk int, ck int, v int, PRIMARY KEY (pk, ck))")
+    for ck in range(4):
+        m.run(f"INSERT INTO ks.t (pk, ck, v) VALUES (0, {ck}, {ck})")
+    m.run("DELETE FROM ks.t WHERE pk = 0 AND ck > 0 AND ck <= 2")
+    assert [r[1] for r in m.run("SELECT * FROM ks.t")] == [0, 3]
+    m.run("INSERT INTO ks.t (pk, ck, v) VALUES (0, 1, 10)")  # newer than the tombstone
+    assert [r[1] for r in m.run("SELECT * FROM ks.t")] == [0, 1, 3]
+    m.run("DELETE FROM ks.t USING TIMESTAMP 1 WHERE pk = 0")  # older than everything
+    assert len(m.run("SELECT * FROM ks.t")) == 3
+    m.run("DELETE FROM ks.t WHERE pk = 0")
+    assert m.run("SELECT * FROM ks.t") == []
+
+
+def test_list_operations_resolve_against_state() -> None:
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (pk int PRIMARY KEY, l list<int>)")
+    m.run("UPDATE ks.t SET l = [1, 2, 1, 3] WHERE pk = 0")
+    m.run("UPDATE ks.t SET l = l - [1] WHERE pk = 0")
+    assert m.run("SELECT l FROM ks.t") == [((2, 3),)]
+    m.run("UPDATE ks.t SET l = [0] + l WHERE pk = 0")
+    m.run("UPDATE ks.t SET l[1] = 20 WHERE pk = 0")
+    m.run("DELETE l[2] FROM ks.t WHERE pk = 0")
+    assert m.run("SELECT l FROM ks.t") == [((0, 20),)]
+
+
+def test_static_row_shows_with_and_without_clustering_rows() -> None:
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (pk int, ck int, s int static, c int, PRIMARY KEY (pk, ck))")
+    m.run("UPDATE ks.t SET s = 0 WHERE pk = 0")
+    assert m.run("SELECT * FROM ks.t WHERE pk = 0") == [(0, None, 0, None)]
+    m.run("UPDATE ks.t SET c = 1 WHERE pk = 0 AND ck = 1")
+    assert m.run("SELECT * FROM ks.t WHERE pk = 0") == [(0, 1, 0, 1)]
