@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
+from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_rows, system_table
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.schema.catalog import Catalog
@@ -230,6 +231,11 @@ class Session:
 
     def _table(self, name: ast.QualifiedName) -> TableSchema:
         ks = name.keyspace or self.keyspace
+        if ks in SYSTEM_KEYSPACES:
+            sys_schema = system_table(ks, name.name)
+            if sys_schema is None:
+                raise InvalidRequest(f"unconfigured table {name.name}")
+            return sys_schema
         if ks is None:
             raise InvalidRequest(
                 "No keyspace has been specified. USE a keyspace, or explicitly specify "
@@ -315,8 +321,8 @@ class Session:
         schemas: dict[str, TableSchema] = {}
         for s in statements:
             schema = self._table(s.table)
-            if schema.log_of is not None:
-                raise InvalidRequest(f"Cannot modify the CDC log table {schema.name} directly")
+            if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES:
+                raise InvalidRequest(f"Cannot modify table {schema.qualified_name} directly")
             if isinstance(stmt, ast.Batch) and stmt.kind != "COUNTER" and _is_counter(schema):
                 raise InvalidRequest("Counter mutations are only allowed in COUNTER batches")
             schemas[schema.table_id] = schema
@@ -376,12 +382,43 @@ class Session:
 
     # -- reads -------------------------------------------------------------------------------
 
+    def table_location(self, table: str) -> Path:
+        """The Delta table directory of a CDC log table (``ks.t_scylla_cdc_log``), for
+        readers outside the engine (deltalake, DuckDB, Polars, Spark).
+
+        Besides the log table's own columns (types in docs/types.md) it holds the internal
+        columns ``_bucket``, ``_pk``, ``_seq`` and ``_expiry_s`` (the second the row's log
+        TTL runs out, 0 for never; expired rows are skipped by SELECT and purged later).
+        Read it at the committed version (``committed_version``) to see whole writes only.
+        """
+        ks, _, name = table.rpartition(".")
+        schema = self._table(ast.QualifiedName(ks or None, name))
+        if schema.log_of is None:
+            raise InvalidRequest(f"{schema.qualified_name} is not a CDC log table")
+        base = self.catalog.table(schema.keyspace, schema.log_of)
+        if base is None:
+            raise InvalidRequest(f"the base table of {schema.qualified_name} is gone")
+        return self.engine.tables_dir / log_output(base)
+
+    def committed_version(self, table: str) -> int | None:
+        """The Delta version of ``table_location(table)`` holding every committed write."""
+        self.flush()
+        ks, _, name = table.rpartition(".")
+        schema = self._table(ast.QualifiedName(ks or None, name))
+        base = self.catalog.table(schema.keyspace, schema.log_of or schema.name)
+        if base is None:
+            return None
+        return self.engine.snapshot().version_of(log_output(base))
+
     def _select(self, stmt: ast.Select) -> ResultSet:
         schema = self._table(stmt.table)
         now_s = time.time_ns() // 1_000_000_000
         res = prepare(schema, stmt)
         snap = self.engine.snapshot()
-        if schema.log_of is not None:
+        if schema.keyspace in SYSTEM_KEYSPACES:
+            cdc_tables = [t for t in self.catalog.tables() if t.cdc.enabled]
+            parts = system_rows(schema, self.generations, cdc_tables)
+        elif schema.log_of is not None:
             base = self.catalog.table(schema.keyspace, schema.log_of)
             parts = self._log_partitions(schema, base, snap, res, now_s)
         else:

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pytest
 
 import cqlcdc
-from cqlcdc.errors import CorruptIngestFile, InvalidRequest, WriteTimeout
+from cqlcdc.errors import CorruptIngestFile, InvalidRequest, ServerError, WriteTimeout
 from cqlcdc.pipeline import Engine, IngestLog, IngestRecord, Manifest, StateReader, get_spark
 from cqlcdc.pipeline import engine as engine_module
 from cqlcdc.pipeline.commit import MANIFEST_NAME
@@ -310,3 +310,18 @@ def test_corrupt_ingest_file_fails_the_query_naming_it(spark: Any, tmp_path: Pat
     damaged.write_bytes(bytes(body))
     with engine, pytest.raises(CorruptIngestFile, match=damaged.name):
         engine.wait_for(3, timeout=60)
+
+
+class FailingProcessor:
+    def process_bucket(
+        self, table_id: str, bucket: int, records: pa.Table, state: StateReader
+    ) -> dict[str, pa.Table]:
+        raise ValueError(f"cannot decode a mutation of {table_id}")
+
+
+@pytest.mark.spark
+def test_failed_query_surfaces_as_server_error(spark: Any, tmp_path: Path) -> None:
+    engine = Engine(tmp_path, FailingProcessor(), spark)
+    IngestLog(engine.ingest_dir).append(_records(1, 2))
+    with engine, pytest.raises(ServerError, match=r"cannot decode a mutation of ks\.t"):
+        engine.wait_for(2, timeout=60)

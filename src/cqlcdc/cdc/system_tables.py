@@ -1,0 +1,129 @@
+"""The system tables CDC clients use to discover generations and streams (reference 6).
+
+Virtual, read-only tables computed from the data directory's generations and the catalog:
+``system_distributed.cdc_generation_timestamps`` and ``cdc_streams_descriptions_v2`` (the
+vnode-based discovery queries of ScyllaDB's CDC client libraries), and the tablets-style
+``system.cdc_timestamps`` and ``system.cdc_streams``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cqlcdc.cdc.streams import Generations
+from cqlcdc.schema.model import Column, ColumnKind, TableSchema
+from cqlcdc.storage.select import PartitionRows
+from cqlcdc.storage.token import murmur3_token
+from cqlcdc.types import SetType, native_type
+
+SYSTEM_KEYSPACES = ("system", "system_distributed")
+
+
+def _col(name: str, type_name: str, kind: ColumnKind, pos: int = 0, desc: bool = False) -> Column:
+    return Column(name, native_type(type_name), kind, pos, desc)
+
+
+_TABLES: dict[tuple[str, str], TableSchema] = {
+    ("system_distributed", "cdc_generation_timestamps"): TableSchema(
+        "system_distributed",
+        "cdc_generation_timestamps",
+        (
+            _col("key", "text", "partition_key"),
+            _col("time", "timestamp", "clustering", 0, True),
+            _col("expired", "timestamp", "regular"),
+        ),
+        table_id="system_distributed.cdc_generation_timestamps",
+    ),
+    ("system_distributed", "cdc_streams_descriptions_v2"): TableSchema(
+        "system_distributed",
+        "cdc_streams_descriptions_v2",
+        (
+            _col("time", "timestamp", "partition_key"),
+            _col("range_end", "bigint", "clustering"),
+            Column("streams", SetType(native_type("blob"), frozen=True), "regular"),
+        ),
+        table_id="system_distributed.cdc_streams_descriptions_v2",
+    ),
+    ("system", "cdc_timestamps"): TableSchema(
+        "system",
+        "cdc_timestamps",
+        (
+            _col("keyspace_name", "text", "partition_key", 0),
+            _col("table_name", "text", "partition_key", 1),
+            _col("timestamp", "timestamp", "clustering", 0, True),
+        ),
+        table_id="system.cdc_timestamps",
+    ),
+    ("system", "cdc_streams"): TableSchema(
+        "system",
+        "cdc_streams",
+        (
+            _col("keyspace_name", "text", "partition_key", 0),
+            _col("table_name", "text", "partition_key", 1),
+            _col("timestamp", "timestamp", "clustering", 0),
+            _col("stream_state", "tinyint", "clustering", 1),
+            _col("stream_id", "blob", "clustering", 2),
+        ),
+        table_id="system.cdc_streams",
+    ),
+}
+
+
+def system_table(keyspace: str, name: str) -> TableSchema | None:
+    return _TABLES.get((keyspace, name))
+
+
+def _token_of(schema: TableSchema, pk: tuple[Any, ...]) -> int:
+    from cqlcdc.storage.token import serialize_partition_key
+
+    return murmur3_token(serialize_partition_key(schema, pk))
+
+
+def system_rows(
+    schema: TableSchema, generations: Generations, cdc_tables: Iterable[TableSchema]
+) -> list[PartitionRows]:
+    """The current content of a system table, as partitions of rows in clustering order."""
+    gens = generations.generations
+    key = (schema.keyspace, schema.name)
+    parts: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    if key == ("system_distributed", "cdc_generation_timestamps"):
+        parts[("timestamps",)] = [
+            {"key": "timestamps", "time": g.timestamp_ms, "expired": None}
+            for g in sorted(gens, key=lambda g: -g.timestamp_ms)
+        ]
+    elif key == ("system_distributed", "cdc_streams_descriptions_v2"):
+        for g in gens:
+            parts[(g.timestamp_ms,)] = [
+                {
+                    "time": g.timestamp_ms,
+                    "range_end": g.range_end(i),
+                    "streams": frozenset({g.streams[i]}),
+                }
+                for i in range(g.num_ranges)
+            ]
+    else:
+        current = max(g.timestamp_ms for g in gens)
+        for t in cdc_tables:
+            pk = (t.keyspace, t.name)
+            if key == ("system", "cdc_timestamps"):
+                parts[pk] = [
+                    {"keyspace_name": t.keyspace, "table_name": t.name, "timestamp": g.timestamp_ms}
+                    for g in sorted(gens, key=lambda g: -g.timestamp_ms)
+                ]
+            else:
+                rows = []
+                for g in sorted(gens, key=lambda g: g.timestamp_ms):
+                    state = 0 if g.timestamp_ms == current else 1
+                    for sid in sorted(g.streams):
+                        rows.append(
+                            {
+                                "keyspace_name": t.keyspace,
+                                "table_name": t.name,
+                                "timestamp": g.timestamp_ms,
+                                "stream_state": state,
+                                "stream_id": sid,
+                            }
+                        )
+                parts[pk] = rows
+    return [PartitionRows(_token_of(schema, pk), pk, rows) for pk, rows in parts.items()]
