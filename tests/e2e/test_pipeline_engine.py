@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import pytest
 
 import cqlcdc
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest, ServerError, WriteTimeout
-from cqlcdc.pipeline import Engine, IngestLog, IngestRecord, Manifest, StateReader, get_spark
+from cqlcdc.pipeline import Engine, IngestLog, IngestRecord, Manifest, StateReader
 from cqlcdc.pipeline import engine as engine_module
 from cqlcdc.pipeline.commit import MANIFEST_NAME
 from cqlcdc.pipeline.engine import INGEST_DDL
@@ -27,15 +27,12 @@ if _SRC not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC, os.environ.get("PYTHONPATH")) if p)
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+@pytest.fixture(scope="module", autouse=True)
+def _ship_module_by_value() -> None:
     from pyspark import cloudpickle
 
     # the test processor lives in this module, which workers cannot import: ship it by value
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    session = get_spark("local[2]")
-    yield session
-    session.stop()
 
 
 class EchoProcessor:

@@ -84,3 +84,30 @@ def test_errors_are_cql_errors(spark: Any, tmp_path: Path) -> None:
         assert _rows(s.execute("SELECT l FROM ks.t")) == [((9,),)]
     finally:
         s.close()
+
+
+def test_alter_table_and_cdc_lifecycle(spark: Any, tmp_path: Path) -> None:
+    """ADD/DROP columns reach the log schema; disabling detaches the log (kept, not written);
+    re-enabling reattaches it (reference 1)."""
+    s = cqlcdc.connect(data_dir=tmp_path / "data", master="local[2]")
+    try:
+        s.execute(KS)
+        s.execute(
+            "CREATE TABLE ks.t (pk int, ck int, v int, PRIMARY KEY (pk, ck)) "
+            "WITH cdc = {'enabled': true}"
+        )
+        s.execute("UPDATE ks.t SET v = 1 WHERE pk = 0 AND ck = 0")
+        s.execute("ALTER TABLE ks.t ADD w text")
+        s.execute("UPDATE ks.t SET w = 'x' WHERE pk = 0 AND ck = 0")
+        assert _rows(s.execute("SELECT v, w FROM ks.t_scylla_cdc_log")) == [(1, None), (None, "x")]
+        s.execute("ALTER TABLE ks.t DROP v")
+        assert "v" not in s.execute("SELECT * FROM ks.t_scylla_cdc_log").column_names
+        s.execute("ALTER TABLE ks.t WITH cdc = {'enabled': false}")
+        s.execute("UPDATE ks.t SET w = 'z' WHERE pk = 0 AND ck = 0")
+        assert len(_rows(s.execute("SELECT w FROM ks.t_scylla_cdc_log"))) == 2
+        s.execute("ALTER TABLE ks.t WITH cdc = {'enabled': true, 'preimage': true}")
+        s.execute("UPDATE ks.t SET w = 'q' WHERE pk = 0 AND ck = 0")
+        log = _rows(s.execute('SELECT "cdc$operation", w FROM ks.t_scylla_cdc_log'))
+        assert log[-2:] == [(0, "z"), (1, "q")]
+    finally:
+        s.close()

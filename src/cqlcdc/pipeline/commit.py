@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, Schema, Transaction
+from deltalake import CommitProperties, DeltaTable, Field, Schema, Transaction
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from cqlcdc.errors import ServerError
@@ -193,11 +193,25 @@ def commit_output(
         for f in files:
             (root / f.path).unlink(missing_ok=True)
         return table
+    _add_new_columns(table, schema)
     table.create_write_transaction(
         actions, mode="append", schema=schema, commit_properties=_transaction(app_id, batch_id)
     )
     table.update_incremental()
     return table
+
+
+def _add_new_columns(table: DeltaTable, schema: pa.Schema) -> None:
+    """Schema evolution: columns the new files have and the table lacks are added first.
+
+    An ALTER TABLE ADD on a CDC table adds a log column; older files read it as null. Adding
+    is idempotent across a replay (a column added by a crashed attempt is simply there).
+    """
+    current = set(table.schema().to_arrow().names)
+    missing = [f.with_nullable(True) for f in schema if f.name not in current]
+    if missing:
+        table.alter.add_columns([Field.from_arrow(f) for f in missing])
+        table.update_incremental()
 
 
 @dataclass(frozen=True, slots=True)
