@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.cells import Cell, CollectionCells, RowMarker
+from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell, RowMarker
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
 from cqlcdc.storage.partition import Partition, RangeTombstone, Row
 
@@ -65,6 +65,8 @@ def _bucket_row(row: Row) -> dict[tuple[int, int], RowChange]:
 
     for name in sorted(row.cells):
         data = row.cells[name]
+        if isinstance(data, CounterCell):
+            continue  # CDC is never enabled on counter tables
         if isinstance(data, Cell):
             entry(data.timestamp, _cell_ttl(data)).atomic[name] = data
             continue
@@ -138,6 +140,8 @@ def needs_split(part: Partition, order: ClusteringOrder) -> bool:
     def visit_cells(row: Row, had_marker: bool) -> bool:
         for name in sorted(row.cells):
             data = row.cells[name]
+            if isinstance(data, CounterCell):
+                continue
             if isinstance(data, Cell):
                 if visit(data.timestamp, _cell_ttl(data)):
                     return True
@@ -191,7 +195,7 @@ def find_timestamp(part: Partition) -> int:
         if row.marker is not None:
             return row.marker.timestamp
         for data in row.cells.values():
-            if isinstance(data, Cell):
+            if isinstance(data, Cell | CounterCell):
                 return data.timestamp
             if data.tombstone is not None:
                 return data.tombstone + 1

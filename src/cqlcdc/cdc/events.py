@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
-from cqlcdc.storage.partition import Partition
+from cqlcdc.storage.partition import ColumnData, Partition
 from cqlcdc.storage.view import PartitionView
 
 
@@ -41,7 +40,7 @@ class RowEvent:
     expired: bool = False
 
 
-def _touched_columns(cells: dict[str, Cell | CollectionCells]) -> list[str]:
+def _touched_columns(cells: dict[str, ColumnData]) -> list[str]:
     return sorted(cells)
 
 

@@ -17,7 +17,7 @@ from cqlcdc.cdc.changes import ChangeGroup, RowChange, extract_changes, find_tim
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
-from cqlcdc.storage.partition import Partition, RangeTombstone
+from cqlcdc.storage.partition import ColumnData, Partition, RangeTombstone
 from cqlcdc.storage.uuids import SeededBits, random_time_uuid
 from cqlcdc.storage.view import PartitionView, collection_value, list_map_type
 from cqlcdc.types import ListType, MapType, SetType, UserType
@@ -189,11 +189,11 @@ class LogWriter:
         return b.finish()
 
     @staticmethod
-    def _fill_change(change: RowChange, cells: dict[str, Cell | CollectionCells]) -> None:
+    def _fill_change(change: RowChange, cells: dict[str, ColumnData]) -> None:
         for name, data in cells.items():
             if isinstance(data, Cell):
                 change.atomic[name] = data
-            else:
+            elif isinstance(data, CollectionCells):
                 change.collections[name] = data
 
     def _split_group(

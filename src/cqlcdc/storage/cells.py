@@ -57,6 +57,35 @@ class Cell:
 
 
 @dataclass(frozen=True, slots=True)
+class CounterCell:
+    """A counter column: the sum of every increment applied to it.
+
+    Counters merge by addition, not last-write-wins; each mutation carries its own delta and
+    the state is the merge of every mutation exactly once (the pipeline guarantees that).
+    """
+
+    timestamp: int
+    value: int
+
+    def is_live(self, now_s: int) -> bool:
+        return True
+
+    @property
+    def is_tombstone(self) -> bool:
+        return False
+
+    @property
+    def ttl_s(self) -> int:
+        return 0
+
+    def remaining_ttl(self, now_s: int) -> int | None:
+        return None
+
+    def add(self, other: CounterCell) -> CounterCell:
+        return CounterCell(max(self.timestamp, other.timestamp), self.value + other.value)
+
+
+@dataclass(frozen=True, slots=True)
 class RowMarker:
     """The invisible liveness column an INSERT writes (basic operations spec)."""
 

@@ -13,7 +13,7 @@ from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.keys import ClusteringOrder
 from cqlcdc.storage.mutations import ListOp
-from cqlcdc.storage.partition import Partition
+from cqlcdc.storage.partition import ColumnData, Partition
 from cqlcdc.storage.uuids import timeuuid_sort_key
 
 
@@ -78,5 +78,5 @@ def resolve_list_ops(
         del mutation.rows[ck]
 
 
-def _empty(data: Cell | CollectionCells) -> bool:
+def _empty(data: ColumnData) -> bool:
     return isinstance(data, CollectionCells) and data.tombstone is None and not data.elements

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
-from cqlcdc.storage.cells import Cell, CollectionCells, RowMarker
+from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell, RowMarker
 from cqlcdc.storage.keys import Bound, ClusteringKey
 from cqlcdc.storage.partition import Partition, RangeTombstone, Row
 from cqlcdc.storage.uuids import (
@@ -211,6 +211,10 @@ def build_insert(
     schema: TableSchema, stmt: ast.Insert, ctx: WriteContext, default_ttl_s: int = 0
 ) -> list[Mutation]:
     """INSERT: a row marker plus every listed column (static columns go to the static row)."""
+    if any(c.type.is_counter for c in schema.columns):
+        raise InvalidRequest(
+            "INSERT statements are not allowed on counter tables, use UPDATE instead"
+        )
     ts, ttl = _using(stmt.using, ctx, default_ttl_s)
     if len(stmt.columns) != len(stmt.values):
         raise InvalidRequest("Unmatched column names/values")
@@ -307,6 +311,9 @@ def _assign(
     list_ops: list[ListOp],
 ) -> None:
     ctype = col.type
+    if ctype.is_counter:
+        _counter(col, a, target, ts, ctx)
+        return
     if isinstance(a, ast.SetColumn):
         target.overwrite(col, _parse(col, a.value, ctx), ts, ttl, ctx)
         return
@@ -364,6 +371,22 @@ def _assign(
         target.collection(col.name).apply(CollectionCells(None, {idx: cell}))
         return
     raise InvalidRequest(f"Unsupported assignment on {col.name}")
+
+
+def _counter(col: Column, a: ast.Assignment, target: _Target, ts: int, ctx: WriteContext) -> None:
+    """``c = c + n`` / ``c = c - n``: a counter delta (counters cannot be set)."""
+    if not isinstance(a, ast.AddTo | ast.RemoveFrom):
+        raise InvalidRequest(
+            f"Cannot set the value of counter column {col.name} (counters can only be "
+            "incremented/decremented, not set)"
+        )
+    delta = col.type.parse_literal(a.value, col.name, ctx)
+    if delta is None:
+        raise InvalidRequest("Invalid null value for counter increment/decrement")
+    delta = int(delta) if isinstance(a, ast.AddTo) else -int(delta)
+    mine = target.row.cells.get(col.name)
+    cell = CounterCell(ts, delta)
+    target.row.cells[col.name] = cell if not isinstance(mine, CounterCell) else mine.add(cell)
 
 
 def _set_element(

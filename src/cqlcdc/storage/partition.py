@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cqlcdc.storage.cells import Cell, CollectionCells, RowMarker
+from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell, RowMarker
 from cqlcdc.storage.keys import Bound, ClusteringKey, ClusteringOrder
 
-ColumnData = Cell | CollectionCells
+ColumnData = Cell | CollectionCells | CounterCell
 
 
 @dataclass(slots=True)
@@ -52,6 +52,8 @@ class Row:
                 mine.apply(data)
             elif isinstance(mine, Cell) and isinstance(data, Cell):
                 self.cells[name] = mine.reconcile(data)
+            elif isinstance(mine, CounterCell) and isinstance(data, CounterCell):
+                self.cells[name] = mine.add(data)
             else:  # a column re-created with another kind: the newer write wins
                 self.cells[name] = data
 
@@ -156,7 +158,7 @@ def _compact_row(row: Row, outer: int | None) -> None:
         row.marker = None
     for name in list(row.cells):
         data = row.cells[name]
-        if isinstance(data, Cell):
+        if isinstance(data, Cell | CounterCell):
             if data.timestamp <= shadow:
                 del row.cells[name]
         else:

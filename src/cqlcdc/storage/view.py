@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cqlcdc.schema.model import Column, TableSchema
-from cqlcdc.storage.cells import Cell, CollectionCells
+from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
 from cqlcdc.storage.partition import Partition, Row
 from cqlcdc.types import ListType, MapType, SetType, UserType
@@ -73,7 +73,10 @@ def row_values(
         data = row.cells.get(col.name)
         if data is None:
             continue
-        if isinstance(data, Cell):
+        if isinstance(data, CounterCell):
+            if shadow is None or data.timestamp > shadow:
+                values[col.name] = data.value
+        elif isinstance(data, Cell):
             if data.is_live(now_s) and (shadow is None or data.timestamp > shadow):
                 values[col.name] = data.value
                 cells[col.name] = data
@@ -93,7 +96,7 @@ def row_is_live(row: Row, shadow: int | None, now_s: int) -> bool:
     ):
         return True
     for data in row.cells.values():
-        if isinstance(data, Cell):
+        if isinstance(data, Cell | CounterCell):
             if data.is_live(now_s) and (shadow is None or data.timestamp > shadow):
                 return True
         elif data.live_elements(now_s, shadow):

@@ -123,3 +123,18 @@ def test_static_row_shows_with_and_without_clustering_rows() -> None:
     assert m.run("SELECT * FROM ks.t WHERE pk = 0") == [(0, None, 0, None)]
     m.run("UPDATE ks.t SET c = 1 WHERE pk = 0 AND ck = 1")
     assert m.run("SELECT * FROM ks.t WHERE pk = 0") == [(0, 1, 0, 1)]
+
+
+def test_counters_add_and_cannot_be_set() -> None:
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.c (pk int PRIMARY KEY, n counter)")
+    m.run("UPDATE ks.c SET n = n + 5 WHERE pk = 0")
+    m.run("UPDATE ks.c SET n = n - 2 WHERE pk = 0")
+    assert m.run("SELECT n FROM ks.c") == [(3,)]
+    with pytest.raises(InvalidRequest, match="Cannot set the value of counter column n"):
+        m.run("UPDATE ks.c SET n = 1 WHERE pk = 0")
+    with pytest.raises(InvalidRequest, match="INSERT statements are not allowed on counter"):
+        m.run("INSERT INTO ks.c (pk, n) VALUES (1, 1)")
