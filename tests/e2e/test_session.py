@@ -111,3 +111,27 @@ def test_alter_table_and_cdc_lifecycle(spark: Any, tmp_path: Path) -> None:
         assert log[-2:] == [(0, "z"), (1, "q")]
     finally:
         s.close()
+
+
+def test_log_ttl_rows_expire_and_are_purged(spark: Any, tmp_path: Path) -> None:
+    import time
+
+    s = cqlcdc.connect(data_dir=tmp_path / "data", master="local[2]")
+    try:
+        s.execute(KS)
+        s.execute(
+            "CREATE TABLE ks.short (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true, 'ttl': 60}"
+        )
+        s.execute(
+            "CREATE TABLE ks.forever (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true, 'ttl': 0}"
+        )
+        s.execute("INSERT INTO ks.short (pk, v) VALUES (1, 1)")
+        s.execute("INSERT INTO ks.forever (pk, v) VALUES (1, 1)")
+        assert len(_rows(s.execute("SELECT pk FROM ks.short_scylla_cdc_log"))) == 1
+        s.engine.clock = lambda: time.time() + 120  # two minutes later
+        assert s.engine.purge_expired() == 1
+        assert _rows(s.execute("SELECT pk FROM ks.short_scylla_cdc_log")) == []
+        assert len(_rows(s.execute("SELECT pk FROM ks.forever_scylla_cdc_log"))) == 1
+        assert _rows(s.execute("SELECT pk, v FROM ks.short")) == [(1, 1)]  # base untouched
+    finally:
+        s.close()

@@ -138,6 +138,10 @@ class CoreProcessor:
             self._generations = load_generations(Path(self.data_dir))
         return self._generations
 
+    def expiry_column(self, output: str) -> str | None:
+        """Outputs whose rows expire: CDC logs, by their ``_expiry_s`` (the log ``ttl``)."""
+        return "_expiry_s" if output.startswith("log/") else None
+
     def _schema(self, table_id: str, version: int) -> TableSchema | None:
         schema = self.catalog.table_by_id(table_id, version)
         if schema is None and self._catalog is not None and hasattr(self._catalog, "reload"):

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.schema.catalog import Catalog
-from cqlcdc.schema.model import LOG_SUFFIX, Column, TableSchema
+from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.uuids import micros_of
 from cqlcdc.types import ListType, MapType, SetType, UserType
 from cqlcdc.types.text import maybe_quote
@@ -355,6 +355,27 @@ def _split_name(name: str, default_ks: str | None) -> tuple[str, str]:
     return ks, table.strip('"')
 
 
+def read_log(session: _ReplaySession, log_table: str) -> tuple[TableSchema, list[LogRow]]:
+    """The base table of ``log_table`` and the log's rows (dicts), in log order.
+
+    Raises:
+        InvalidRequest: ``log_table`` is not a CDC log table, or its delta rows carry keys
+            only (``delta: 'keys'``), which cannot be replayed.
+    """
+    ks, log_name = _split_name(log_table, session.keyspace)
+    log_schema = session.catalog.table(ks, log_name)
+    if log_schema is None:
+        raise InvalidRequest(f"unconfigured table {log_name}")
+    base = session.catalog.table(ks, log_schema.log_of) if log_schema.log_of else None
+    if base is None:
+        raise InvalidRequest(f"{ks}.{log_name} is not a CDC log table")
+    if base.cdc.delta != "full":
+        raise InvalidRequest(f"Cannot replay {ks}.{log_name}: its delta rows carry keys only")
+    result = session.execute(f"SELECT * FROM {maybe_quote(ks)}.{maybe_quote(log_name)}")
+    names = list(result.column_names)
+    return base, [dict(zip(names, r, strict=True)) for r in result]
+
+
 def replay(session: _ReplaySession, log_table: str, target_table: str) -> int:
     """Rebuild ``target_table`` from the CDC log ``log_table`` (``ks.t_scylla_cdc_log``).
 
@@ -371,34 +392,24 @@ def replay(session: _ReplaySession, log_table: str, target_table: str) -> int:
 
     Raises:
         InvalidRequest: unknown tables, a target whose columns differ, a ``delta: 'keys'``
-            log, or the first statement the engine rejected.
+            log; or the first error the engine reported for a statement.
+
+    Example:
+        >>> replay(session, "ks.t_scylla_cdc_log", "ks.t_copy")  # doctest: +SKIP
+        12
     """
-    ks, log_name = _split_name(log_table, session.keyspace)
-    log_schema = session.catalog.table(ks, log_name)
-    if log_schema is None or log_schema.log_of is None:
-        if not log_name.endswith(LOG_SUFFIX):
-            raise InvalidRequest(f"{ks}.{log_name} is not a CDC log table")
-        raise InvalidRequest(f"unconfigured table {log_name}")
-    base = session.catalog.table(ks, log_schema.log_of)
-    if base is None:
-        raise InvalidRequest(f"unconfigured table {log_schema.log_of}")
-    if base.cdc.delta != "full":
-        raise InvalidRequest(f"Cannot replay {ks}.{log_name}: its delta rows carry keys only")
+    base, rows = read_log(session, log_table)
     tks, tname = _split_name(target_table, session.keyspace)
     target = session.catalog.table(tks, tname)
     if target is None:
         raise InvalidRequest(f"unconfigured table {tname}")
     if _shape(target) != _shape(base):
         raise InvalidRequest(
-            f"Cannot replay into {tks}.{tname}: its columns differ from {ks}.{base.name}"
+            f"Cannot replay into {tks}.{tname}: its columns differ from {base.qualified_name}"
         )
-    result = session.execute(f"SELECT * FROM {maybe_quote(ks)}.{maybe_quote(log_name)}")
-    names = list(result.column_names)
-    rows = [dict(zip(names, r, strict=True)) for r in result]
     statements = replay_statements(base, rows, f"{maybe_quote(tks)}.{maybe_quote(tname)}")
     for i in range(0, len(statements), REPLAY_GROUP_SIZE):
-        chunk = statements[i : i + REPLAY_GROUP_SIZE]
-        for res in session.execute_many(chunk):
+        for res in session.execute_many(statements[i : i + REPLAY_GROUP_SIZE]):
             if isinstance(res, CqlError):
                 raise res
     return len(statements)

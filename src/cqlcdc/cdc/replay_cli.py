@@ -45,13 +45,13 @@ def add_replay_command(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run ``cqlcdc replay``: 0 on success, 1 when the engine rejects something."""
-    from cqlcdc.cdc.replay import replay, replay_statements
+    from cqlcdc.cdc.replay import read_log, replay, replay_statements
     from cqlcdc.session import connect
 
     session = connect(data_dir=args.data_dir, master=args.master)
     try:
         if args.print_only:
-            base, rows = _log_rows(session, args.log_table)
+            base, rows = read_log(session, args.log_table)
             for stmt in replay_statements(base, rows, args.target_table):
                 print(f"{stmt};")
         else:
@@ -63,13 +63,3 @@ def cmd_replay(args: argparse.Namespace) -> int:
     finally:
         session.close()
     return 0
-
-
-def _log_rows(session: Any, log_table: str) -> tuple[Any, list[dict[str, Any]]]:
-    """The base schema and the rows of ``log_table`` (as dicts), read through the session."""
-    from cqlcdc.cdc.replay import base_of_log
-
-    ks, base, log_name = base_of_log(session, log_table)
-    result = session.execute(f"SELECT * FROM {ks}.{log_name}")
-    names = list(result.column_names)
-    return base, [dict(zip(names, r, strict=True)) for r in result]

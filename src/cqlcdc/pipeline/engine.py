@@ -10,7 +10,7 @@ import fcntl
 import itertools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -136,6 +136,8 @@ class Engine:
         max_files_per_trigger: the most ingest files one micro-batch takes.
         num_partitions: partitions of the executor path (default: Spark's default parallelism).
         app_id: the Delta app transaction id the batch ids are recorded under.
+        purge_interval_s: how often expired rows (CDC log TTL) are deleted, at most.
+        clock: seconds since the epoch (injectable for tests).
     """
 
     def __init__(
@@ -149,6 +151,8 @@ class Engine:
         max_files_per_trigger: int = 1000,
         num_partitions: int | None = None,
         app_id: str = "cqlcdc",
+        purge_interval_s: float = 300.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.ingest_dir = self.data_dir / "ingest"
@@ -170,6 +174,9 @@ class Engine:
         self._lock_file: IO[str] | None = None
         # driver-side handles of the output tables, kept at their latest committed version
         self._tables: dict[str, DeltaTable] = {}
+        self.clock = clock
+        self.purge_interval_s = purge_interval_s
+        self._last_purge = clock()
         self.batch_timings: list[dict[str, float]] = []
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -336,6 +343,8 @@ class Engine:
         new_manifest = Manifest(batch_id=batch_id, max_seq=max_seq, versions=versions)
         new_manifest.save(self.data_dir)
         self._publish(new_manifest)
+        if self.clock() - self._last_purge >= self.purge_interval_s:
+            self.purge_expired()
         self.batch_timings.append(
             {
                 "batch_id": float(batch_id),
@@ -345,6 +354,36 @@ class Engine:
                 "commit_s": time.perf_counter() - processed,
             }
         )
+
+    def purge_expired(self) -> int:
+        """Delete expired rows (CDC log TTL) from the outputs that have an expiry column.
+
+        Runs between batches in the driver, the only writer, so it never races a commit.
+        SELECT already hides expired rows; this reclaims their space. Returns rows deleted.
+        """
+        self._last_purge = self.clock()
+        expiry_column = getattr(self.processor, "expiry_column", None)
+        if expiry_column is None:
+            return 0
+        now = int(self.clock())
+        manifest = Manifest.load(self.data_dir)
+        versions = dict(manifest.versions)
+        deleted = 0
+        for output in sorted(versions):
+            column = expiry_column(output)
+            if column is None:
+                continue
+            table = self._tables.get(output) or DeltaTable(str(self.tables_dir / output))
+            table.update_incremental()
+            metrics = table.delete(f"{column} > 0 AND {column} <= {now}")
+            deleted += int(metrics.get("num_deleted_rows", 0) or 0)
+            self._tables[output] = table
+            versions[output] = table.version()
+        if versions != manifest.versions:
+            updated = Manifest(manifest.batch_id, manifest.max_seq, versions)
+            updated.save(self.data_dir)
+            self._publish(updated)
+        return deleted
 
     def _publish(self, manifest: Manifest) -> None:
         with self._cond:

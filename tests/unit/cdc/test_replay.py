@@ -71,7 +71,8 @@ def test_insert_with_null_values() -> None:
     _replayed(
         WIDE,
         [
-            "UPDATE ks.t USING TIMESTAMP 1 SET v = 1, w = 'x', m = {1: 'a'} WHERE pk = 0 AND ck = 0",
+            "UPDATE ks.t USING TIMESTAMP 1 SET v = 1, w = 'x', m = {1: 'a'} "
+            "WHERE pk = 0 AND ck = 0",
             "INSERT INTO ks.t (pk, ck, v, w, m) VALUES (0, 0, null, 'y', null)",
         ],
     )
@@ -199,8 +200,10 @@ def test_collection_tombstone_and_element_changes_in_one_row() -> None:
 
 
 def test_insert_with_collection_and_ttl_three_rows() -> None:
-    m_statements = ["INSERT INTO ks.t (pk, ck, v, m, l, ud) VALUES (0, 0, 1, {1: 'a'}, [1], {a: 2}) "
-                    "USING TTL 5000"]
+    m_statements = [
+        "INSERT INTO ks.t (pk, ck, v, m, l, ud) VALUES (0, 0, 1, {1: 'a'}, [1], {a: 2}) "
+        "USING TTL 5000"
+    ]
     out = _replayed(WIDE, m_statements)
     assert out[0].startswith("INSERT INTO ks.r (pk, ck, v) VALUES (0, 0, 1) USING TIMESTAMP")
     assert out[0].endswith("AND TTL 5000")
@@ -325,7 +328,7 @@ def test_default_target_is_the_base_table_and_images_are_skipped() -> None:
     m.run(f'CREATE TABLE ks."T" (pk int, ck int, "V" int, PRIMARY KEY (pk, ck)){CDC}')
     m.run('INSERT INTO ks."T" (pk, ck, "V") VALUES (0, 0, 1) USING TIMESTAMP 4')
     m.run('UPDATE ks."T" USING TIMESTAMP 5 SET "V" = 2 WHERE pk = 0 AND ck = 0')
-    out = replay_statements(m.table(parse_qualified('ks.T')), _rows(m, "ks.T"))
+    out = replay_statements(m.table(parse_qualified("ks.T")), _rows(m, "ks.T"))
     assert out == [
         'INSERT INTO ks."T" (pk, ck, "V") VALUES (0, 0, 1) USING TIMESTAMP 4',
         'UPDATE ks."T" USING TIMESTAMP 5 SET "V" = 2 WHERE pk = 0 AND ck = 0',
