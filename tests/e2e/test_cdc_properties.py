@@ -9,9 +9,8 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +23,7 @@ from cqlcdc.errors import CqlError
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.keys import Bound, ClusteringOrder
 from cqlcdc.storage.uuids import timeuuid_sort_key
-from cqlcdc.types import ListType, MapType, SetType, UdtValue, UserType
+from cqlcdc.types import SetType, UdtValue, UserType
 from cqlcdc.types.values import MapValue
 
 pytestmark = pytest.mark.spark

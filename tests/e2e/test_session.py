@@ -120,10 +120,12 @@ def test_log_ttl_rows_expire_and_are_purged(spark: Any, tmp_path: Path) -> None:
     try:
         s.execute(KS)
         s.execute(
-            "CREATE TABLE ks.short (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true, 'ttl': 60}"
+            "CREATE TABLE ks.short (pk int PRIMARY KEY, v int) "
+            "WITH cdc = {'enabled': true, 'ttl': 60}"
         )
         s.execute(
-            "CREATE TABLE ks.forever (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true, 'ttl': 0}"
+            "CREATE TABLE ks.forever (pk int PRIMARY KEY, v int) "
+            "WITH cdc = {'enabled': true, 'ttl': 0}"
         )
         s.execute("INSERT INTO ks.short (pk, v) VALUES (1, 1)")
         s.execute("INSERT INTO ks.forever (pk, v) VALUES (1, 1)")
