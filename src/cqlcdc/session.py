@@ -380,6 +380,24 @@ class Session:
             raise InvalidRequest(f"Cannot truncate the CDC log table {schema.name}")
         self.processor.truncations.truncate(schema.table_id, self._next_seq - 1)
 
+    def new_cdc_generation(self) -> int:
+        """Start a new CDC generation now: later writes go to fresh stream ids.
+
+        Earlier writes keep their streams; clients find both generations through
+        ``system_distributed.cdc_generation_timestamps``. Returns its timestamp (ms).
+        """
+        from cqlcdc.cdc.processor import GENERATIONS_FILE
+
+        with self._lock:
+            self.flush()
+            ts_ms = max(
+                self._timestamp_us() // 1000, self.generations.generations[-1].timestamp_ms + 1
+            )
+            self.generations.add(ts_ms, int.from_bytes(os.urandom(8), "big"))
+            self.generations.save(self.data_dir / GENERATIONS_FILE)
+            self._last_ts = max(self._last_ts, ts_ms * 1000)
+            return ts_ms
+
     # -- reads -------------------------------------------------------------------------------
 
     def table_location(self, table: str) -> Path:

@@ -57,21 +57,22 @@ KEY_VALUES: dict[str, tuple[str, ...]] = {
 }
 COLLECTIONS = {"m": "map<int, text>", "st": "set<int>", "l": "list<int>", "ud": "u"}
 
+EMPTY = 1  # TEMP exploring
 small_int = st.integers(0, 4).map(str)
 text_value = st.sampled_from(TEXTS)
 
 
 def _map_literal(draw: Any) -> str:
-    keys = draw(st.lists(st.integers(0, 4), max_size=3, unique=True))
+    keys = draw(st.lists(st.integers(0, 4), min_size=EMPTY, max_size=3, unique=True))
     return "{" + ", ".join(f"{k}: {draw(text_value)}" for k in keys) + "}"
 
 
 def _set_literal(draw: Any) -> str:
-    return "{" + ", ".join(draw(st.lists(small_int, max_size=3, unique=True))) + "}"
+    return "{" + ", ".join(draw(st.lists(small_int, min_size=EMPTY, max_size=3, unique=True))) + "}"
 
 
 def _list_literal(draw: Any) -> str:
-    return "[" + ", ".join(draw(st.lists(small_int, max_size=3))) + "]"
+    return "[" + ", ".join(draw(st.lists(small_int, min_size=EMPTY, max_size=3))) + "]"
 
 
 def _udt_literal(draw: Any) -> str:
@@ -178,7 +179,8 @@ class Writer:
             return WHOLE[name](self.draw)
         if self.draw(st.integers(0, 5)) == 0:
             return "null"
-        return str(self.draw(ATOMIC_VALUES.get(type_) or st.sampled_from(KEY_VALUES[type_])))
+        gen = ATOMIC_VALUES[type_] if type_ in ATOMIC_VALUES else st.sampled_from(KEY_VALUES[type_])
+        return str(self.draw(gen))
 
     # -- forms -----------------------------------------------------------------------------
 

@@ -99,3 +99,31 @@ def test_log_reads_outside_spark(session: Any) -> None:
         'SELECT count(*), min("cdc$operation") FROM log WHERE "cdc$end_of_batch"'
     ).fetchone()
     assert (n, ops) == (20, 2)
+
+
+def test_new_generation_moves_later_writes_to_new_streams(session: Any) -> None:
+    old_streams = {r[0] for r in session.execute('SELECT "cdc$stream_id" FROM ks.t_scylla_cdc_log')}
+    ts = session.new_cdc_generation()
+    gens = [
+        r.time
+        for r in session.execute(
+            "SELECT time FROM system_distributed.cdc_generation_timestamps WHERE key = 'timestamps'"
+        )
+    ]
+    assert gens[0] == ts and len(gens) == 2  # newest first (clustering order DESC)
+    new_streams = {
+        s
+        for d in session.execute(
+            f"SELECT streams FROM system_distributed.cdc_streams_descriptions_v2 WHERE time = {ts}"
+        )
+        for s in d.streams
+    }
+    assert not new_streams & old_streams
+    session.execute("UPDATE ks.t SET v = 'after' WHERE pk = 1 AND ck = 1")
+    rows = list(
+        session.execute(
+            'SELECT "cdc$stream_id" FROM ks.t_scylla_cdc_log WHERE pk = 1 ALLOW FILTERING'
+        )
+    )
+    streams = sorted(r[0] in new_streams for r in rows)
+    assert streams == [False, True]  # the first write in an old stream, the new one in a new

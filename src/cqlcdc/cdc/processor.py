@@ -55,6 +55,9 @@ LOG_INTERNAL = (
 )
 
 
+GENERATIONS_FILE = "cdc_generations.json"
+
+
 def base_output(schema: TableSchema) -> str:
     return f"base/{schema.table_id}"
 
@@ -113,6 +116,7 @@ class CoreProcessor:
         self.data_dir = str(data_dir)
         self._catalog = catalog
         self._generations: Generations | None = None
+        self._generations_mtime = -1
         self.truncations = Truncations(self.data_dir)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -122,6 +126,7 @@ class CoreProcessor:
         self.data_dir = state["data_dir"]
         self._catalog = None
         self._generations = None
+        self._generations_mtime = -1
         self.truncations = Truncations(self.data_dir)
 
     @property
@@ -134,8 +139,12 @@ class CoreProcessor:
 
     @property
     def generations(self) -> Generations:
-        if self._generations is None:
+        """The CDC generations, re-read when a new generation was added to the file."""
+        path = Path(self.data_dir) / GENERATIONS_FILE
+        mtime = path.stat().st_mtime_ns if path.exists() else -1
+        if self._generations is None or mtime != self._generations_mtime:
             self._generations = load_generations(Path(self.data_dir))
+            self._generations_mtime = mtime
         return self._generations
 
     def expiry_column(self, output: str) -> str | None:
@@ -293,4 +302,4 @@ class Truncations:
 def load_generations(data_dir: Path, num_ranges: int = 16, seed: int = 0) -> Generations:
     """The CDC generations of a data directory (created with the first one if missing)."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    return Generations.load_or_create(data_dir / "cdc_generations.json", num_ranges, seed)
+    return Generations.load_or_create(data_dir / GENERATIONS_FILE, num_ranges, seed)

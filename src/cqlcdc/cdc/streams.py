@@ -96,6 +96,15 @@ class Generations:
         tmp.write_text(json.dumps([g.to_json() for g in self.generations]))
         tmp.replace(path)
 
+    def add(self, timestamp_ms: int, seed: int) -> Generation:
+        """A new generation from ``timestamp_ms`` on, with fresh streams over the same ranges
+        (ScyllaDB makes one on topology changes or ``nodetool checkAndRepairCdcStreams``)."""
+        if timestamp_ms <= self.generations[-1].timestamp_ms:
+            raise ValueError("a new generation must start after the current one")
+        gen = Generation.create(timestamp_ms, self.generations[-1].num_ranges, seed)
+        self.generations.append(gen)
+        return gen
+
     def current(self, timestamp_us: int) -> Generation:
         """The generation in force for a write at ``timestamp_us``."""
         ms = timestamp_us // 1000
