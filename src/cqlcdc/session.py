@@ -320,6 +320,7 @@ class Session:
         mutations: list[Mutation] = []
         schemas: dict[str, TableSchema] = {}
         for s in statements:
+            _check_supported(s)
             schema = self._table(s.table)
             if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES:
                 raise InvalidRequest(f"Cannot modify table {schema.qualified_name} directly")
@@ -517,6 +518,18 @@ def _binary(values: list[bytes]) -> Any:
     import pyarrow as pa
 
     return pa.array(values, type=pa.binary())
+
+
+def _check_supported(stmt: ast.Insert | ast.Update | ast.Delete) -> None:
+    """Forms the parser accepts but the engine does not execute yet fail loudly, never
+    silently as an unconditional write."""
+    if isinstance(stmt, ast.Insert):
+        if stmt.if_not_exists:
+            raise InvalidRequest("Conditional statements (IF NOT EXISTS) are not supported yet")
+        if stmt.json is not None:
+            raise InvalidRequest("INSERT ... JSON is not supported yet")
+    elif stmt.if_exists or stmt.conditions:
+        raise InvalidRequest("Conditional statements (IF ...) are not supported yet")
 
 
 def _default_ttl(schema: TableSchema) -> int:

@@ -74,7 +74,7 @@ class FeedOptions:
         partitions: the topic's fixed partition count.
         initial_scan: export the rows that exist when the feed is created.
         aws_region: ``awsRegion`` of DynamoDB Streams records.
-        expiry_events: our extension (``EXPIRY_EVENTS``): emit erase records for rows removed
+        ttl_expiry_events: our extension (``EXPIRY_EVENTS``): emit erase records for rows removed
             by TTL expiry, marked as expiry; off, such rows leave the feed silently.
     """
 
@@ -86,12 +86,7 @@ class FeedOptions:
     partitions: int = DEFAULT_PARTITIONS
     initial_scan: bool = False
     aws_region: str = ""
-    expiry_events: bool = False
-
-    @property
-    def ttl_expiry_events(self) -> bool:
-        """Alias of ``expiry_events`` (the name the design notes use)."""
-        return self.expiry_events
+    ttl_expiry_events: bool = False
 
     @property
     def has_old_image(self) -> bool:
@@ -170,7 +165,7 @@ def parse_feed_options(stmt: ast.AddChangefeed) -> FeedOptions:
         partitions=partitions,
         initial_scan=_bool("INITIAL_SCAN", given.get("INITIAL_SCAN")),
         aws_region=aws_region,
-        expiry_events=_bool("EXPIRY_EVENTS", given.get("EXPIRY_EVENTS")),
+        ttl_expiry_events=_bool("EXPIRY_EVENTS", given.get("EXPIRY_EVENTS")),
     )
 
 
@@ -213,7 +208,7 @@ def to_texts(options: FeedOptions) -> tuple[tuple[str, str], ...]:
         texts.append(("INITIAL_SCAN", "true"))
     if options.aws_region:
         texts.append(("AWS_REGION", "'" + options.aws_region.replace("'", "''") + "'"))
-    if options.expiry_events:
+    if options.ttl_expiry_events:
         texts.append(("EXPIRY_EVENTS", "true"))
     return tuple(texts)
 

@@ -139,7 +139,7 @@ def feed_records(
     created_ms = step if created_ms is None else created_ms
     records: list[FeedRecord] = []
     for offset, event in enumerate(events):
-        if event.expired and not feed.expiry_events:
+        if event.expired and not feed.ttl_expiry_events:
             continue
         row = _row(feed, schema, pk, event, snapshot)
         key_bytes = primary_key_bytes(schema, pk, event.ck)

@@ -163,6 +163,16 @@ def evaluate(
 
     order = ClusteringOrder(schema)
     selected = _selected(schema, stmt)
+    if stmt.json:
+        raise InvalidRequest("SELECT JSON is not supported yet")
+    if stmt.distinct:
+        for _, name, _, _ in selected:
+            col = schema.column(name)
+            if col is None or col.kind not in ("partition_key", "static"):
+                raise InvalidRequest(
+                    "SELECT DISTINCT queries must only request partition key columns and/or "
+                    f"static columns (not {name})"
+                )
     reverse = _reverse(schema, stmt.order_by)
     ranges = res.clustering_ranges() if res.ck_restricted_columns else None
     limit = _int_term(stmt.limit, "LIMIT", ctx)
@@ -186,6 +196,8 @@ def evaluate(
             prow.append(row)
         if reverse:
             prow.reverse()
+        if stmt.distinct:
+            prow = prow[:1]
         if ppl is not None:
             prow = prow[:ppl]
         out_rows.extend(prow)

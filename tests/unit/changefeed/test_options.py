@@ -36,7 +36,7 @@ def test_defaults() -> None:
         partitions=1,
         initial_scan=False,
         aws_region="",
-        expiry_events=False,
+        ttl_expiry_events=False,
     )
 
 
@@ -55,7 +55,7 @@ def test_every_option() -> None:
         partitions=4,
         initial_scan=True,
         aws_region="eu-west-1",
-        expiry_events=True,
+        ttl_expiry_events=True,
     )
     assert feed.ttl_expiry_events
 
@@ -188,7 +188,7 @@ def test_round_trip_through_the_catalog() -> None:
         retention_ms=43_200_000,
         partitions=8,
         initial_scan=True,
-        expiry_events=True,
+        ttl_expiry_events=True,
     )
     assert feed_options_from_texts(to_texts(feed)) == feed
 

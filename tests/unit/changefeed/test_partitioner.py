@@ -15,9 +15,7 @@ from .conftest import make_table
 
 def test_golden_partitions_never_change() -> None:
     # pinned: changing these moves every existing key to another partition
-    assert [partition_for(str(i).encode(), 8) for i in range(10)] == [
-        partition_for(str(i).encode(), 8) for i in range(10)
-    ]
+    assert [partition_for(str(i).encode(), 8) for i in range(10)] == [5, 7, 6, 3, 3, 4, 0, 2, 5, 3]
     assert murmur3_token(b"123") == -7468325962851647638
     assert partition_for(b"123", 2) == 0
     assert partition_for(b"\x00\x00\x00\x01", 4) == 1

@@ -306,7 +306,9 @@ def test_static_row_record_has_the_partition_key_only(table: TableSchema) -> Non
     [deb] = feed_records(FeedOptions("NEW_IMAGE", "DEBEZIUM_JSON"), table, PK, [event], 1, 2)
     assert deb.key == {"payload": {"pk": 5}}
     assert deb.value["payload"]["after"] == {"s": 2, "pk": 5}
-    [ddb] = feed_records(FeedOptions("OLD_IMAGE", "DYNAMODB_STREAMS_JSON"), table, PK, [event], 1, 2)
+    [ddb] = feed_records(
+        FeedOptions("OLD_IMAGE", "DYNAMODB_STREAMS_JSON"), table, PK, [event], 1, 2
+    )
     assert ddb.key == {"pk": {"N": "5"}}
     assert ddb.value["dynamodb"]["OldImage"] == {"s": {"N": "1"}, "pk": {"N": "5"}}
 
@@ -348,7 +350,7 @@ def test_ttl_expiry_marks(table: TableSchema) -> None:
     expired = RowEvent(("a",), "erase", {"v": "x"}, None, {}, expired=True)
 
     def one(fmt: str) -> dict[str, Any]:
-        feed = FeedOptions("KEYS_ONLY", fmt, expiry_events=True)  # type: ignore[arg-type]
+        feed = FeedOptions("KEYS_ONLY", fmt, ttl_expiry_events=True)  # type: ignore[arg-type]
         [record] = feed_records(feed, table, PK, [expired], 1, 2)
         return record.value
 

@@ -138,3 +138,12 @@ def test_counters_add_and_cannot_be_set() -> None:
         m.run("UPDATE ks.c SET n = 1 WHERE pk = 0")
     with pytest.raises(InvalidRequest, match="INSERT statements are not allowed on counter"):
         m.run("INSERT INTO ks.c (pk, n) VALUES (1, 1)")
+
+
+def test_select_distinct_partition_keys() -> None:
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (pk int, ck int, s int static, PRIMARY KEY (pk, ck))")
+    for pk, ck in [(1, 1), (1, 2), (2, 1)]:
+        m.run(f"INSERT INTO ks.t (pk, ck, s) VALUES ({pk}, {ck}, {pk * 10})")
+    assert sorted(m.run("SELECT DISTINCT pk, s FROM ks.t")) == [(1, 10), (2, 20)]
