@@ -219,6 +219,26 @@ def cmd_shell(args: argparse.Namespace) -> int:
     return 0 if runner.failures == 0 else 1
 
 
+def cmd_changefeed_read(args: argparse.Namespace) -> int:
+    """Print a feed's records as JSON lines: {"partition", "offset", "key", "value"}."""
+    from cqlcdc.feed_reader import FeedReader
+
+    try:
+        reader = FeedReader(args.data_dir, args.feed)
+        if args.follow:
+            messages = reader.follow(args.partition, args.from_offset, on_gap="notice")
+        else:
+            messages = reader.read(args.partition, args.from_offset, on_gap="notice")
+        for msg in messages:
+            print(json.dumps(msg.to_json(), ensure_ascii=False), flush=True)
+    except CqlError as e:
+        print(f"cqlcdc: {e.class_name}: {e.message}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, BrokenPipeError):
+        return 0
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cqlcdc", description="CQL with ScyllaDB-exact CDC logs, computed on Spark."
@@ -241,6 +261,15 @@ def build_parser() -> argparse.ArgumentParser:
     shell = sub.add_parser("shell", help="interactive CQL shell")
     common(shell)
     shell.set_defaults(func=cmd_shell)
+    feed = sub.add_parser("changefeed", help="read changefeed topics")
+    feed_sub = feed.add_subparsers(dest="feed_command", required=True)
+    read = feed_sub.add_parser("read", help="print a feed's records as JSON lines")
+    read.add_argument("feed", help="keyspace.table/feed")
+    read.add_argument("--data-dir", default=os.environ.get("CQLCDC_DATA_DIR", "cqlcdc-data"))
+    read.add_argument("--partition", type=int, default=None)
+    read.add_argument("--from-offset", type=int, default=0)
+    read.add_argument("--follow", action="store_true", help="keep printing new records")
+    read.set_defaults(func=cmd_changefeed_read)
     return parser
 
 

@@ -21,12 +21,13 @@ import pyarrow.compute as pc
 
 from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
 from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_rows, system_table
+from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.codec import WritePayload, encode_payload
+from cqlcdc.storage.codec import ScanRequest, WritePayload, encode_payload
 from cqlcdc.storage.mutations import (
     Mutation,
     WriteContext,
@@ -110,6 +111,79 @@ class Rows:
         return not self.column_names
 
 
+class InitialScan:
+    """Appends the scan records of one feed's initial scan, a chunk at a time."""
+
+    def __init__(
+        self,
+        session: Session,
+        schema: TableSchema,
+        feed: str,
+        partitions: list[tuple[bytes, int]],
+        step: int,
+        tx_id: int,
+        chunk: int = 256,
+    ) -> None:
+        self.session = session
+        self.schema = schema
+        self.feed = feed
+        self.pending = list(partitions)
+        self.step_ms = step
+        self.tx_id = tx_id
+        self.chunk = chunk
+        self.first_seq: int | None = None
+        self.done = False
+
+    def step(self, count: int | None = None) -> int:
+        """Append scan records for the next ``count`` partitions (default: one chunk)."""
+        from cqlcdc.pipeline.records import IngestRecord
+
+        s = self.session
+        take = self.pending[: count or self.chunk]
+        del self.pending[: len(take)]
+        with s._lock:
+            payload = encode_payload(ScanRequest(self.feed, self.step_ms, self.tx_id, self.step_ms))
+            records = []
+            for pk_bytes, token in take:
+                records.append(
+                    IngestRecord(
+                        seq=s._next_seq,
+                        table_id=self.schema.table_id,
+                        schema_version=self.schema.schema_version,
+                        bucket=bucket_of(token, s.num_buckets),
+                        token=token,
+                        pk=pk_bytes,
+                        payload=payload,
+                    )
+                )
+                s._next_seq += 1
+            if records:
+                s.ingest.append(records)
+                s._pending_seq = records[-1].seq
+            if not self.pending and not self.done:
+                self.done = True
+                entry = s.processor.scans.get(self.schema.table_id, self.feed) or {}
+                s.processor.scans.put(
+                    self.schema.table_id,
+                    self.feed,
+                    first_seq=int(entry.get("first_seq") or s._next_seq),
+                    last_seq=s._next_seq - 1,
+                    step=self.step_ms,
+                    tx_id=self.tx_id,
+                )
+        return len(take)
+
+    def run(self) -> None:
+        while not self.done:
+            self.step()
+
+    def run_in_background(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run, name=f"initial-scan-{self.feed}", daemon=True)
+        thread.start()
+        self.session._scanners.append(thread)
+        return thread
+
+
 class Session:
     """A connection to an embedded cqlcdc engine on ``data_dir`` (see ``cqlcdc.connect``)."""
 
@@ -142,6 +216,8 @@ class Session:
         self._last_ts = 0
         self._pending_seq = 0
         self._closed = False
+        self.autoscan = True
+        self._scanners: list[threading.Thread] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -151,6 +227,8 @@ class Session:
             return
         self._closed = True
         try:
+            for thread in self._scanners:
+                thread.join()
             self.flush()
         finally:
             self.engine.stop()
@@ -216,8 +294,45 @@ class Session:
             return Rows()
         # DDL (and DESCRIBE): apply in order after every earlier write
         self.flush()
+        scan: tuple[ast.QualifiedName, str] | None = None
+        if isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.AddChangefeed):
+            options = parse_feed_options(stmt.action)  # YDB's defaults, limits and messages
+            if options.initial_scan:
+                scan = (stmt.name, stmt.action.name)
         text = self.catalog.execute(stmt, self.keyspace)
+        if scan is not None:
+            scanner = self.start_initial_scan(*scan)
+            if self.autoscan:
+                scanner.run_in_background()
         return Rows(describe=text) if text is not None else Rows()
+
+    def start_initial_scan(self, table: ast.QualifiedName, feed: str) -> InitialScan:
+        """Begin exporting the rows a new feed's table holds now (YDB's initial scan).
+
+        Scan records, one per base partition, enter the ingest log in chunks while other
+        writes go on; ``InitialScan.step()`` appends the next chunk (the background thread
+        calls it until done).
+        """
+        schema = self._table(table)
+        snap = self.engine.snapshot()
+        pks: list[tuple[bytes, int]] = []
+        output = base_output(schema)
+        if snap.version_of(output) is not None:
+            truncated = self.processor.truncations.upto(schema.table_id)
+            rows = snap.read(output, [("seq", ">", truncated)], ["pk", "token"])
+            pks = sorted(set(zip(rows["pk"].to_pylist(), rows["token"].to_pylist(), strict=True)))
+        with self._lock:
+            step = self._timestamp_us() // 1000
+            tx_id = self._next_seq - 1
+            self.processor.scans.put(
+                schema.table_id,
+                feed,
+                first_seq=self._next_seq,
+                last_seq=None,
+                step=step,
+                tx_id=tx_id,
+            )
+        return InitialScan(self, schema, feed, pks, step, tx_id)
 
     def flush(self) -> None:
         """Wait until every write acknowledged to the ingest log is committed."""

@@ -79,7 +79,7 @@ def _udt_literal(draw: Any) -> str:
     fields = []
     if draw(st.booleans()):
         fields.append(f"a: {draw(st.sampled_from(('null', '1', '2')))}")
-    if draw(st.booleans()):
+    if draw(st.booleans()) or not fields:  # `{}` is not a UDT literal
         fields.append(f"b: {draw(st.sampled_from(('null', *TEXTS)))}")
     return "{" + ", ".join(fields) + "}"
 
@@ -152,11 +152,16 @@ class Writer:
         self.pks = [
             tuple(draw(st.sampled_from(KEY_VALUES[t])) for _, t in shape.pk) for _ in range(2)
         ]
-        self.next_ts = 1_000_000
+        self.last_ts = 1_000_000
+        self.used: set[int] = set()
 
     def ts(self) -> int:
-        self.next_ts += self.draw(st.integers(-5_000, 10_000))
-        return self.next_ts
+        ts = self.last_ts + self.draw(st.integers(-5_000, 10_000))
+        while ts in self.used:
+            ts += 1
+        self.used.add(ts)
+        self.last_ts = ts
+        return ts
 
     def using(self, ts: int, ttl_ok: bool = True) -> str:
         ttl = self.draw(st.sampled_from((None, *TTLS))) if ttl_ok else None

@@ -93,3 +93,17 @@ def row_events(
         cols = _touched_columns(row.cells) if row is not None else []
         emit(ck, cols, row is not None and row.marker is not None)
     return events
+
+
+def snapshot_events(schema: TableSchema, state: Partition | None, now_s: int) -> list[RowEvent]:
+    """Every live row of a partition as an upsert with no old image (an initial scan)."""
+    if state is None:
+        return []
+    view = PartitionView(schema)
+    events: list[RowEvent] = []
+    static = view.static_row(state, now_s)
+    if static is not None:
+        events.append(RowEvent(None, "upsert", None, dict(static.values), {}))
+    for live in view.clustering_rows(state, now_s):
+        events.append(RowEvent(live.ck, "upsert", None, dict(live.values), {}))
+    return events

@@ -12,17 +12,28 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
 
+from cqlcdc.cdc.events import row_events, snapshot_events
+from cqlcdc.cdc.feeds import (
+    FEED_PREFIX,
+    SCAN_SCHEMA,
+    STAGE_PREFIX,
+    FeedScans,
+    FeedStager,
+    finalize_feeds,
+    scan_output,
+    table_feeds,
+)
 from cqlcdc.cdc.log_writer import LogRow, LogWriter, WriteInfo
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.errors import CqlError
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.codec import decode_fragment, decode_payload, encode_fragment
+from cqlcdc.storage.codec import ScanRequest, decode_fragment, decode_payload, encode_fragment
 from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.partition import Partition
 
@@ -118,6 +129,8 @@ class CoreProcessor:
         self._generations: Generations | None = None
         self._generations_mtime = -1
         self.truncations = Truncations(self.data_dir)
+        self.scans = FeedScans(self.data_dir)
+        self.scans = FeedScans(self.data_dir)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"data_dir": self.data_dir}
@@ -128,6 +141,7 @@ class CoreProcessor:
         self._generations = None
         self._generations_mtime = -1
         self.truncations = Truncations(self.data_dir)
+        self.scans = FeedScans(self.data_dir)
 
     @property
     def catalog(self) -> SchemaSource:
@@ -148,8 +162,28 @@ class CoreProcessor:
         return self._generations
 
     def expiry_column(self, output: str) -> str | None:
-        """Outputs whose rows expire: CDC logs, by their ``_expiry_s`` (the log ``ttl``)."""
-        return "_expiry_s" if output.startswith("log/") else None
+        """Outputs whose rows expire by ``_expiry_s``: CDC logs (the log ``ttl``) and feed
+        topics (``RETENTION_PERIOD``)."""
+        return "_expiry_s" if output.startswith(("log/", FEED_PREFIX)) else None
+
+    def compact_rows(self, output: str, rows: pa.Table) -> pa.Table | None:
+        """Mergeable state: the rows of some files of `output` merged into fewer rows.
+
+        Called by the engine's compaction, between batches, in the driver. ``base/`` outputs
+        merge to one row per partition (``compact_base_rows``); None for every other output
+        (its rows are kept as they are, only their files are joined).
+        """
+        import time
+
+        from cqlcdc.cdc.compaction import compact_base_rows
+
+        if not output.startswith("base/"):
+            return None
+        table_id = output.removeprefix("base/")
+        schema = self.catalog.table_by_id(table_id)
+        if schema is None:  # dropped: nobody reads it, keep its rows as they are
+            return None
+        return compact_base_rows(schema, rows, self.truncations.upto(table_id), int(time.time()))
 
     def _schema(self, table_id: str, version: int) -> TableSchema | None:
         schema = self.catalog.table_by_id(table_id, version)
@@ -179,7 +213,13 @@ class CoreProcessor:
                 if row["seq"] <= truncated:
                     continue
                 fragments.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
-        out = _Outputs([], [], [])
+        feeds = table_feeds(latest)
+        ctx = _BucketContext(latest, bucket, _Outputs([], [], []), FeedStager(latest, feeds))
+        if any(f.options.initial_scan for f in feeds):
+            scanned = state.read(scan_output(table_id), bucket, pks)
+            if scanned.num_rows:
+                for row in scanned.select(["pk", "feed"]).to_pylist():
+                    ctx.scanned.add((row["pk"], row["feed"]))
         by_pk: dict[bytes, list[dict[str, Any]]] = {}
         for r in recs:
             by_pk.setdefault(r["pk"], []).append(r)
@@ -190,14 +230,17 @@ class CoreProcessor:
             token: int = group[0]["token"]
             writer = LogWriter(latest, pk, self._stream_function(token))
             for rec in sorted(group, key=lambda r: r["seq"]):
-                current = self._apply(latest, writer, rec, bucket, current, out)
-        result: dict[str, pa.Table] = {}
+                current = self._apply(ctx, writer, rec, pk, current)
+        out = ctx.out
+        result: dict[str, pa.Table] = dict(ctx.stager.tables())
         if out.base:
             result[base_output(latest)] = pa.Table.from_pylist(out.base, schema=BASE_SCHEMA)
         if out.log:
             result[log_output(latest)] = log_rows_to_arrow(log_table_schema(latest), out.log)
         if out.errors:
             result["errors"] = pa.Table.from_pylist(out.errors, schema=ERRORS_SCHEMA)
+        if ctx.new_scans:
+            result[scan_output(table_id)] = pa.Table.from_pylist(ctx.new_scans, schema=SCAN_SCHEMA)
         return result
 
     def _stream_function(self, token: int) -> Callable[[int], bytes]:
@@ -210,14 +253,17 @@ class CoreProcessor:
 
     def _apply(
         self,
-        schema: TableSchema,
+        ctx: _BucketContext,
         writer: LogWriter,
         rec: dict[str, Any],
-        bucket: int,
+        pk: tuple[Any, ...],
         current: Partition | None,
-        out: _Outputs,
     ) -> Partition | None:
+        schema, out = ctx.schema, ctx.out
         payload = decode_payload(rec["payload"])
+        if isinstance(payload, ScanRequest):
+            self._scan(ctx, rec, pk, current, payload)
+            return current
         mutation = payload.partition
         now_s = payload.now_us // 1_000_000
         try:
@@ -226,7 +272,7 @@ class CoreProcessor:
         except CqlError as e:
             out.errors.append(
                 {
-                    "bucket": bucket,
+                    "bucket": ctx.bucket,
                     "pk": rec["pk"],
                     "seq": rec["seq"],
                     "code": e.code,
@@ -241,24 +287,129 @@ class CoreProcessor:
             rows: list[LogRow] = writer.write(mutation, current, WriteInfo(now_s, payload.seed))
             expiry = now_s + schema.cdc.ttl_s if schema.cdc.ttl_s else 0
             for row in rows:
-                row["_bucket"] = bucket
+                row["_bucket"] = ctx.bucket
                 row["_pk"] = rec["pk"]
                 row["_seq"] = rec["seq"]
                 row["_expiry_s"] = expiry
             out.log.extend(rows)
         out.base.append(
             {
-                "bucket": bucket,
+                "bucket": ctx.bucket,
                 "pk": rec["pk"],
                 "token": rec["token"],
                 "seq": rec["seq"],
                 "fragment": encode_fragment(mutation),
             }
         )
+        before = current.copy() if (current is not None and ctx.stager.feeds) else current
         if current is None:
             current = Partition(mutation.pk)
         current.apply(mutation)
+        if ctx.stager.feeds:
+            self._feed_change(ctx, rec, pk, before, mutation, current, payload.now_us)
         return current
+
+    def _feed_change(
+        self,
+        ctx: _BucketContext,
+        rec: dict[str, Any],
+        pk: tuple[Any, ...],
+        before: Partition | None,
+        mutation: Partition,
+        after: Partition,
+        now_us: int,
+    ) -> None:
+        now_s = now_us // 1_000_000
+        events = row_events(ctx.schema, before, mutation, after, now_s)
+        step = now_us // 1000
+        for feed in ctx.stager.feeds:
+            index = 0
+            if feed.options.initial_scan and self._unscanned(ctx, rec, feed.name):
+                # YDB rule 1: a row changed before the scan reached it: its old value first
+                scan = self.scans.get(ctx.schema.table_id, feed.name) or {}
+                index = ctx.stager.add(
+                    feed,
+                    pk,
+                    snapshot_events(ctx.schema, before, now_s),
+                    seq=rec["seq"],
+                    step=int(scan.get("step") or step),
+                    tx_id=int(scan.get("tx_id") or rec["seq"]),
+                    created_ms=step,
+                    snapshot=True,
+                )
+                self._mark_scanned(ctx, rec, feed.name)
+            ctx.stager.add(
+                feed,
+                pk,
+                events,
+                seq=rec["seq"],
+                step=step,
+                tx_id=rec["seq"],
+                created_ms=step,
+                first_index=index,
+            )
+
+    def _unscanned(self, ctx: _BucketContext, rec: dict[str, Any], feed: str) -> bool:
+        return self.scans.scanning(ctx.schema.table_id, feed, rec["seq"]) and (
+            (rec["pk"], feed) not in ctx.scanned
+        )
+
+    def _mark_scanned(self, ctx: _BucketContext, rec: dict[str, Any], feed: str) -> None:
+        ctx.scanned.add((rec["pk"], feed))
+        ctx.new_scans.append(
+            {"bucket": ctx.bucket, "pk": rec["pk"], "feed": feed, "seq": rec["seq"]}
+        )
+
+    def _scan(
+        self,
+        ctx: _BucketContext,
+        rec: dict[str, Any],
+        pk: tuple[Any, ...],
+        current: Partition | None,
+        scan: ScanRequest,
+    ) -> None:
+        """An initial-scan record: export the partition unless a write already did (rule 2)."""
+        feed = next((f for f in ctx.stager.feeds if f.name == scan.feed), None)
+        if feed is None or (rec["pk"], scan.feed) in ctx.scanned:
+            return
+        now_s = scan.created_ms // 1000
+        ctx.stager.add(
+            feed,
+            pk,
+            snapshot_events(ctx.schema, current, now_s),
+            seq=rec["seq"],
+            step=scan.step,
+            tx_id=scan.tx_id,
+            created_ms=scan.created_ms,
+            snapshot=True,
+        )
+        self._mark_scanned(ctx, rec, scan.feed)
+
+    # -- the driver's pass over a whole batch ---------------------------------------------
+
+    def is_staged(self, output: str) -> bool:
+        """Outputs the engine hands to ``finalize_batch`` instead of committing as written."""
+        return output.startswith(STAGE_PREFIX)
+
+    def finalize_batch(
+        self, batch_id: int, max_seq: int, staged: dict[str, pa.Table], extra: dict[str, Any]
+    ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+        """Feed offsets and barriers for the batch (see ``cqlcdc.cdc.feeds``)."""
+        return finalize_feeds(
+            lambda table_id: self.catalog.table_by_id(table_id), self.scans, max_seq, staged, extra
+        )
+
+
+@dataclass(slots=True)
+class _BucketContext:
+    """What one bucket task accumulates while applying its records."""
+
+    schema: TableSchema
+    bucket: int
+    out: _Outputs
+    stager: FeedStager
+    scanned: set[tuple[bytes, str]] = field(default_factory=set)
+    new_scans: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Truncations:

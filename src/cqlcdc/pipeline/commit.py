@@ -227,6 +227,8 @@ class Manifest:
     batch_id: int
     max_seq: int
     versions: dict[str, int] = field(default_factory=dict)
+    # the processor's own state that must advance exactly with the commits (feed offsets)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def version_of(self, output: str) -> int | None:
         """The version of `output` in this manifest, or None if the table did not exist."""
@@ -246,13 +248,19 @@ class Manifest:
             batch_id=int(raw["batch_id"]),
             max_seq=int(raw["max_seq"]),
             versions={str(k): int(v) for k, v in raw["versions"].items()},
+            extra=dict(raw.get("extra", {})),
         )
 
     def save(self, data_dir: str | Path) -> None:
         """Write atomically: temp file, fsync, rename over the old one, fsync the directory."""
         directory = Path(data_dir)
         tmp = directory / f".{MANIFEST_NAME}.{uuid.uuid4().hex}.tmp"
-        body = {"batch_id": self.batch_id, "max_seq": self.max_seq, "versions": self.versions}
+        body = {
+            "batch_id": self.batch_id,
+            "max_seq": self.max_seq,
+            "versions": self.versions,
+            "extra": self.extra,
+        }
         with open(tmp, "w") as sink:
             json.dump(body, sink, sort_keys=True)
             sink.flush()

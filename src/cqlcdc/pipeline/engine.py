@@ -6,16 +6,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -33,6 +35,7 @@ from cqlcdc.pipeline.commit import (
     data_files_to_arrow,
     write_data_file,
 )
+from cqlcdc.pipeline.compaction import CompactionPolicy, Compactor, vacuum
 from cqlcdc.pipeline.ingest import IngestLog, read_ingest_file
 from cqlcdc.pipeline.records import INGEST_SCHEMA, BucketProcessor
 
@@ -137,6 +140,7 @@ class Engine:
         num_partitions: partitions of the executor path (default: Spark's default parallelism).
         app_id: the Delta app transaction id the batch ids are recorded under.
         purge_interval_s: how often expired rows (CDC log TTL) are deleted, at most.
+        compaction: when to compact small files and vacuum (None: never; docs/pipeline.md).
         clock: seconds since the epoch (injectable for tests).
     """
 
@@ -152,6 +156,7 @@ class Engine:
         num_partitions: int | None = None,
         app_id: str = "cqlcdc",
         purge_interval_s: float = 300.0,
+        compaction: CompactionPolicy | None = CompactionPolicy(),  # noqa: B008 - frozen
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
@@ -177,6 +182,11 @@ class Engine:
         self.clock = clock
         self.purge_interval_s = purge_interval_s
         self._last_purge = clock()
+        self.compaction = compaction
+        self._compactor = (
+            Compactor(self.tables_dir, processor, compaction) if compaction is not None else None
+        )
+        self._last_vacuum: float | None = None  # None: vacuum on the first batch
         self.batch_timings: list[dict[str, float]] = []
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -324,6 +334,9 @@ class Engine:
             )
         else:
             num_rows, max_seq, files = self._run_on_executors(df, manifest, batch_id)
+        extra = manifest.extra
+        if hasattr(self.processor, "finalize_batch"):
+            files, extra = self._finalize(files, manifest, batch_id, max_seq)
         processed = time.perf_counter()
         by_output: dict[str, list[DataFile]] = {}
         for file in files:
@@ -340,9 +353,15 @@ class Engine:
             )
             self._tables[output] = table
             versions[output] = table.version()
-        new_manifest = Manifest(batch_id=batch_id, max_seq=max_seq, versions=versions)
+            if self._compactor is not None:
+                self._compactor.note_commit(output, by_output[output], table)
+        new_manifest = Manifest(batch_id=batch_id, max_seq=max_seq, versions=versions, extra=extra)
         new_manifest.save(self.data_dir)
         self._publish(new_manifest)
+        committed = time.perf_counter()
+        # maintenance after the publish: this batch's writes are acknowledged already
+        self.maintain()
+        maintained = time.perf_counter()
         if self.clock() - self._last_purge >= self.purge_interval_s:
             self.purge_expired()
         self.batch_timings.append(
@@ -351,9 +370,95 @@ class Engine:
                 "rows": float(num_rows),
                 "plan_s": planned - started,
                 "process_s": processed - planned,
-                "commit_s": time.perf_counter() - processed,
+                "commit_s": committed - processed,
+                "maintain_s": maintained - committed,
             }
         )
+
+    def maintain(self, force_vacuum: bool = False) -> int:
+        """Compact the buckets that are due, and vacuum when its interval has passed.
+
+        Runs between batches in the driver, the only writer (like ``purge_expired``). Costs
+        nothing when no bucket is due and touches only the buckets that are: each is one Delta
+        commit (the new file added, its inputs removed; the same rows, or merged state), then
+        the manifest moves to the new versions. Returns the compaction commits made.
+        """
+        compactor, policy = self._compactor, self.compaction
+        if compactor is None or policy is None:
+            return 0
+        commits = 0
+        touched: list[str] = []
+        for output, buckets in sorted(compactor.due().items()):
+            made = compactor.compact(output, self._table(output), buckets)
+            if made:
+                commits += made
+                touched.append(output)
+        now = self.clock()
+        if (
+            force_vacuum
+            or self._last_vacuum is None
+            or now - self._last_vacuum >= policy.vacuum_interval_s
+        ):
+            self._last_vacuum = now
+            for output in sorted(Manifest.load(self.data_dir).versions):
+                table = self._table(output)
+                before = table.version()
+                vacuum(table, policy.retention_hours)
+                if table.version() != before:
+                    touched.append(output)
+        if touched:
+            self._move_manifest(touched)
+        return commits
+
+    def _table(self, output: str) -> DeltaTable:
+        """The driver's handle of `output`, at its latest version."""
+        table = self._tables.get(output)
+        if table is None:
+            table = self._tables[output] = DeltaTable(str(self.tables_dir / output))
+        table.update_incremental()
+        return table
+
+    def _move_manifest(self, outputs: list[str]) -> None:
+        """Point the manifest at the latest versions of `outputs` (same data, new files)."""
+        manifest = Manifest.load(self.data_dir)
+        versions = dict(manifest.versions)
+        for output in outputs:
+            versions[output] = self._tables[output].version()
+        if versions != manifest.versions:
+            updated = dataclasses.replace(manifest, versions=versions)
+            updated.save(self.data_dir)
+            self._publish(updated)
+
+    def _finalize(
+        self, files: list[DataFile], manifest: Manifest, batch_id: int, max_seq: int
+    ) -> tuple[list[DataFile], dict[str, Any]]:
+        """Let the processor turn staged outputs into final ones in the driver.
+
+        Some outputs need one sequential pass over the whole batch (dense per-partition feed
+        offsets). Their files, written by the bucket tasks, are read back here, handed to
+        ``processor.finalize_batch`` with the processor's state from the manifest, and
+        replaced by the returned tables. Deterministic: a replayed batch gets the same rows.
+        """
+        proc: Any = self.processor  # the optional hooks are not part of BucketProcessor
+        staged = proc.is_staged
+        finalize = proc.finalize_batch
+        keep: list[DataFile] = []
+        tables: dict[str, list[pa.Table]] = {}
+        for f in files:
+            if staged(f.output):
+                path = self.tables_dir / f.output / f.path
+                tables.setdefault(f.output, []).append(pq.read_table(path))
+                path.unlink(missing_ok=True)
+            else:
+                keep.append(f)
+        inputs = {
+            out: pa.concat_tables(parts, promote_options="default") for out, parts in tables.items()
+        }
+        outputs, extra = finalize(batch_id, max_seq, inputs, dict(manifest.extra))
+        for output in sorted(outputs):
+            if outputs[output].num_rows:
+                keep.append(write_data_file(self.tables_dir, output, outputs[output], batch_id, 0))
+        return keep, extra
 
     def purge_expired(self) -> int:
         """Delete expired rows (CDC log TTL) from the outputs that have an expiry column.
@@ -378,9 +483,11 @@ class Engine:
             metrics = table.delete(f"{column} > 0 AND {column} <= {now}")
             deleted += int(metrics.get("num_deleted_rows", 0) or 0)
             self._tables[output] = table
+            if self._compactor is not None:  # the delete rewrote files: recount them
+                self._compactor.forget(output)
             versions[output] = table.version()
         if versions != manifest.versions:
-            updated = Manifest(manifest.batch_id, manifest.max_seq, versions)
+            updated = Manifest(manifest.batch_id, manifest.max_seq, versions, manifest.extra)
             updated.save(self.data_dir)
             self._publish(updated)
         return deleted

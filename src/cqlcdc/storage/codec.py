@@ -30,15 +30,29 @@ class WritePayload:
     seed: int
 
 
-def encode_payload(payload: WritePayload) -> bytes:
+@dataclass(frozen=True, slots=True)
+class ScanRequest:
+    """An initial-scan record: export this partition to changefeed ``feed`` (once).
+
+    ``step``/``tx_id`` are the virtual timestamp of the feed's snapshot; ``created_ms`` the
+    time the feed was added.
+    """
+
+    feed: str
+    step: int
+    tx_id: int
+    created_ms: int
+
+
+def encode_payload(payload: WritePayload | ScanRequest) -> bytes:
     return _TAG + pickle.dumps(payload, protocol=5)
 
 
-def decode_payload(data: bytes) -> WritePayload:
+def decode_payload(data: bytes) -> WritePayload | ScanRequest:
     if not data.startswith(_TAG):
         raise CorruptIngestFile("ingest payload has an unknown format tag")
     obj = pickle.loads(data[len(_TAG) :])
-    if not isinstance(obj, WritePayload):
+    if not isinstance(obj, WritePayload | ScanRequest):
         raise CorruptIngestFile("ingest payload does not hold a write")
     return obj
 

@@ -1,0 +1,304 @@
+"""Changefeeds in the pipeline: records staged per bucket, then offsets and barriers per batch.
+
+A write's feed records are made in its bucket task, from the same mutation and state that
+make its CDC log rows (``row_events``), and staged with their ordering key (ingest seq,
+index). Once per micro-batch the driver sorts the staged records of each topic partition,
+gives them dense offsets following the last committed ones (kept in the manifest, so a
+replayed batch gets the same offsets) and appends barrier records. Initial scans travel
+through the ingest log as scan records, one per base partition, so they interleave with
+writes exactly as YDB's three rules require.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cqlcdc.cdc.events import RowEvent
+from cqlcdc.changefeed import FeedOptions, FeedRecord, barrier_record, feed_options_from_texts
+from cqlcdc.changefeed.records import encode, feed_records
+from cqlcdc.schema.model import TableSchema
+
+STAGE_PREFIX = "feedstage/"
+FEED_PREFIX = "feed/"
+SCAN_PREFIX = "feedscan/"
+
+STAGE_SCHEMA = pa.schema(
+    [
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("key", pa.string()),
+        pa.field("value", pa.string(), nullable=False),
+        pa.field("created_ms", pa.int64(), nullable=False),
+        pa.field("_seq", pa.int64(), nullable=False),
+        pa.field("_idx", pa.int32(), nullable=False),
+        pa.field("_step", pa.int64(), nullable=False),
+        pa.field("_expiry_s", pa.int64(), nullable=False),
+    ]
+)
+FEED_SCHEMA = pa.schema(
+    [
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("key", pa.string()),
+        pa.field("value", pa.string(), nullable=False),
+        pa.field("created_ms", pa.int64(), nullable=False),
+        pa.field("_seq", pa.int64(), nullable=False),
+        pa.field("_expiry_s", pa.int64(), nullable=False),
+    ]
+)
+SCAN_SCHEMA = pa.schema(
+    [
+        pa.field("bucket", pa.int32(), nullable=False),
+        pa.field("pk", pa.binary(), nullable=False),
+        pa.field("feed", pa.string(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+    ]
+)
+
+
+def feed_output(table_id: str, feed: str) -> str:
+    """The topic of a feed: ``feed/<table_id>/<feed>``."""
+    return f"{FEED_PREFIX}{table_id}/{feed}"
+
+
+def stage_output(table_id: str, feed: str) -> str:
+    return f"{STAGE_PREFIX}{table_id}/{feed}"
+
+
+def scan_output(table_id: str) -> str:
+    return f"{SCAN_PREFIX}{table_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Feed:
+    name: str
+    options: FeedOptions
+
+
+def table_feeds(schema: TableSchema) -> list[Feed]:
+    return [Feed(name, feed_options_from_texts(texts)) for name, texts in schema.changefeeds]
+
+
+class FeedScans:
+    """Initial scans in progress, per ``<table_id>/<feed>``: the seq range of their scan
+    records (``last_seq`` None while the scanner is still appending). Kept in
+    ``<data_dir>/feedscans.json``; written by the session, read by the pipeline."""
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self.path = Path(data_dir) / "feedscans.json"
+        self._mtime = -1
+        self._data: dict[str, dict[str, int | None]] = {}
+
+    def all(self) -> dict[str, dict[str, int | None]]:
+        try:
+            mtime = self.path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return {}
+        if mtime != self._mtime:
+            self._data = json.loads(self.path.read_text())
+            self._mtime = mtime
+        return self._data
+
+    def get(self, table_id: str, feed: str) -> dict[str, int | None] | None:
+        return self.all().get(f"{table_id}/{feed}")
+
+    def put(
+        self,
+        table_id: str,
+        feed: str,
+        *,
+        first_seq: int,
+        last_seq: int | None,
+        step: int,
+        tx_id: int,
+    ) -> None:
+        """Record a scan: its records' seq range and its snapshot's virtual timestamp."""
+        data = dict(self.all())
+        data[f"{table_id}/{feed}"] = {
+            "first_seq": first_seq,
+            "last_seq": last_seq,
+            "step": step,
+            "tx_id": tx_id,
+        }
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as sink:
+            json.dump(data, sink)
+            sink.flush()
+            os.fsync(sink.fileno())
+        os.replace(tmp, self.path)
+        self._mtime = -1
+
+    def scanning(self, table_id: str, feed: str, seq: int) -> bool:
+        """Whether a write at ``seq`` may meet partitions the feed's scan has not exported."""
+        scan = self.get(table_id, feed)
+        if scan is None:
+            return False
+        last = scan["last_seq"]
+        return last is None or seq <= last
+
+
+class FeedStager:
+    """Collects the staged feed rows of one bucket task."""
+
+    def __init__(self, schema: TableSchema, feeds: list[Feed]) -> None:
+        self.schema = schema
+        self.feeds = feeds
+        self.rows: dict[str, list[dict[str, Any]]] = {}
+
+    def add(
+        self,
+        feed: Feed,
+        pk: tuple[Any, ...],
+        events: list[RowEvent],
+        *,
+        seq: int,
+        step: int,
+        tx_id: int,
+        created_ms: int,
+        snapshot: bool = False,
+        first_index: int = 0,
+    ) -> int:
+        """Stage the records of ``events``; returns the next free record index of ``seq``."""
+        if not events:
+            return first_index
+        records = feed_records(
+            feed.options,
+            self.schema,
+            pk,
+            events,
+            step,
+            tx_id,
+            snapshot=snapshot,
+            created_ms=created_ms,
+            first_index=first_index,
+        )
+        out = self.rows.setdefault(stage_output(self.schema.table_id, feed.name), [])
+        expiry = created_ms // 1000 + feed.options.retention_ms // 1000
+        for i, rec in enumerate(records):
+            out.append(
+                _stage_row(rec, feed.options, seq, first_index + i, step, created_ms, expiry)
+            )
+        return first_index + len(records)
+
+    def tables(self) -> dict[str, pa.Table]:
+        return {
+            out: pa.Table.from_pylist(rows, schema=STAGE_SCHEMA)
+            for out, rows in self.rows.items()
+            if rows
+        }
+
+
+def _stage_row(
+    rec: FeedRecord,
+    options: FeedOptions,
+    seq: int,
+    idx: int,
+    step: int,
+    created_ms: int,
+    expiry_s: int,
+) -> dict[str, Any]:
+    return {
+        "partition": rec.partition(options.partitions),
+        "key": None if rec.key is None else encode(rec.key).decode(),
+        "value": encode(rec.value).decode(),
+        "created_ms": created_ms,
+        "_seq": seq,
+        "_idx": idx,
+        "_step": step,
+        "_expiry_s": expiry_s,
+    }
+
+
+def finalize_feeds(
+    schema_of: Any,
+    scans: FeedScans,
+    max_seq: int,
+    staged: dict[str, pa.Table],
+    extra: dict[str, Any],
+) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+    """Dense offsets per topic partition, then barriers, for one micro-batch.
+
+    ``extra['feeds'][output]`` keeps, per feed: ``next`` (the next offset of each partition)
+    and ``barrier_step`` (the step of the last barrier). Barriers: when the batch's newest
+    virtual timestamp enters a new ``BARRIERS_INTERVAL`` window and no initial scan of the
+    feed is unfinished, every partition gets ``{"resolved": [step, txId]}`` -- every change
+    at or below it is already in that partition, since batches commit in ingest order.
+    """
+    feeds_state: dict[str, Any] = dict(extra.get("feeds", {}))
+    out: dict[str, pa.Table] = {}
+    for stage_name in sorted(staged):
+        table = staged[stage_name].sort_by(
+            [("partition", "ascending"), ("_seq", "ascending"), ("_idx", "ascending")]
+        )
+        table_id, feed_name = stage_name[len(STAGE_PREFIX) :].rsplit("/", 1)
+        output = feed_output(table_id, feed_name)
+        state = dict(feeds_state.get(output, {"next": {}, "barrier_step": 0}))
+        nxt: dict[str, int] = dict(state["next"])
+        offsets = []
+        for p in table.column("partition").to_pylist():
+            offsets.append(nxt.get(str(p), 0))
+            nxt[str(p)] = offsets[-1] + 1
+        final = pa.table(
+            {
+                "partition": table["partition"],
+                "offset": pa.array(offsets, pa.int64()),
+                "key": table["key"],
+                "value": table["value"],
+                "created_ms": table["created_ms"],
+                "_seq": table["_seq"],
+                "_expiry_s": table["_expiry_s"],
+            },
+            schema=FEED_SCHEMA,
+        )
+        feed = _feed(schema_of(table_id), feed_name)
+        if feed is not None and feed.options.barriers_interval_ms and table.num_rows:
+            step = int(pc.max(table["_step"]).as_py())
+            interval = feed.options.barriers_interval_ms
+            scanning = scans.get(table_id, feed_name) is not None and scans.scanning(
+                table_id, feed_name, max_seq
+            )
+            if step // interval > int(state["barrier_step"]) // interval and not scanning:
+                barriers = _barriers(feed, step, max_seq, nxt)
+                final = pa.concat_tables([final, barriers])
+                state["barrier_step"] = step
+        state["next"] = nxt
+        feeds_state[output] = state
+        out[output] = final
+    return out, {**extra, "feeds": feeds_state}
+
+
+def _feed(schema: TableSchema | None, name: str) -> Feed | None:
+    if schema is None:
+        return None
+    for feed in table_feeds(schema):
+        if feed.name == name:
+            return feed
+    return None
+
+
+def _barriers(feed: Feed, step: int, tx_id: int, nxt: dict[str, int]) -> pa.Table:
+    rec = barrier_record(step, tx_id)
+    value = encode(rec.value).decode()
+    rows = []
+    expiry = step // 1000 + feed.options.retention_ms // 1000
+    for p in range(feed.options.partitions):
+        offset = nxt.get(str(p), 0)
+        nxt[str(p)] = offset + 1
+        rows.append(
+            {
+                "partition": p,
+                "offset": offset,
+                "key": None,
+                "value": value,
+                "created_ms": step,
+                "_seq": tx_id,
+                "_expiry_s": expiry,
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=FEED_SCHEMA)

@@ -1,0 +1,215 @@
+"""Reading changefeed topics: a reader by offset, and consumers with committed offsets.
+
+Readers never start Spark: they read the topic's Delta table at the version of the last
+committed batch (the engine's manifest), so a record is visible only after the write that
+caused it is committed, and each record is seen once per offset.
+
+>>> reader = FeedReader("/tmp/data", "ks.t/updates")  # doctest: +SKIP
+>>> for message in reader.read(partition=0, from_offset=0): ...  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import pyarrow as pa
+
+from cqlcdc.cdc.feeds import feed_output, table_feeds
+from cqlcdc.errors import InvalidRequest
+
+
+class FeedMessage(NamedTuple):
+    """One record of a topic: its place (partition, offset), message key and value.
+
+    A gap notice (records removed by retention before they were read) has ``key`` None and
+    ``value`` ``{"gap": {"from": first_missing, "to": first_available}}``.
+    """
+
+    partition: int
+    offset: int
+    key: Any
+    value: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "offset": self.offset,
+            "key": self.key,
+            "value": self.value,
+        }
+
+
+class OffsetOutOfRange(InvalidRequest):
+    """The requested offset is older than the earliest record the topic still retains."""
+
+
+def _manifest(data_dir: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads((data_dir / "manifest.json").read_text())
+        return data
+    except FileNotFoundError:
+        return {"versions": {}, "extra": {}}
+
+
+class FeedReader:
+    """Reads one changefeed topic, ``"ks.table/feed"``, of a data directory."""
+
+    def __init__(self, data_dir: str | Path, feed: str) -> None:
+        from cqlcdc.schema.catalog import Catalog
+
+        self.data_dir = Path(data_dir).resolve()
+        table, _, name = feed.partition("/")
+        ks, _, tname = table.rpartition(".")
+        if not name or not ks:
+            raise InvalidRequest(f"A changefeed is named keyspace.table/feed, not {feed!r}")
+        schema = Catalog(self.data_dir).table(ks, tname)
+        if schema is None:
+            raise InvalidRequest(f"unconfigured table {tname}")
+        found = [f for f in table_feeds(schema) if f.name == name]
+        if not found:
+            raise InvalidRequest(f"Changefeed {name} does not exist in table {ks}.{tname}")
+        self.name = feed
+        self.options = found[0].options
+        self.output = feed_output(schema.table_id, name)
+        self.path = self.data_dir / "tables" / self.output
+
+    @property
+    def partitions(self) -> int:
+        return self.options.partitions
+
+    def _table(self, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
+        from deltalake import DeltaTable
+
+        version = _manifest(self.data_dir).get("versions", {}).get(self.output)
+        if version is None:
+            return pa.table(
+                {"partition": pa.array([], pa.int32()), "offset": pa.array([], pa.int64())}
+            )
+        return DeltaTable(str(self.path), version=version).to_pyarrow_table(
+            columns=columns, filters=filters
+        )
+
+    def next_offsets(self) -> dict[int, int]:
+        """The offset the next record of each partition will get (committed state)."""
+        state = _manifest(self.data_dir).get("extra", {}).get("feeds", {}).get(self.output, {})
+        nxt = state.get("next", {})
+        return {p: int(nxt.get(str(p), 0)) for p in range(self.partitions)}
+
+    def earliest_offsets(self) -> dict[int, int]:
+        """The oldest retained offset per partition (the next offset if none is retained)."""
+        out = self.next_offsets()
+        table = self._table(["partition", "offset"])
+        for row in table.group_by("partition").aggregate([("offset", "min")]).to_pylist():
+            out[int(row["partition"])] = int(row["offset_min"])
+        return out
+
+    def read(
+        self,
+        partition: int | None = None,
+        from_offset: int = 0,
+        *,
+        on_gap: Literal["error", "notice"] = "error",
+    ) -> Iterator[FeedMessage]:
+        """The committed records of one partition (or all, partition by partition) from
+        ``from_offset`` on.
+
+        Raises:
+            OffsetOutOfRange: ``from_offset`` was removed by retention and ``on_gap`` is
+                ``"error"``; with ``"notice"`` a gap notice message is yielded instead and
+                reading resumes at the earliest retained offset (never a silent skip).
+        """
+        parts = range(self.partitions) if partition is None else [partition]
+        if partition is not None and not 0 <= partition < self.partitions:
+            raise InvalidRequest(
+                f"Partition {partition} does not exist (the topic has {self.partitions})"
+            )
+        earliest = self.earliest_offsets()
+        for p in parts:
+            start = from_offset
+            if start < earliest[p]:
+                if on_gap == "error":
+                    raise OffsetOutOfRange(
+                        f"Offset {start} of partition {p} of {self.name} is no longer retained; "
+                        f"the earliest retained offset is {earliest[p]}"
+                    )
+                yield FeedMessage(p, start, None, {"gap": {"from": start, "to": earliest[p]}})
+                start = earliest[p]
+            table = self._table(
+                ["partition", "offset", "key", "value"],
+                [("partition", "=", p), ("offset", ">=", start)],
+            ).sort_by("offset")
+            for row in table.to_pylist():
+                key = None if row["key"] is None else json.loads(row["key"])
+                yield FeedMessage(p, int(row["offset"]), key, json.loads(row["value"]))
+
+    def follow(
+        self,
+        partition: int | None = None,
+        from_offset: int = 0,
+        *,
+        poll_s: float = 0.2,
+        on_gap: Literal["error", "notice"] = "notice",
+        stop_after_s: float | None = None,
+    ) -> Iterator[FeedMessage]:
+        """Like ``read`` but keeps waiting for new records (until ``stop_after_s``, if set)."""
+        positions = {
+            p: from_offset for p in (range(self.partitions) if partition is None else [partition])
+        }
+        deadline = None if stop_after_s is None else time.monotonic() + stop_after_s
+        while deadline is None or time.monotonic() < deadline:
+            got = False
+            for p in list(positions):
+                for msg in self.read(p, positions[p], on_gap=on_gap):
+                    positions[p] = (
+                        msg.offset + 1 if "gap" not in (msg.value or {}) else msg.value["gap"]["to"]
+                    )
+                    got = True
+                    yield msg
+            if not got:
+                time.sleep(poll_s)
+
+
+class FeedConsumer:
+    """A consumer group: reads from its committed offsets, commits what it processed.
+
+    Offsets live in ``<data_dir>/consumers/<feed output>/<group>.json`` (atomic writes), so
+    a consumer that restarts resumes exactly after its last commit: no loss, no duplicates
+    beyond what it read and did not commit.
+    """
+
+    def __init__(self, data_dir: str | Path, feed: str, group: str) -> None:
+        self.reader = FeedReader(data_dir, feed)
+        self.path = self.reader.data_dir / "consumers" / self.reader.output / f"{group}.json"
+        self.committed: dict[int, int] = {p: 0 for p in range(self.reader.partitions)}
+        if self.path.exists():
+            stored = json.loads(self.path.read_text())
+            self.committed.update({int(k): int(v) for k, v in stored.items()})
+        self.position = dict(self.committed)
+
+    def poll(self, max_records: int = 1000) -> list[FeedMessage]:
+        """The next records after the current position (gap notices included)."""
+        out: list[FeedMessage] = []
+        for p in range(self.reader.partitions):
+            for msg in self.reader.read(p, self.position[p], on_gap="notice"):
+                if len(out) >= max_records:
+                    return out
+                out.append(msg)
+                gap = msg.value.get("gap") if isinstance(msg.value, dict) else None
+                self.position[p] = gap["to"] if gap and msg.key is None else msg.offset + 1
+        return out
+
+    def commit(self) -> None:
+        """Make the current position durable."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as sink:
+            json.dump({str(p): o for p, o in self.position.items()}, sink)
+            sink.flush()
+            os.fsync(sink.fileno())
+        os.replace(tmp, self.path)
+        self.committed = dict(self.position)

@@ -1,0 +1,141 @@
+"""Changefeeds through the engine: records per row change, offsets, barriers, initial scan
+(YDB's three rules), retention gaps, consumer offsets, dropping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cqlcdc
+from cqlcdc.errors import InvalidRequest
+from cqlcdc.feed_reader import FeedConsumer, FeedReader, OffsetOutOfRange
+
+pytestmark = pytest.mark.spark
+
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+TABLE = (
+    "CREATE TABLE ks.t (pk int, ck int, v text, s int static, m map<int, text>, "
+    "PRIMARY KEY (pk, ck))"
+)
+
+
+@pytest.fixture
+def session(spark: Any, tmp_path: Path) -> Any:
+    s = cqlcdc.connect(data_dir=tmp_path / "data", master="local[2]")
+    s.execute(KS)
+    s.execute(TABLE)
+    yield s
+    s.close()
+
+
+def values(s: Any, feed: str, partition: int | None = None) -> list[Any]:
+    s.flush()
+    return [m.value for m in FeedReader(s.data_dir, feed).read(partition)]
+
+
+def test_range_and_partition_deletes_erase_each_row(session: Any) -> None:
+    session.execute("ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'OLD_IMAGE', FORMAT = 'JSON')")
+    session.execute_many(
+        [f"INSERT INTO ks.t (pk, ck, v) VALUES (1, {ck}, 'v{ck}')" for ck in range(4)]
+    )
+    session.execute("DELETE FROM ks.t WHERE pk = 1 AND ck >= 1 AND ck < 3")
+    session.execute("DELETE FROM ks.t WHERE pk = 1")
+    erases = [v for v in values(session, "ks.t/f") if "erase" in v]
+    assert [e["key"] for e in erases] == [[1, 1], [1, 2], [1, 0], [1, 3]]
+    assert erases[0]["oldImage"] == {"v": "v1", "m": None}
+
+
+def test_offsets_are_dense_and_barriers_reach_every_partition(session: Any) -> None:
+    session.execute(
+        "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'KEYS_ONLY', FORMAT = 'JSON', "
+        "TOPIC_MIN_ACTIVE_PARTITIONS = 3, VIRTUAL_TIMESTAMPS = TRUE, "
+        "BARRIERS_INTERVAL = Interval('PT0.001S'))"
+    )
+    session.execute_many([f"UPDATE ks.t SET v = 'x' WHERE pk = {i} AND ck = 0" for i in range(30)])
+    reader = FeedReader(session.data_dir, "ks.t/f")
+    seen_ts: list[list[int]] = []
+    for p in range(3):
+        msgs = list(reader.read(p))
+        assert [m.offset for m in msgs] == list(range(len(msgs)))
+        assert msgs[-1].value.keys() == {"resolved"}
+        resolved = msgs[-1].value["resolved"]
+        data = [m.value["ts"] for m in msgs if "ts" in m.value]
+        assert all(ts <= resolved for ts in data) and data == sorted(data)
+        seen_ts += data
+    assert len(seen_ts) == 30
+
+
+def test_initial_scan_follows_ydb_rules(session: Any) -> None:
+    session.execute_many(
+        [f"INSERT INTO ks.t (pk, ck, v) VALUES ({pk}, 0, 'old{pk}')" for pk in range(3)]
+    )
+    session.autoscan = False
+    session.execute(
+        "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'NEW_AND_OLD_IMAGES', "
+        "FORMAT = 'DEBEZIUM_JSON', INITIAL_SCAN = TRUE)"
+    )
+    from cqlcdc.cql import ast
+
+    scanner = session.start_initial_scan(ast.QualifiedName("ks", "t"), "f")
+    order = [pk for pk, _ in scanner.pending]
+    del order
+    # rule 1: a row changed before the scan reached it: its old value, then the change
+    session.execute("UPDATE ks.t SET v = 'new0' WHERE pk = 0 AND ck = 0")
+    scanner.run()  # rule 2: partition 0 is not exported again by the scan
+    # rule 3: an already scanned row that changes: only the change
+    session.execute("UPDATE ks.t SET v = 'new1' WHERE pk = 1 AND ck = 0")
+    by_key: dict[int, list[tuple[str, Any, Any]]] = {}
+    for v in values(session, "ks.t/f"):
+        p = v["payload"]
+        pk = (p.get("after") or p.get("before"))["pk"]
+        by_key.setdefault(pk, []).append(
+            (p["op"], (p.get("after") or {}).get("v"), p["source"]["snapshot"])
+        )
+    assert by_key[0] == [("r", "old0", True), ("u", "new0", False)]
+    assert by_key[1] == [("r", "old1", True), ("u", "new1", False)]
+    assert by_key[2] == [("r", "old2", True)]
+
+
+def test_retention_gap_and_consumer_offsets(session: Any) -> None:
+    import time
+
+    session.execute(
+        "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON', "
+        "RETENTION_PERIOD = Interval('PT1M'))"
+    )
+    session.execute_many([f"UPDATE ks.t SET v = '{i}' WHERE pk = 0 AND ck = {i}" for i in range(5)])
+    consumer = FeedConsumer(session.data_dir, "ks.t/f", "g1")
+    first = consumer.poll(max_records=2)
+    assert [m.offset for m in first] == [0, 1]
+    consumer.commit()
+    again = FeedConsumer(session.data_dir, "ks.t/f", "g1")  # a restarted consumer
+    rest = again.poll()
+    assert [m.offset for m in rest] == [2, 3, 4]
+    # retention removes everything older than the period, read or not
+    session.engine.clock = lambda: time.time() + 3600
+    session.engine.purge_expired()
+    session.execute("UPDATE ks.t SET v = 'late' WHERE pk = 0 AND ck = 9")
+    reader = FeedReader(session.data_dir, "ks.t/f")
+    with pytest.raises(OffsetOutOfRange, match="earliest retained offset is 5"):
+        list(reader.read(0, 0))
+    gap, *tail = list(reader.read(0, 0, on_gap="notice"))
+    assert gap.value == {"gap": {"from": 0, "to": 5}}
+    assert [m.offset for m in tail] == [5]
+
+
+def test_bad_options_and_drop(session: Any) -> None:
+    with pytest.raises(InvalidRequest, match="RETENTION_PERIOD"):
+        session.execute(
+            "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON', "
+            "RETENTION_PERIOD = Interval('P31D'))"
+        )
+    session.execute("ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON')")
+    session.execute("ALTER TABLE ks.t DROP CHANGEFEED f")
+    with pytest.raises(InvalidRequest, match="does not exist"):
+        FeedReader(session.data_dir, "ks.t/f")
+    session.execute("ALTER TABLE ks.t ADD CHANGEFEED g WITH (MODE = 'UPDATES', FORMAT = 'JSON')")
+    session.execute("DROP TABLE ks.t")
+    with pytest.raises(InvalidRequest, match="unconfigured table t"):
+        FeedReader(session.data_dir, "ks.t/g")
