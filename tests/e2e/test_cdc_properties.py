@@ -453,9 +453,10 @@ def check_postimages(schema: TableSchema, log: list[LogRow]) -> None:
                     if k[0] == key[0] and k[1] is not None and order.in_range(k[1], lo, hi):
                         states[k] = None
             elif op == 4:
+                # clustering rows are gone; a touched static row stays, emptied
                 for k in list(states):
                     if k[0] == key[0]:
-                        states[k] = None
+                        states[k] = None if k[1] is not None else dict.fromkeys(states[k] or ())
             elif op == 9:
                 posts[key] = r
         for key, post in posts.items():

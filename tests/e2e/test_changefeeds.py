@@ -139,3 +139,39 @@ def test_bad_options_and_drop(session: Any) -> None:
     session.execute("DROP TABLE ks.t")
     with pytest.raises(InvalidRequest, match="unconfigured table t"):
         FeedReader(session.data_dir, "ks.t/g")
+
+
+def test_spark_reads_a_feed_batch_and_streaming(session: Any, spark: Any, tmp_path: Path) -> None:
+    import json
+
+    from cqlcdc.pipeline.feed_source import register
+
+    session.execute(
+        "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON', "
+        "TOPIC_MIN_ACTIVE_PARTITIONS = 2)"
+    )
+    session.execute_many([f"UPDATE ks.t SET v = '{i}' WHERE pk = {i} AND ck = 0" for i in range(6)])
+    register(spark)
+    opts = {"path": str(session.data_dir), "feed": "ks.t/f"}
+    batch = spark.read.format("cqlcdc_changefeed").options(**opts).load().collect()
+    assert sorted(json.loads(r.value)["update"]["v"] for r in batch) == [str(i) for i in range(6)]
+
+    stream = spark.readStream.format("cqlcdc_changefeed").options(**opts).load()
+    query = (
+        stream.writeStream.format("memory")
+        .queryName("feed_sink")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        session.execute_many(
+            [f"UPDATE ks.t SET v = 'n{i}' WHERE pk = {i} AND ck = 1" for i in range(3)]
+        )
+        session.flush()
+        query.processAllAvailable()
+        assert query.exception() is None
+        rows = spark.sql("SELECT partition, offset FROM feed_sink").collect()
+        assert len(rows) == 9 and len({(r.partition, r.offset) for r in rows}) == 9
+    finally:
+        query.stop()
