@@ -193,6 +193,7 @@ class Session:
         master: str = "local[*]",
         keyspace: str | None = None,
         num_buckets: int = DEFAULT_BUCKETS,
+        driver_max_rows: int | None = None,
     ) -> None:
         from cqlcdc.pipeline.engine import Engine
         from cqlcdc.pipeline.ingest import IngestLog
@@ -209,6 +210,8 @@ class Session:
         self.processor = CoreProcessor(self.data_dir, self.catalog)
         self.spark = get_spark(master)
         self.engine = Engine(self.data_dir, self.processor, self.spark)
+        if driver_max_rows is not None:
+            self.engine.driver_max_rows = driver_max_rows
         self.engine.start()
         self.ingest = IngestLog(self.engine.ingest_dir)
         self._lock = threading.Lock()
@@ -666,6 +669,7 @@ def connect(
     master: str = "local[*]",
     keyspace: str | None = None,
     num_buckets: int = DEFAULT_BUCKETS,
+    driver_max_rows: int | None = None,
 ) -> Session:
     """Open a session on an embedded engine (Spark in ``master`` mode, data in ``data_dir``).
 
@@ -674,8 +678,12 @@ def connect(
         master: any Spark master URL (``local[*]``, ``local-cluster[2,1,1024]``, ``spark://``).
         keyspace: the initial current keyspace.
         num_buckets: token buckets of a new data directory (the unit of parallelism).
+        driver_max_rows: micro-batches up to this many writes run the core in the driver,
+            larger ones on executors (None: the engine's default; 0: always executors).
 
     Returns:
         A Session shaped like the cassandra-driver's (``execute()``, ``close()``).
     """
-    return Session(data_dir or Path.cwd() / "cqlcdc-data", master, keyspace, num_buckets)
+    return Session(
+        data_dir or Path.cwd() / "cqlcdc-data", master, keyspace, num_buckets, driver_max_rows
+    )
