@@ -95,6 +95,7 @@ class CoreModel:
         current = states.get(m.partition.pk)
         if m.list_ops:
             resolve_list_ops(schema, m.partition, tuple(m.list_ops), current, now_s)
+        m.partition.prune_empty()
         rows: list[dict[str, Any]] = []
         if schema.cdc.enabled and not m.partition.is_empty():
             token = murmur3_token(serialize_partition_key(schema, m.partition.pk))

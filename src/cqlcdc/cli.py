@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from cqlcdc.cdc.replay_cli import add_replay_command
 from cqlcdc.cql import ast, parse_statement, split_statements
 from cqlcdc.errors import CqlError, CqlSyntaxError
 
@@ -270,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--from-offset", type=int, default=0)
     read.add_argument("--follow", action="store_true", help="keep printing new records")
     read.set_defaults(func=cmd_changefeed_read)
+    add_replay_command(sub)
     return parser
 
 

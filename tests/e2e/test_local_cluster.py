@@ -31,8 +31,8 @@ DDL = [
 ]
 BULK = [
     f"INSERT INTO ks.t (pk, ck, v, st) VALUES ({i % 40}, {i % 7}, 'v{i}', {{{i}}})"
-    for i in range(300)
-] + [f"UPDATE ks.t SET l = l + [{i}] WHERE pk = {i % 40} AND ck = {i % 5}" for i in range(100)]
+    for i in range(120)
+] + [f"UPDATE ks.t SET l = l + [{i}] WHERE pk = {i % 40} AND ck = {i % 5}" for i in range(40)]
 SINGLE = [
     "DELETE FROM ks.t WHERE pk = 1 AND ck > 3",
     "UPDATE ks.t SET v = 'x', st = st - {1} WHERE pk = 1 AND ck = 1",

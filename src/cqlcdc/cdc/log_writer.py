@@ -44,6 +44,8 @@ class WriteInfo:
 
     now_s: int
     seed: int
+    # distinguishes the partitions of one multi-partition write (they share the seed)
+    record: int = 0
 
 
 class _Builder:
@@ -132,7 +134,7 @@ class LogWriter:
         """Log rows for ``mutation`` applied on top of ``prior`` (None: empty partition)."""
         if mutation.is_empty():
             return []
-        bits = SeededBits(info.seed, "cdc$time")
+        bits = SeededBits(info.seed, f"cdc$time/{info.record}")
         self._static_state, self._row_states = self._load_state(mutation, prior, info.now_s)
         self._touched_static = False
         preimage = self.opts.preimage != "false"
@@ -140,6 +142,8 @@ class LogWriter:
         out: list[LogRow] = []
         if needs_split(mutation, self.order):
             groups = extract_changes(mutation, self.order)
+            if not groups:  # e.g. ``m = m + {}``: nothing was written
+                return []
             last = max(groups)
             for ts, group in groups.items():
                 out.extend(self._split_group(ts, group, ts == last, preimage, postimage, bits))
@@ -363,7 +367,10 @@ class LogWriter:
     def _partition_delete(self, b: _Builder) -> None:
         b.new_row(OP_PARTITION_DELETE)
         if self._updating:
+            # ScyllaDB clears only the clustering rows here, so a static postimage of the
+            # same group can show data the partition tombstone deleted; we clear both
             self._row_states.clear()
+            self._static_state.clear()
 
 
 def _merge(ctype: Any, prev: Any, live: dict[Any, Cell], deleted: frozenset[Any]) -> Any:

@@ -269,6 +269,7 @@ class CoreProcessor:
         try:
             if payload.list_ops:
                 resolve_list_ops(schema, mutation, payload.list_ops, current, now_s)
+            mutation.prune_empty()
         except CqlError as e:
             out.errors.append(
                 {
@@ -284,7 +285,8 @@ class CoreProcessor:
         if mutation.is_empty():
             return current
         if schema.cdc.enabled:
-            rows: list[LogRow] = writer.write(mutation, current, WriteInfo(now_s, payload.seed))
+            info = WriteInfo(now_s, payload.seed, rec["seq"])
+            rows: list[LogRow] = writer.write(mutation, current, info)
             expiry = now_s + schema.cdc.ttl_s if schema.cdc.ttl_s else 0
             for row in rows:
                 row["_bucket"] = ctx.bucket

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.storage.tuple_slices import clustering_order, decompose
 from cqlcdc.storage.uuids import micros_of
 from cqlcdc.types import ListType, MapType, SetType, UserType
 from cqlcdc.types.text import maybe_quote
@@ -255,13 +256,29 @@ class _Replayer:
                 self.ck[k] if k < len(self.ck) else None, lo, hi, start_incl, end_incl
             )
         else:
-            # multi-column slices are bounds in clustering order
-            for bound, incl, ops in ((lo, start_incl, (">=", ">")), (hi, end_incl, ("<=", "<"))):
-                if bound:
-                    cols = self.ck[k : k + len(bound)]
-                    names = ", ".join(maybe_quote(c.name) for c in cols)
-                    vals = ", ".join(c.type.to_literal(v) for c, v in zip(cols, bound, strict=True))
-                    clauses.append(f"({names}) {ops[0] if incl else ops[1]} ({vals})")
+            # bounds of several columns are in clustering order: write the range as disjoint
+            # pieces (a prefix equality plus a one-column slice), each a plain range DELETE
+            cols = self.ck[k:]
+            cmps = [clustering_order(c.type, c.descending) for c in cols]
+            pieces = decompose(
+                cmps, (lo, start_incl) if lo else None, (hi, end_incl) if hi else None
+            )
+            for piece in pieces:
+                where = list(clauses)
+                for col, value in zip(cols, piece.prefix, strict=False):
+                    where.append(f"{maybe_quote(col.name)} = {col.type.to_literal(value)}")
+                i = len(piece.prefix)
+                where += self._single_slice(
+                    cols[i],
+                    (piece.lower[0],) if piece.lower else (),
+                    (piece.upper[0],) if piece.upper else (),
+                    bool(piece.lower and piece.lower[1]),
+                    bool(piece.upper and piece.upper[1]),
+                )
+                self.out.append(
+                    f"DELETE FROM {self.target} USING TIMESTAMP {ts} WHERE {' AND '.join(where)}"
+                )
+            return
         self.out.append(
             f"DELETE FROM {self.target} USING TIMESTAMP {ts} WHERE {' AND '.join(clauses)}"
         )

@@ -13,7 +13,7 @@ from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.keys import ClusteringOrder
 from cqlcdc.storage.mutations import ListOp
-from cqlcdc.storage.partition import ColumnData, Partition
+from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.uuids import timeuuid_sort_key
 
 
@@ -71,12 +71,4 @@ def resolve_list_ops(
         else:
             cell = Cell(op.timestamp, op.value, op.ttl_s, op.expiry_s)
         coll.apply(CollectionCells(None, {key: cell}))
-    for row in [mutation.static, *mutation.rows.values()]:
-        for name in [n for n, d in row.cells.items() if _empty(d)]:
-            del row.cells[name]
-    for ck in [k for k, r in mutation.rows.items() if r.is_empty()]:
-        del mutation.rows[ck]
-
-
-def _empty(data: ColumnData) -> bool:
-    return isinstance(data, CollectionCells) and data.tombstone is None and not data.elements
+    mutation.prune_empty()

@@ -10,6 +10,7 @@ list, so they travel as ``ListOp``s resolved against state inside the pipeline.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -71,7 +72,15 @@ class WriteContext:
     come from ``seed``, so a record replayed from the ingest log gives the same mutation.
     """
 
-    def __init__(self, timestamp_us: int, now_us: int, seed: int, node: int = 1) -> None:
+    def __init__(
+        self,
+        timestamp_us: int,
+        now_us: int,
+        seed: int,
+        node: int = 1,
+        bindings: Sequence[Any] | Mapping[str, Any] | None = None,
+    ) -> None:
+        self.bindings = bindings
         self.timestamp_us = timestamp_us
         self._now_us = now_us
         self.seed = seed
@@ -83,6 +92,22 @@ class WriteContext:
     @property
     def now_us(self) -> int:
         return self._now_us
+
+    def bound_value(self, marker: ast.BindMarker) -> Any:
+        """The value bound to ``?`` (by position) or ``:name`` (by name, or position)."""
+        b = self.bindings
+        if b is None:
+            raise InvalidRequest("Bind markers need values: use a prepared statement")
+        if isinstance(b, Mapping):
+            if marker.name is None or marker.name not in b:
+                raise InvalidRequest(f"No value bound for marker {marker.name or marker.index}")
+            return b[marker.name]
+        if marker.index >= len(b):
+            raise InvalidRequest(
+                f"Not enough values bound: marker {marker.index + 1} of a statement, "
+                f"{len(b)} values given"
+            )
+        return b[marker.index]
 
     @property
     def now_s(self) -> int:

@@ -94,6 +94,14 @@ class Partition:
             r = self.rows[ck] = Row()
         return r
 
+    def prune_empty(self) -> None:
+        """Drop collections and rows a write left without content (``m = m + {}``)."""
+        for row in [self.static, *self.rows.values()]:
+            for name in [n for n, d in row.cells.items() if _is_empty(d)]:
+                del row.cells[name]
+        for ck in [k for k, r in self.rows.items() if r.is_empty()]:
+            del self.rows[ck]
+
     def copy(self) -> Partition:
         return Partition(
             self.pk,
@@ -146,6 +154,10 @@ class Partition:
             _compact_row(row, self.row_shadow(ck, order, include_row=False))
             if row.is_empty():
                 del self.rows[ck]
+
+
+def _is_empty(data: ColumnData) -> bool:
+    return isinstance(data, CollectionCells) and data.tombstone is None and not data.elements
 
 
 def _compact_row(row: Row, outer: int | None) -> None:

@@ -13,6 +13,7 @@ from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.keys import Bound, ClusteringKey
+from cqlcdc.storage.tuple_slices import tuple_slice_ranges
 from cqlcdc.types.base import CqlType, TermContext
 
 ClusteringRange = tuple[Bound, Bound]
@@ -187,11 +188,11 @@ def _clustering(
     res.ck_prefixes = [tuple(c) for c in itertools.product(*(ck_eq[i] for i in range(prefix_len)))]
     res.ck_restricted_columns = prefix_len
 
-    slice_bounds: tuple[Bound | None, Bound | None] | None = None
+    slices: list[tuple[Bound | None, Bound | None]] | None = None
     if multi:
-        slice_bounds = _multi_column_slice(ck_cols, prefix_len, multi, res, ctx)
+        slices = _multi_column_slice(ck_cols, prefix_len, multi, res, ctx)
     for pos, ops in ck_slices.items():
-        if pos != prefix_len or slice_bounds is not None:
+        if pos != prefix_len or slices is not None:
             col = ck_cols[pos]
             prev = ck_cols[prefix_len].name if prefix_len < len(ck_cols) else col.name
             raise InvalidRequest(
@@ -216,19 +217,21 @@ def _clustering(
                 hi = (v, op == "<=")
         if col.descending:  # in clustering order a DESC column's upper value comes first
             lo, hi = hi, lo
-        slice_bounds = (
-            None if lo is None else Bound((lo[0],), lo[1]),
-            None if hi is None else Bound((hi[0],), hi[1]),
-        )
+        slices = [
+            (
+                None if lo is None else Bound((lo[0],), lo[1]),
+                None if hi is None else Bound((hi[0],), hi[1]),
+            )
+        ]
         res.ck_restricted_columns = prefix_len + 1
-    if slice_bounds is None:
+    if slices is None:
         return
-    start, end = slice_bounds
     ranges: list[ClusteringRange] = []
     for p in res.ck_prefixes:
-        s = Bound(p + start.prefix, start.inclusive) if start else Bound(p, True)
-        e = Bound(p + end.prefix, end.inclusive) if end else Bound(p, True)
-        ranges.append((s, e))
+        for start, end in slices:
+            s = Bound(p + start.prefix, start.inclusive) if start else Bound(p, True)
+            e = Bound(p + end.prefix, end.inclusive) if end else Bound(p, True)
+            ranges.append((s, e))
     res.ck_ranges = ranges
 
 
@@ -238,34 +241,37 @@ def _multi_column_slice(
     multi: list[ast.Relation],
     res: KeyRestrictions,
     ctx: TermContext | None,
-) -> tuple[Bound | None, Bound | None] | None:
-    lo: Bound | None = None
-    hi: Bound | None = None
+) -> list[tuple[Bound | None, Bound | None]] | None:
+    lo: tuple[tuple[Any, ...], bool] | None = None
+    hi: tuple[tuple[Any, ...], bool] | None = None
     for rel in multi:
-        cols = [c for c in ck_cols if c.name in rel.columns]
+        rel_cols = [c for c in ck_cols if c.name in rel.columns]
         names = tuple(c.name for c in ck_cols[prefix_len : prefix_len + len(rel.columns)])
-        if names != rel.columns or len(cols) != len(rel.columns):
+        if names != rel.columns or len(rel_cols) != len(rel.columns):
             raise InvalidRequest(
                 "Clustering columns must appear in the PRIMARY KEY order in multi-column relations"
             )
-        if not isinstance(rel.value, ast.TupleLiteral) or len(rel.value.items) != len(cols):
-            raise InvalidRequest(f"Expected {len(cols)} elements in value tuple")
+        if not isinstance(rel.value, ast.TupleLiteral) or len(rel.value.items) != len(rel_cols):
+            raise InvalidRequest(f"Expected {len(rel_cols)} elements in value tuple")
         values = tuple(
-            _value(c.type, c.name, t, ctx) for c, t in zip(cols, rel.value.items, strict=True)
+            _value(c.type, c.name, t, ctx) for c, t in zip(rel_cols, rel.value.items, strict=True)
         )
         if rel.operator == "=":
             res.ck_prefixes = [p + values for p in res.ck_prefixes]
             res.ck_restricted_columns = prefix_len + len(values)
             continue
         if rel.operator in (">", ">="):
-            lo = Bound(values, rel.operator == ">=")
+            lo = (values, rel.operator == ">=")
         elif rel.operator in ("<", "<="):
-            hi = Bound(values, rel.operator == "<=")
+            hi = (values, rel.operator == "<=")
         else:
             raise InvalidRequest(f"Unsupported multi-column operator {rel.operator}")
     if lo is None and hi is None:
         return None
-    return lo, hi
+    width = max(len(x[0]) for x in (lo, hi) if x is not None)
+    cols = ck_cols[res.ck_restricted_columns : res.ck_restricted_columns + width]
+    res.ck_restricted_columns += width
+    return tuple_slice_ranges([c.type for c in cols], [c.descending for c in cols], lo, hi)
 
 
 def _show(rel: ast.Relation) -> str:

@@ -55,6 +55,12 @@ class TermContext(Protocol):
     def new_uuid(self) -> uuid.UUID: ...
 
 
+class BindingContext(TermContext, Protocol):
+    """A TermContext that also carries the values bound to a prepared statement."""
+
+    def bound_value(self, marker: ast.BindMarker) -> Any: ...
+
+
 # Lossless numeric widenings ScyllaDB applies to function results and casts (prepare_expr.cc)
 _WIDENINGS = (("tinyint", "smallint", "int", "bigint", "varint"), ("float", "double"))
 
@@ -118,7 +124,10 @@ class CqlType(ABC):
                 raise InvalidRequest("Invalid null value for counter increment/decrement")
             return None
         if isinstance(term, ast.BindMarker):
-            raise terms.bind_marker_error(term, column)
+            bound = getattr(ctx, "bound_value", None)
+            if bound is None:
+                raise terms.bind_marker_error(term, column)
+            return self.validate(bound(term), column)
         if isinstance(term, ast.FunctionCall):
             return self._parse_function(term, column, ctx)
         if isinstance(term, ast.TypeCast):
