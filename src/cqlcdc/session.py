@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,23 @@ class Rows:
     @property
     def is_write(self) -> bool:
         return not self.column_names
+
+
+class PreparedStatement:
+    """A statement parsed once (``Session.prepare``); bind values at each execution."""
+
+    def __init__(self, query_string: str, statement: ast.Statement) -> None:
+        self.query_string = query_string
+        self.statement = statement
+
+    def __repr__(self) -> str:
+        return f"PreparedStatement({self.query_string!r})"
+
+
+def _statement(query: str | ast.Statement | PreparedStatement) -> ast.Statement:
+    if isinstance(query, PreparedStatement):
+        return query.statement
+    return parse_statement(query) if isinstance(query, str) else query
 
 
 class InitialScan:
@@ -258,14 +275,28 @@ class Session:
 
     # -- execute -----------------------------------------------------------------------------
 
+    def prepare(self, query: str) -> PreparedStatement:
+        """Parse a statement with ``?`` or ``:name`` bind markers once, for many executions.
+
+        Example:
+            >>> insert = session.prepare("INSERT INTO ks.t (pk, v) VALUES (?, ?)")  # doctest: +SKIP
+            >>> session.execute(insert, (1, "one"))  # doctest: +SKIP
+        """
+        return PreparedStatement(query, parse_statement(query))
+
     def execute(
-        self, query: str | ast.Statement, parameters: Any = None, *, wait: bool = True
+        self,
+        query: str | ast.Statement | PreparedStatement,
+        parameters: Sequence[Any] | Mapping[str, Any] | None = None,
+        *,
+        wait: bool = True,
     ) -> Rows:
         """Run one CQL statement.
 
         Args:
-            query: the statement text (or an already parsed statement).
-            parameters: not supported yet for text statements with bind markers.
+            query: the statement text, a parsed statement or a prepared statement.
+            parameters: the values of the statement's bind markers, by position (a sequence)
+                or by name (a mapping); each is checked against its column's type.
             wait: for writes, return only when committed (False: return once durable in the
                 ingest log; a later read or ``flush()`` waits for it).
 
@@ -278,14 +309,12 @@ class Session:
         """
         if self._closed:
             raise ServerError("Session is closed")
-        if parameters:
-            raise InvalidRequest("Bound parameters are not supported for text statements yet")
-        stmt = parse_statement(query) if isinstance(query, str) else query
+        stmt = _statement(query)
         if isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch):
-            return self._write(stmt, wait)
+            return self._write(stmt, wait, parameters)
         if isinstance(stmt, ast.Select):
             self.flush()
-            return Rows(self._select(stmt))
+            return Rows(self._select(stmt, parameters))
         if isinstance(stmt, ast.UseKeyspace):
             if self.catalog.keyspace(stmt.name) is None:
                 raise InvalidRequest(f"Keyspace '{stmt.name}' does not exist")
@@ -366,9 +395,14 @@ class Session:
             raise InvalidRequest(f"unconfigured table {name.name}")
         return schema
 
-    def _write(self, stmt: ast.Insert | ast.Update | ast.Delete | ast.Batch, wait: bool) -> Rows:
+    def _write(
+        self,
+        stmt: ast.Insert | ast.Update | ast.Delete | ast.Batch,
+        wait: bool,
+        parameters: Sequence[Any] | Mapping[str, Any] | None = None,
+    ) -> Rows:
         with self._lock:
-            records, needs_state = self._records(stmt)
+            records, needs_state = self._records(stmt, parameters)
             if not records:
                 return Rows()
             self.ingest.append(records)
@@ -379,24 +413,32 @@ class Session:
             self._raise_pipeline_errors(first, last)
         return Rows()
 
-    def execute_many(self, statements: Sequence[str | ast.Statement]) -> list[Rows | CqlError]:
+    def execute_many(
+        self,
+        statements: Sequence[str | ast.Statement | PreparedStatement],
+        parameters: Sequence[Sequence[Any] | Mapping[str, Any] | None] | None = None,
+    ) -> list[Rows | CqlError]:
         """Run many writes as one durable append and one wait (like the drivers'
-        ``execute_concurrent``). Each statement keeps its own timestamp and its own result:
-        a statement that fails validation is reported in its slot and the others still run.
-        Non-write statements are rejected in their slot.
+        ``execute_concurrent_with_args``). Each statement keeps its own timestamp and its own
+        result: a statement that fails validation is reported in its slot and the others
+        still run. Non-write statements are rejected in their slot.
+
+        Args:
+            statements: the writes (text, parsed or prepared).
+            parameters: per statement, the values of its bind markers (or None).
         """
         results: list[Rows | CqlError] = []
         batch: list[Any] = []
         slot_of_seq: dict[int, int] = {}
         with self._lock:
-            for q in statements:
+            for n, q in enumerate(statements):
                 try:
-                    stmt = parse_statement(q) if isinstance(q, str) else q
+                    stmt = _statement(q)
                     if not isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch):
                         raise InvalidRequest(
                             "execute_many takes only INSERT, UPDATE, DELETE, BATCH"
                         )
-                    records, _ = self._records(stmt)
+                    records, _ = self._records(stmt, parameters[n] if parameters else None)
                 except CqlError as e:
                     results.append(e)
                     continue
@@ -414,7 +456,9 @@ class Session:
         return results
 
     def _records(
-        self, stmt: ast.Insert | ast.Update | ast.Delete | ast.Batch
+        self,
+        stmt: ast.Insert | ast.Update | ast.Delete | ast.Batch,
+        parameters: Sequence[Any] | Mapping[str, Any] | None = None,
     ) -> tuple[list[Any], bool]:
         """Validate a write and make its ingest records (one per partition), seqs assigned."""
         from cqlcdc.pipeline.records import IngestRecord
@@ -429,7 +473,7 @@ class Session:
                 raise InvalidRequest("Global TTL on the BATCH statement is not supported.")
         else:
             statements = (stmt,)
-        ctx = WriteContext(ts, now_us, seed)
+        ctx = WriteContext(ts, now_us, seed, bindings=parameters)
         if isinstance(stmt, ast.Batch) and stmt.using.timestamp is not None:
             from cqlcdc.types import native_type
 
@@ -547,10 +591,14 @@ class Session:
             return None
         return self.engine.snapshot().version_of(log_output(base))
 
-    def _select(self, stmt: ast.Select) -> ResultSet:
+    def _select(
+        self, stmt: ast.Select, parameters: Sequence[Any] | Mapping[str, Any] | None = None
+    ) -> ResultSet:
         schema = self._table(stmt.table)
         now_s = time.time_ns() // 1_000_000_000
-        res = prepare(schema, stmt)
+        now_us = time.time_ns() // 1000
+        ctx = WriteContext(now_us, now_us, 0, bindings=parameters)
+        res = prepare(schema, stmt, ctx)
         snap = self.engine.snapshot()
         if schema.keyspace in SYSTEM_KEYSPACES:
             cdc_tables = [t for t in self.catalog.tables() if t.cdc.enabled]
@@ -560,7 +608,7 @@ class Session:
             parts = self._log_partitions(schema, base, snap, res, now_s)
         else:
             parts = self._base_partitions(schema, snap, res, now_s)
-        return evaluate(schema, stmt, res, parts, now_s)
+        return evaluate(schema, stmt, res, parts, now_s, ctx)
 
     def _base_partitions(
         self, schema: TableSchema, snap: Any, res: Any, now_s: int

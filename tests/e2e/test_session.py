@@ -137,3 +137,37 @@ def test_log_ttl_rows_expire_and_are_purged(spark: Any, tmp_path: Path) -> None:
         assert _rows(s.execute("SELECT pk, v FROM ks.short")) == [(1, 1)]  # base untouched
     finally:
         s.close()
+
+
+def test_prepared_statements_bind_values(spark: Any, tmp_path: Path) -> None:
+    import datetime
+    import uuid
+
+    s = cqlcdc.connect(data_dir=tmp_path / "data", master="local[2]")
+    try:
+        s.execute(KS)
+        s.execute(
+            "CREATE TABLE ks.t (pk int, ck timeuuid, v text, tags set<text>, at timestamp, "
+            "PRIMARY KEY (pk, ck)) WITH cdc = {'enabled': true}"
+        )
+        insert = s.prepare(
+            "INSERT INTO ks.t (pk, ck, v, tags, at) VALUES (?, ?, ?, ?, ?) USING TTL ?"
+        )
+        ck = uuid.uuid1()
+        when = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.UTC)
+        s.execute(insert, (1, ck, "one", {"a", "b"}, when, 3600))
+        results = s.execute_many(
+            [insert] * 3, [(2, uuid.uuid1(), f"v{i}", None, None, 0) for i in range(3)]
+        )
+        assert all(not isinstance(r, Exception) for r in results)
+        select = s.prepare("SELECT v, tags, ttl(v) FROM ks.t WHERE pk = :pk AND ck = :ck")
+        row = s.execute(select, {"pk": 1, "ck": ck}).one()
+        assert row is not None and row.v == "one" and row.tags == frozenset({"a", "b"})
+        assert 3500 < row[2] <= 3600
+        assert len(list(s.execute("SELECT * FROM ks.t WHERE pk = ?", [2]))) == 3
+        with pytest.raises(InvalidRequest, match="Not enough values bound"):
+            s.execute(insert, (1, ck))
+        bad = s.execute_many([insert], [(3, ck, 42, None, None, 0)])
+        assert isinstance(bad[0], InvalidRequest)
+    finally:
+        s.close()
