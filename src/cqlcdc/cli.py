@@ -240,6 +240,53 @@ def cmd_changefeed_read(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_load(args: argparse.Namespace) -> int:
+    """Load CQL files, or CSV/Parquet/JSON-lines rows bound to a prepared write."""
+    from cqlcdc.loader import Progress, count_rows, load
+
+    cql = [p for p in args.files if p.endswith(".cql")]
+    rows = [p for p in args.files if not p.endswith(".cql")]
+    session = _connect(args)
+    failures = 0
+    try:
+        if cql:
+            with open(os.devnull, "w") as quiet:  # results are not printed; errors are
+                runner = Runner(session, "table", quiet, sys.stderr)
+                for path in cql:
+                    runner.run_text(Path(path).read_text(), path)
+            failures += runner.failures
+        if rows:
+            progress = Progress(count_rows(rows))
+            try:
+                result = load(
+                    session,
+                    args.table,
+                    rows,
+                    statement=args.statement,
+                    columns=args.columns.split(",") if args.columns else None,
+                    chunk=args.chunk,
+                    progress=progress,
+                )
+            finally:
+                progress.close()
+            for path, row, err in result.failed[:20]:
+                print(f"{path}:{row}: {err.class_name}: {err.message}", file=sys.stderr)
+            if len(result.failed) > 20:
+                print(f"... and {len(result.failed) - 20} more failed rows", file=sys.stderr)
+            failures += len(result.failed)
+            print(
+                f"{result.rows:,} rows loaded in {result.seconds:.1f} s "
+                f"({result.rows_per_s:,.0f} rows/s), {len(result.failed):,} failed",
+                file=sys.stderr,
+            )
+    except CqlError as e:
+        print(f"cqlcdc: {e.class_name}: {e.message}", file=sys.stderr)
+        return 1
+    finally:
+        session.close()
+    return 0 if failures == 0 else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cqlcdc", description="CQL with ScyllaDB-exact CDC logs, computed on Spark."
@@ -272,6 +319,18 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--follow", action="store_true", help="keep printing new records")
     read.set_defaults(func=cmd_changefeed_read)
     add_replay_command(sub)
+    loadp = sub.add_parser(
+        "load", help="bulk-load CQL files or CSV/Parquet/JSON-lines rows into a table"
+    )
+    loadp.add_argument("table", help="keyspace.table the rows go to")
+    loadp.add_argument("files", nargs="+", help=".cql, .csv (with header), .parquet, .jsonl")
+    loadp.add_argument(
+        "--statement", help="a write with ? or :name markers (default: INSERT of the columns)"
+    )
+    loadp.add_argument("--columns", help="comma-separated file columns to use (default: all)")
+    loadp.add_argument("--chunk", type=int, default=5000, help="rows per commit (default 5000)")
+    common(loadp)
+    loadp.set_defaults(func=cmd_load)
     return parser
 
 

@@ -7,10 +7,13 @@
 
 from __future__ import annotations
 
-from cqlcdc.cql.ast import Statement
+import dataclasses
+
+from cqlcdc.cql.ast import BindMarker, Statement, Term
 from cqlcdc.cql.parser import Parser
 from cqlcdc.cql.render import quote_identifier, render, render_term, render_type
 from cqlcdc.cql.script import StatementText, parse_script, split_statements
+from cqlcdc.cql.tokens import tokenize
 
 
 def parse_statement(text: str) -> Statement:
@@ -33,10 +36,43 @@ def parse_statement(text: str) -> Statement:
     return Parser.parse(text)
 
 
+def parse_term(text: str) -> Term:
+    """Parse one CQL value literal (``42``, ``'a'``, ``{1: 'x'}``, ``0xcafe``, ...).
+
+    Raises:
+        CqlSyntaxError: the text is not exactly one term.
+    """
+    parser = Parser(tokenize(text))
+    term = parser._parse_term()
+    if not parser._at_end():
+        raise parser._mismatch("EOF")
+    return term
+
+
+def bind_markers(node: object) -> list[BindMarker]:
+    """Every bind marker of a statement (or any AST node), in source order."""
+    found: list[BindMarker] = []
+
+    def walk(x: object) -> None:
+        if isinstance(x, BindMarker):
+            found.append(x)
+        elif isinstance(x, tuple):
+            for item in x:
+                walk(item)
+        elif dataclasses.is_dataclass(x):
+            for f in dataclasses.fields(x):
+                walk(getattr(x, f.name))
+
+    walk(node)
+    return sorted(found, key=lambda m: m.index)
+
+
 __all__ = [
     "StatementText",
+    "bind_markers",
     "parse_script",
     "parse_statement",
+    "parse_term",
     "quote_identifier",
     "render",
     "render_term",

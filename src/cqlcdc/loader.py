@@ -1,0 +1,246 @@
+"""Bulk loads: CSV, Parquet and JSON-lines rows bound to a prepared write, or CQL files.
+
+Each input row binds the markers of one prepared INSERT/UPDATE/DELETE (by default an INSERT of
+the file's columns), like the drivers' prepared statements and cqlsh ``COPY FROM``. Rows go to
+the engine in chunks, one durable ingest append and one commit wait per chunk, with the same
+guarantees as any write: a failed row is reported with its file and row number, the others
+are applied.
+
+>>> result = load(session, "ks.t", ["rows.csv"])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import pyarrow as pa
+
+from cqlcdc.cql import ast, bind_markers, parse_statement, parse_term
+from cqlcdc.errors import CqlError, CqlSyntaxError, InvalidRequest
+from cqlcdc.schema.model import TableSchema
+from cqlcdc.types.base import CqlType
+
+# types whose CSV text is the value itself (as cqlsh COPY FROM reads them)
+_TEXTUAL = {"ascii", "text", "varchar", "inet", "date", "time", "timestamp"}
+
+
+@dataclass
+class LoadResult:
+    """What a load did: rows applied, failures (file, row number, error), seconds taken."""
+
+    rows: int = 0
+    failed: list[tuple[str, int, CqlError]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows / self.seconds if self.seconds else 0.0
+
+
+def _csv_converter(ctype: CqlType, column: str) -> Callable[[str | None], Any]:
+    """CSV text -> value: empty is null; text-like types take the text as is; others parse
+    as a CQL literal (``{1: 'a'}``, ``0xcafe``, ``true``, uuids, numbers)."""
+    textual = ctype.cql_name in _TEXTUAL
+
+    def convert(text: str | None) -> Any:
+        if text is None or text == "":
+            return None
+        try:
+            term: ast.Term = ast.Constant("string", text) if textual else parse_term(text)
+        except CqlSyntaxError:
+            raise InvalidRequest(
+                f"Invalid value {text!r} for column {column} of type {ctype.cql_name}"
+            ) from None
+        return ctype.frozen().parse_literal(term, column)
+
+    return convert
+
+
+def _is_csv(path: Path) -> bool:
+    return path.name.endswith((".csv", ".csv.gz"))
+
+
+def _read_batches(path: Path, chunk: int) -> Iterator[pa.Table]:
+    suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
+    if suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk):
+            yield pa.Table.from_batches([batch])
+    elif suffix in (".csv", ".csv.gz"):
+        import pyarrow.csv as pacsv
+
+        reader = pacsv.open_csv(
+            path,
+            read_options=pacsv.ReadOptions(block_size=1 << 22),
+            convert_options=pacsv.ConvertOptions(
+                column_types={}, strings_can_be_null=False, auto_dict_encode=False
+            ),
+        )
+        # every column as text: the CQL types decide how to read them
+        for batch in reader:
+            table = pa.Table.from_batches([batch])
+            yield table.cast(pa.schema([pa.field(n, pa.string()) for n in table.column_names]))
+    elif suffix in (".jsonl", ".ndjson", ".json"):
+        import pyarrow.json as pajson
+
+        table = pajson.read_json(path)
+        for start in range(0, table.num_rows, chunk):
+            yield table.slice(start, chunk)
+    else:
+        raise InvalidRequest(f"{path}: unknown input format (use .csv, .parquet or .jsonl)")
+
+
+def _statement_for(
+    schema: TableSchema, columns: Sequence[str], statement: str | None
+) -> ast.Statement:
+    if statement is not None:
+        stmt = parse_statement(statement)
+        if not isinstance(stmt, ast.Insert | ast.Update | ast.Delete):
+            raise InvalidRequest("A load binds rows to an INSERT, UPDATE or DELETE")
+        return stmt
+    unknown = [c for c in columns if schema.column(c) is None]
+    if unknown:
+        raise InvalidRequest(f"Unknown column {unknown[0]} in table {schema.qualified_name}")
+    names = ", ".join(columns)
+    marks = ", ".join("?" for _ in columns)
+    return parse_statement(f"INSERT INTO {schema.qualified_name} ({names}) VALUES ({marks})")
+
+
+class Progress:
+    """Rows, rows/s and ETA on one terminal line (only when ``out`` is a terminal)."""
+
+    def __init__(self, total: int | None, out: TextIO = sys.stderr) -> None:
+        self.total = total
+        self.out = out
+        self.start = time.monotonic()
+        self.enabled = out.isatty()
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        rate = done / elapsed
+        eta = ""
+        if self.total and rate > 0:
+            eta = f", ETA {max(self.total - done, 0) / rate:,.0f} s"
+        total = f"/{self.total:,}" if self.total else ""
+        self.out.write(f"\r{done:,}{total} rows, {rate:,.0f} rows/s{eta}   ")
+        self.out.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.out.write("\n")
+
+
+def _count_rows(paths: Sequence[Path]) -> int | None:
+    total = 0
+    for p in paths:
+        if p.suffix in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            total += pq.ParquetFile(p).metadata.num_rows
+        else:
+            return None
+    return total
+
+
+def load(
+    session: Any,
+    table: str,
+    paths: Sequence[str | Path],
+    *,
+    statement: str | None = None,
+    columns: Sequence[str] | None = None,
+    chunk: int = 5000,
+    progress: Progress | None = None,
+) -> LoadResult:
+    """Load rows from files into ``table`` through ``session``.
+
+    Args:
+        session: a ``cqlcdc`` Session.
+        table: ``keyspace.table``.
+        paths: CSV (header row), Parquet or JSON-lines files.
+        statement: a write with bind markers; positional ``?`` take the file's columns in
+            order, ``:name`` markers the column of that name. Default: INSERT of the columns.
+        columns: the file columns to use (default: all).
+        chunk: rows per durable append and commit wait.
+        progress: a Progress line to update.
+
+    Returns:
+        The rows applied and the rows that failed (file, row number, error).
+    """
+    ks, _, name = table.rpartition(".")
+    schema = session._table(ast.QualifiedName(ks or None, name))
+    result = LoadResult()
+    started = time.monotonic()
+    done = 0
+    for raw_path in paths:
+        path = Path(raw_path)
+        row_no = 0
+        stmt: ast.Statement | None = None
+        for table_chunk in _read_batches(path, chunk):
+            cols = list(columns or table_chunk.column_names)
+            if stmt is None:
+                stmt = _statement_for(schema, cols, statement)
+                named = _has_named_markers(stmt)
+            converters = _converters(schema, cols, _is_csv(path))
+            data = [table_chunk.column(c).to_pylist() for c in cols]
+            params: list[Any] = []
+            for i in range(table_chunk.num_rows):
+                try:
+                    values = [conv(col[i]) for conv, col in zip(converters, data, strict=True)]
+                except CqlError as e:
+                    result.failed.append((str(path), row_no + i + 1, e))
+                    params.append(None)
+                    continue
+                params.append(dict(zip(cols, values, strict=True)) if named else values)
+            good = [p for p in params if p is not None]
+            if good:
+                outcomes = session.execute_many([stmt] * len(good), good)
+                k = 0
+                for i, p in enumerate(params):
+                    if p is None:
+                        continue
+                    out = outcomes[k]
+                    k += 1
+                    if isinstance(out, CqlError):
+                        result.failed.append((str(path), row_no + i + 1, out))
+                    else:
+                        result.rows += 1
+            row_no += table_chunk.num_rows
+            done += table_chunk.num_rows
+            if progress is not None:
+                progress.update(done)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _has_named_markers(stmt: ast.Statement) -> bool:
+    return any(m.name is not None for m in bind_markers(stmt))
+
+
+def _converters(schema: TableSchema, cols: Sequence[str], csv: bool) -> list[Callable[[Any], Any]]:
+    """Per column: CSV text -> value, or (typed Parquet/JSON input) the value as is, which
+    the prepared statement then checks against the column type."""
+    out: list[Callable[[Any], Any]] = []
+    for c in cols:
+        col = schema.column(c)
+        if col is None:
+            raise InvalidRequest(f"Unknown column {c} in table {schema.qualified_name}")
+        out.append(_csv_converter(col.type, c) if csv else _identity)
+    return out
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def count_rows(paths: Sequence[str | Path]) -> int | None:
+    """Rows in the inputs when cheap to know (Parquet footers), else None."""
+    return _count_rows([Path(p) for p in paths])
