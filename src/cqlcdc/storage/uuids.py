@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from typing import Any
 
 # 100-ns intervals between 1582-10-15 and 1970-01-01 (the v1 uuid epoch offset)
 UUID_EPOCH_OFFSET = 0x01B21DD213814000
@@ -42,9 +43,11 @@ def micros_of(u: uuid.UUID) -> int:
     return (ticks_of(u) - UUID_EPOCH_OFFSET) // 10
 
 
-def timeuuid_sort_key(u: uuid.UUID) -> tuple[int, bytes]:
-    """Timeuuid comparator order: by time, then by the raw bytes."""
-    return (ticks_of(u), u.bytes)
+def timeuuid_sort_key(u: uuid.UUID) -> Any:
+    """Timeuuid comparator order (the ``timeuuid`` type's: time, then signed low bytes)."""
+    from cqlcdc.types import native_type
+
+    return native_type("timeuuid").sort_key(u)
 
 
 class SeededBits:
