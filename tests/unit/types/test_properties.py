@@ -188,7 +188,7 @@ def test_cqlsh_text_is_consistent(cql_type: CqlType, data: st.DataObject) -> Non
     value = data.draw(values(cql_type))
     text = cql_type.to_cqlsh(value)
     assert text == cql_type.to_cqlsh(cql_type.validate(value, "v"))
-    assert text != "null"
+    assert text != "null" or value == "null"  # cqlsh shows the string 'null' like null
     # inside a list, the value shows with the nested (quoted) form of its elements
     as_list = ListType(cql_type.frozen(), frozen=True)
     if not cql_type.is_counter:
