@@ -10,6 +10,7 @@ once the streaming pipeline has committed it together with its CDC log rows.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -27,7 +28,7 @@ from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.codec import ScanRequest, WritePayload, encode_payload
+from cqlcdc.storage.codec import ScanRequest, SweepRequest, WritePayload, encode_payload
 from cqlcdc.storage.mutations import (
     Mutation,
     WriteContext,
@@ -238,6 +239,11 @@ class Session:
         self._closed = False
         self.autoscan = True
         self._scanners: list[threading.Thread] = []
+        self.sweep_interval_s = 1.0
+        self._sweep_error: Exception | None = None
+        self._stop = threading.Event()
+        self._sweep_thread = threading.Thread(target=self._sweeper, name="ttl-sweeper", daemon=True)
+        self._sweep_thread.start()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -246,6 +252,8 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        self._stop.set()
+        self._sweep_thread.join()
         try:
             for thread in self._scanners:
                 thread.join()
@@ -368,6 +376,9 @@ class Session:
 
     def flush(self) -> None:
         """Wait until every write acknowledged to the ingest log is committed."""
+        if self._sweep_error is not None:
+            err, self._sweep_error = self._sweep_error, None
+            raise ServerError(f"TTL sweeper failed: {err}") from err
         if self._pending_seq:
             self._wait(self._pending_seq)
 
@@ -560,6 +571,74 @@ class Session:
             self.generations.save(self.data_dir / GENERATIONS_FILE)
             self._last_ts = max(self._last_ts, ts_ms * 1000)
             return ts_ms
+
+    def sweep_expired(self, now_s: int | None = None) -> int:
+        """Report TTL expiry to feeds with ``EXPIRY_EVENTS``: one sweep record per partition
+        and expiry second that has passed (the background sweeper calls this every second).
+
+        Returns the number of sweep records appended.
+        """
+        from cqlcdc.cdc.feeds import table_feeds
+        from cqlcdc.cdc.processor import expiry_output
+        from cqlcdc.pipeline.records import IngestRecord
+
+        now = int(time.time()) if now_s is None else now_s
+        path = self.data_dir / "sweeps.json"
+        swept: dict[str, int] = json.loads(path.read_text()) if path.exists() else {}
+        snap = self.engine.snapshot()
+        appended = 0
+        with self._lock:
+            for schema in self.catalog.tables():
+                if not any(f.options.ttl_expiry_events for f in table_feeds(schema)):
+                    continue
+                output = expiry_output(schema.table_id)
+                if snap.version_of(output) is None:
+                    continue
+                since = swept.get(schema.table_id, 0)
+                due = snap.read(output, [("expiry_s", ">", since), ("expiry_s", "<=", now)])
+                pairs = sorted(
+                    set(
+                        zip(
+                            due["expiry_s"].to_pylist(),
+                            due["pk"].to_pylist(),
+                            due["token"].to_pylist(),
+                            strict=True,
+                        )
+                    )
+                )
+                records = []
+                for expiry_s, pk_bytes, token in pairs:
+                    records.append(
+                        IngestRecord(
+                            seq=self._next_seq,
+                            table_id=schema.table_id,
+                            schema_version=schema.schema_version,
+                            bucket=bucket_of(token, self.num_buckets),
+                            token=token,
+                            pk=pk_bytes,
+                            payload=encode_payload(SweepRequest(expiry_s)),
+                        )
+                    )
+                    self._next_seq += 1
+                if records:
+                    self.ingest.append(records)
+                    self._pending_seq = records[-1].seq
+                    appended += len(records)
+                swept[schema.table_id] = now
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(swept))
+            tmp.replace(path)
+        return appended
+
+    def _sweeper(self) -> None:
+        while not self._stop.wait(self.sweep_interval_s):
+            try:
+                self.sweep_expired()
+            except RuntimeError:  # the catalog changed under us (a DDL): next tick
+                continue
+            except Exception as e:  # surfaced by the next flush(), never dropped
+                self._sweep_error = e
+                return
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -175,3 +175,34 @@ def test_spark_reads_a_feed_batch_and_streaming(session: Any, spark: Any, tmp_pa
         assert len(rows) == 9 and len({(r.partition, r.offset) for r in rows}) == 9
     finally:
         query.stop()
+
+
+def test_ttl_expiry_events(session: Any) -> None:
+    import time
+
+    session.sweep_interval_s = 3600.0  # the test sweeps by hand
+    session.execute(
+        "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'NEW_AND_OLD_IMAGES', FORMAT = 'JSON', "
+        "EXPIRY_EVENTS = TRUE)"
+    )
+    session.execute(
+        "ALTER TABLE ks.t ADD CHANGEFEED d WITH (MODE = 'NEW_AND_OLD_IMAGES', "
+        "FORMAT = 'DYNAMODB_STREAMS_JSON', EXPIRY_EVENTS = TRUE)"
+    )
+    session.execute("INSERT INTO ks.t (pk, ck, v) VALUES (1, 1, 'short') USING TTL 5")
+    session.execute("INSERT INTO ks.t (pk, ck, v) VALUES (1, 2, 'long')")
+    session.execute("UPDATE ks.t USING TTL 5 SET m = m + {1: 'x'} WHERE pk = 1 AND ck = 2")
+    later = int(time.time()) + 10
+    assert session.sweep_expired(later) >= 1
+    records = values(session, "ks.t/f")[3:]
+    assert [(r["key"], "erase" in r, r.get("expired")) for r in records] == [
+        ([1, 1], True, True),
+        ([1, 2], False, True),
+    ]
+    assert records[1]["newImage"] == {"m": None, "v": "long"}
+    dynamo = [v for v in values(session, "ks.t/d") if v.get("eventName") == "REMOVE"]
+    assert dynamo[0]["userIdentity"] == {
+        "principalId": "dynamodb.amazonaws.com",
+        "type": "Service",
+    }
+    assert session.sweep_expired(later) == 0  # swept once

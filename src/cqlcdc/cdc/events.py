@@ -107,3 +107,35 @@ def snapshot_events(schema: TableSchema, state: Partition | None, now_s: int) ->
     for live in view.clustering_rows(state, now_s):
         events.append(RowEvent(live.ck, "upsert", None, dict(live.values), {}))
     return events
+
+
+def expiry_events(
+    schema: TableSchema, state: Partition | None, before_s: int, at_s: int
+) -> list[RowEvent]:
+    """What TTL expiry did to a partition between two moments (no write involved).
+
+    A row whose last live cell or marker expired is an erase; a row that lost only some
+    columns is an upsert whose ``written`` lists them as null. Both are marked ``expired``.
+    """
+    if state is None:
+        return []
+    view = PartitionView(schema)
+    events: list[RowEvent] = []
+    keys: list[ClusteringKey | None] = [None, *view.order.sorted(list(state.rows))]
+    for ck in keys:
+        if ck is None:
+            old_row = view.static_row(state, before_s)
+            new_row = view.static_row(state, at_s)
+        else:
+            old_row = view.clustering_row(state, ck, before_s)
+            new_row = view.clustering_row(state, ck, at_s)
+        if old_row is None:
+            continue
+        old = dict(old_row.values)
+        new = None if new_row is None else dict(new_row.values)
+        if new == old:
+            continue
+        gone = {c: None for c in old if new is None or c not in new}
+        kind: Literal["upsert", "erase"] = "erase" if new is None else "upsert"
+        events.append(RowEvent(ck, kind, old, new, gone, False, True))
+    return events

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from cqlcdc.cdc.events import row_events, snapshot_events
+from cqlcdc.cdc.events import expiry_events, row_events, snapshot_events
 from cqlcdc.cdc.feeds import (
     FEED_PREFIX,
     SCAN_SCHEMA,
@@ -33,7 +33,14 @@ from cqlcdc.cdc.log_writer import LogRow, LogWriter, WriteInfo
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.errors import CqlError
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.codec import ScanRequest, decode_fragment, decode_payload, encode_fragment
+from cqlcdc.storage.cells import Cell, CollectionCells
+from cqlcdc.storage.codec import (
+    ScanRequest,
+    SweepRequest,
+    decode_fragment,
+    decode_payload,
+    encode_fragment,
+)
 from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.partition import Partition
 
@@ -67,6 +74,34 @@ LOG_INTERNAL = (
 
 
 GENERATIONS_FILE = "cdc_generations.json"
+# when TTL'd data of a partition expires, for feeds with EXPIRY_EVENTS (swept by the session)
+EXPIRY_SCHEMA = pa.schema(
+    [
+        pa.field("bucket", pa.int32(), nullable=False),
+        pa.field("pk", pa.binary(), nullable=False),
+        pa.field("token", pa.int64(), nullable=False),
+        pa.field("expiry_s", pa.int64(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+    ]
+)
+
+
+def expiry_output(table_id: str) -> str:
+    return f"expiry/{table_id}"
+
+
+def _expiries(mutation: Partition) -> set[int]:
+    """The seconds at which the TTL'd cells and markers of a mutation expire."""
+    out: set[int] = set()
+    for row in [mutation.static, *mutation.rows.values()]:
+        if row.marker is not None and row.marker.expiry_s:
+            out.add(row.marker.expiry_s)
+        for data in row.cells.values():
+            if isinstance(data, Cell) and data.expiry_s and data.value is not None:
+                out.add(data.expiry_s)
+            elif isinstance(data, CollectionCells):
+                out.update(c.expiry_s for c in data.elements.values() if c.expiry_s)
+    return out
 
 
 def base_output(schema: TableSchema) -> str:
@@ -239,6 +274,10 @@ class CoreProcessor:
             result[log_output(latest)] = log_rows_to_arrow(log_table_schema(latest), out.log)
         if out.errors:
             result["errors"] = pa.Table.from_pylist(out.errors, schema=ERRORS_SCHEMA)
+        if ctx.expiries:
+            result[expiry_output(table_id)] = pa.Table.from_pylist(
+                ctx.expiries, schema=EXPIRY_SCHEMA
+            )
         if ctx.new_scans:
             result[scan_output(table_id)] = pa.Table.from_pylist(ctx.new_scans, schema=SCAN_SCHEMA)
         return result
@@ -263,6 +302,9 @@ class CoreProcessor:
         payload = decode_payload(rec["payload"])
         if isinstance(payload, ScanRequest):
             self._scan(ctx, rec, pk, current, payload)
+            return current
+        if isinstance(payload, SweepRequest):
+            self._sweep(ctx, rec, pk, current, payload)
             return current
         mutation = payload.partition
         now_s = payload.now_us // 1_000_000
@@ -309,7 +351,40 @@ class CoreProcessor:
         current.apply(mutation)
         if ctx.stager.feeds:
             self._feed_change(ctx, rec, pk, before, mutation, current, payload.now_us)
+            if any(f.options.ttl_expiry_events for f in ctx.stager.feeds):
+                for expiry_s in sorted(_expiries(mutation)):
+                    ctx.expiries.append(
+                        {
+                            "bucket": ctx.bucket,
+                            "pk": rec["pk"],
+                            "token": rec["token"],
+                            "expiry_s": expiry_s,
+                            "seq": rec["seq"],
+                        }
+                    )
         return current
+
+    def _sweep(
+        self,
+        ctx: _BucketContext,
+        rec: dict[str, Any],
+        pk: tuple[Any, ...],
+        current: Partition | None,
+        sweep: SweepRequest,
+    ) -> None:
+        """A TTL sweep: erase (or update) records marked as expiry for rows that expired."""
+        events = expiry_events(ctx.schema, current, sweep.at_s - 1, sweep.at_s)
+        for feed in ctx.stager.feeds:
+            if feed.options.ttl_expiry_events:
+                ctx.stager.add(
+                    feed,
+                    pk,
+                    events,
+                    seq=rec["seq"],
+                    step=sweep.at_s * 1000,
+                    tx_id=rec["seq"],
+                    created_ms=sweep.at_s * 1000,
+                )
 
     def _feed_change(
         self,
@@ -412,6 +487,7 @@ class _BucketContext:
     stager: FeedStager
     scanned: set[tuple[bytes, str]] = field(default_factory=set)
     new_scans: list[dict[str, Any]] = field(default_factory=list)
+    expiries: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Truncations:

@@ -44,15 +44,25 @@ class ScanRequest:
     created_ms: int
 
 
-def encode_payload(payload: WritePayload | ScanRequest) -> bytes:
+@dataclass(frozen=True, slots=True)
+class SweepRequest:
+    """A TTL sweep record: report what expired in this partition at second ``at_s``."""
+
+    at_s: int
+
+
+Payload = WritePayload | ScanRequest | SweepRequest
+
+
+def encode_payload(payload: Payload) -> bytes:
     return _TAG + pickle.dumps(payload, protocol=5)
 
 
-def decode_payload(data: bytes) -> WritePayload | ScanRequest:
+def decode_payload(data: bytes) -> Payload:
     if not data.startswith(_TAG):
         raise CorruptIngestFile("ingest payload has an unknown format tag")
     obj = pickle.loads(data[len(_TAG) :])
-    if not isinstance(obj, WritePayload | ScanRequest):
+    if not isinstance(obj, WritePayload | ScanRequest | SweepRequest):
         raise CorruptIngestFile("ingest payload does not hold a write")
     return obj
 
