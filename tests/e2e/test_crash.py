@@ -115,7 +115,7 @@ def verify(data_dir: Path, total: int, consumed: list[FeedMessage]) -> None:
 
 @pytest.mark.spark
 def test_kill_9_while_loading(spark: Any, tmp_path: Path) -> None:
-    run_with_kills(tmp_path, total=3000, group=150, kills=3, seed=1)
+    run_with_kills(tmp_path, total=1200, group=100, kills=3, seed=1)
 
 
 @pytest.mark.spark

@@ -1,0 +1,139 @@
+"""Changefeed throughput: a NEW_AND_OLD_IMAGES JSON feed against the CDC log alone.
+
+Two tables in one engine, the same generated workload written to each (the workload of
+benchmarks/run.py: UPDATEs ``SET v = ?, w = ?`` and 5% row DELETEs, prepared statements,
+``execute_many`` groups):
+
+    bench.l   ``WITH cdc = {'enabled': true}``                     (CDC log only)
+    bench.f   the same, plus ``ADD CHANGEFEED f WITH (MODE = 'NEW_AND_OLD_IMAGES',
+              FORMAT = 'JSON')``                                   (CDC log + the feed)
+
+Both are timed to the commit; the feed's records are then counted and decoded through
+``cqlcdc.feed_reader.FeedReader`` (the read is timed too).
+
+    .venv/bin/python benchmarks/changefeed.py --mutations 50000 --partitions 5000
+
+Prints a table and writes benchmarks/results/changefeed.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run import (  # the sibling script (benchmarks/ is on sys.path)
+    CDC_DELTA,
+    KEYSPACE_DDL,
+    RESULTS,
+    SEED,
+    TABLE_DDL,
+    PeakMemory,
+    apply_cqlcdc,
+    log_rows,
+    make_workload,
+    settle,
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mutations", type=int, default=50_000)
+    parser.add_argument("--partitions", type=int, default=5_000)
+    parser.add_argument("--group", type=int, default=20_000, help="writes per execute_many")
+    args = parser.parse_args()
+
+    import cqlcdc
+    from cqlcdc.feed_reader import FeedReader
+
+    work = make_workload(args.mutations, args.partitions)
+    scratch = tempfile.mkdtemp(prefix="cqlcdc-feed-")
+    data_dir = os.path.join(scratch, "data")
+    with PeakMemory() as memory:
+        session = cqlcdc.connect(data_dir=data_dir)
+        session.execute(KEYSPACE_DDL)
+        for name in ("l", "f", "warm"):
+            session.execute(TABLE_DDL.format(name=name) + " " + CDC_DELTA)
+        session.execute(
+            "ALTER TABLE bench.f ADD CHANGEFEED f "
+            "WITH (MODE = 'NEW_AND_OLD_IMAGES', FORMAT = 'JSON')"
+        )
+        warm = make_workload(min(len(work) // 10, args.group), args.partitions, SEED + 2)
+        apply_cqlcdc(session, "warm", warm, args.group)
+        log_only_s = apply_cqlcdc(session, "l", work, args.group)
+        settle(session)
+        with_feed_s = apply_cqlcdc(session, "f", work, args.group)
+        settle(session)
+        logs = {"l": log_rows(session, "l"), "f": log_rows(session, "f")}
+        session.close()
+
+        reader = FeedReader(data_dir, "bench.f/f")
+        start = time.perf_counter()
+        feed_records = 0
+        kinds: dict[str, int] = {}
+        for message in reader.read():
+            feed_records += 1
+            value: Any = message.value
+            kind = "erase" if value.get("erase") is not None else "update"
+            kinds[kind] = kinds.get(kind, 0) + 1
+        read_s = time.perf_counter() - start
+    shutil.rmtree(scratch, ignore_errors=True)
+
+    n = len(work)
+    result = {
+        "workload": {
+            "mutations": n,
+            "partitions": args.partitions,
+            "deletes": int(work.delete.sum()),
+            "seed": SEED,
+        },
+        "group": args.group,
+        "log_only": {
+            "seconds": round(log_only_s, 3),
+            "mutations_per_s": round(n / log_only_s, 1),
+            "log_rows": logs["l"],
+        },
+        "log_and_feed": {
+            "seconds": round(with_feed_s, 3),
+            "mutations_per_s": round(n / with_feed_s, 1),
+            "log_rows": logs["f"],
+            "feed_records": feed_records,
+            "feed_records_per_s": round(feed_records / with_feed_s, 1),
+            "feed_record_kinds": kinds,
+        },
+        "feed_overhead": round(with_feed_s / log_only_s, 3),
+        "feed_read": {
+            "seconds": round(read_s, 3),
+            "records_per_s": round(feed_records / read_s, 1) if read_s else None,
+        },
+        "peak_rss_mb": memory.peak_mb,
+        "cpus": os.cpu_count(),
+        "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
+    }
+    print(f"{'table':<24}{'seconds':>10}{'mutations/s':>14}{'log rows':>10}{'feed recs/s':>13}")
+    print(
+        f"{'CDC log only':<24}{log_only_s:>10.1f}{n / log_only_s:>14,.0f}{logs['l']:>10,}{'-':>13}"
+    )
+    print(
+        f"{'CDC log + feed':<24}{with_feed_s:>10.1f}{n / with_feed_s:>14,.0f}"
+        f"{logs['f']:>10,}{feed_records / with_feed_s:>13,.0f}"
+    )
+    print(
+        f"feed: {feed_records:,} records {kinds}; read back through FeedReader at "
+        f"{result['feed_read']['records_per_s']:,} records/s; the feed costs "
+        f"{result['feed_overhead']}x the log-only time; peak RSS {memory.peak_mb} MB"
+    )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "changefeed.json").write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
