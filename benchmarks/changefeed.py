@@ -46,9 +46,9 @@ from run import (  # the sibling script (benchmarks/ is on sys.path)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mutations", type=int, default=50_000)
-    parser.add_argument("--partitions", type=int, default=5_000)
-    parser.add_argument("--group", type=int, default=20_000, help="writes per execute_many")
+    parser.add_argument("--mutations", type=int, default=80_000)
+    parser.add_argument("--partitions", type=int, default=8_000)
+    parser.add_argument("--group", type=int, default=40_000, help="writes per execute_many")
     args = parser.parse_args()
 
     import cqlcdc
@@ -66,7 +66,8 @@ def main() -> None:
             "ALTER TABLE bench.f ADD CHANGEFEED f "
             "WITH (MODE = 'NEW_AND_OLD_IMAGES', FORMAT = 'JSON')"
         )
-        warm = make_workload(min(len(work) // 10, args.group), args.partitions, SEED + 2)
+        warm_n = min(len(work), args.group, session.engine.driver_max_rows + 1_000)
+        warm = make_workload(warm_n, args.partitions, SEED + 2)
         apply_cqlcdc(session, "warm", warm, args.group)
         log_only_s = apply_cqlcdc(session, "l", work, args.group)
         settle(session)

@@ -380,9 +380,9 @@ class Sizes:
 
 
 QUICK = Sizes(
-    mutations=40_000,
-    partitions=4_000,
-    group=20_000,
+    mutations=80_000,
+    partitions=8_000,
+    group=40_000,
     scaling_rows=(20_000, 1_000_000),  # the larger one is cut by the build budget
     scaling_batch=10_000,
     ack_writes=30,
@@ -390,7 +390,7 @@ QUICK = Sizes(
 FULL = Sizes(
     mutations=1_000_000,
     partitions=100_000,
-    group=25_000,
+    group=40_000,
     scaling_rows=(1_000_000, 10_000_000),
     scaling_batch=100_000,
     ack_writes=1_000,
@@ -562,9 +562,11 @@ def main() -> None:
         session.execute(KEYSPACE_DDL)
         session.execute(TABLE_DDL.format(name="a") + " " + CDC_DELTA)
         session.execute(TABLE_DDL.format(name="b") + " " + CDC_IMAGES)
-        # warm up (first Spark jobs, Python workers, imports) on a table of its own
+        # warm up (first Spark jobs, Python workers, imports) on a table of its own, through
+        # the executor path when the groups take it
         session.execute(TABLE_DDL.format(name="warm") + " " + CDC_IMAGES)
-        warm = make_workload(min(len(work) // 10, sizes.group), sizes.partitions, SEED + 2)
+        warm_n = min(len(work), sizes.group, session.engine.driver_max_rows + 1_000)
+        warm = make_workload(warm_n, sizes.partitions, SEED + 2)
         apply_cqlcdc(session, "warm", warm, sizes.group)
         profiles: dict[str, str] = {}
         for key, table in (("delta_only", "a"), ("images", "b")):
