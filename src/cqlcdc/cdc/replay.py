@@ -14,6 +14,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cqlcdc.cdc.log_writer import (
+    OP_INSERT,
+    OP_PARTITION_DELETE,
+    OP_POSTIMAGE,
+    OP_PREIMAGE,
+    OP_RANGE_END_EXCL,
+    OP_RANGE_END_INCL,
+    OP_RANGE_START_EXCL,
+    OP_RANGE_START_INCL,
+    OP_ROW_DELETE,
+    OP_UPDATE,
+)
 from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import Column, TableSchema
@@ -21,17 +33,6 @@ from cqlcdc.storage.tuple_slices import clustering_order, decompose
 from cqlcdc.storage.uuids import micros_of
 from cqlcdc.types import ListType, MapType, SetType, UserType
 from cqlcdc.types.text import maybe_quote
-
-OP_PREIMAGE = 0
-OP_UPDATE = 1
-OP_INSERT = 2
-OP_ROW_DELETE = 3
-OP_PARTITION_DELETE = 4
-OP_RANGE_START_INCL = 5
-OP_RANGE_START_EXCL = 6
-OP_RANGE_END_INCL = 7
-OP_RANGE_END_EXCL = 8
-OP_POSTIMAGE = 9
 
 REPLAY_GROUP_SIZE = 500
 

@@ -15,80 +15,12 @@ from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Keyspace, TableSchema
 from cqlcdc.schema.table_options import describe_options, format_map, single_quote
 from cqlcdc.types.base import CqlType
+from cqlcdc.types.text import RESERVED_KEYWORDS, maybe_quote
 
 if TYPE_CHECKING:
     from cqlcdc.schema.catalog import Catalog
 
 # Keywords of ScyllaDB's Cql.g that are not "unreserved": they cannot be bare identifiers.
-RESERVED_KEYWORDS = frozenset(
-    [
-        "add",
-        "allow",
-        "alter",
-        "and",
-        "ann",
-        "apply",
-        "asc",
-        "authorize",
-        "batch",
-        "begin",
-        "by",
-        "cast",
-        "columnfamily",
-        "concurrency",
-        "create",
-        "default",
-        "delete",
-        "drop",
-        "entries",
-        "from",
-        "full",
-        "grant",
-        "if",
-        "in",
-        "index",
-        "infinity",
-        "insert",
-        "into",
-        "is",
-        "keyspace",
-        "limit",
-        "materialized",
-        "modify",
-        "nan",
-        "norecursive",
-        "not",
-        "null",
-        "of",
-        "on",
-        "or",
-        "order",
-        "primary",
-        "rename",
-        "replace",
-        "revoke",
-        "schema",
-        "scylla_clustering_bound",
-        "scylla_counter_shard_list",
-        "scylla_timeuuid_list_index",
-        "select",
-        "set",
-        "table",
-        "text_search_indexing",
-        "to",
-        "token",
-        "truncate",
-        "unlogged",
-        "unset",
-        "update",
-        "use",
-        "using",
-        "vector_search_indexing",
-        "view",
-        "where",
-        "with",
-    ]
-)
 
 CDC_LOG_DESC_PREFIX = (
     "/* Do NOT execute this statement! It's only for informational purposes.\n"
@@ -99,18 +31,6 @@ CDC_LOG_DESC_PREFIX = (
 CDC_LOG_DESC_SUFFIX = "\n*/"
 
 _STRATEGY_PREFIX = "org.apache.cassandra.locator."
-
-
-def maybe_quote(identifier: str) -> str:
-    """``cql3::util::maybe_quote``: quote unless ``[a-z][a-z0-9_]*`` and not reserved."""
-    plain = (
-        identifier != ""
-        and "a" <= identifier[0] <= "z"
-        and all("a" <= c <= "z" or "0" <= c <= "9" or c == "_" for c in identifier)
-    )
-    if plain and identifier not in RESERVED_KEYWORDS:
-        return identifier
-    return '"' + identifier.replace('"', '""') + '"'
 
 
 def describe_type(keyspace: str, name: str, fields: Sequence[tuple[str, CqlType]]) -> str:
