@@ -219,6 +219,17 @@ class Profiler:
             pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(top)
             out.write(f"=== {title} (tottime) ===\n")
             pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
+        out.write("=== where the time of the main functions goes (callees) ===\n")
+        for prof, pattern in (
+            (self.client, r"\(execute_many\)"),
+            (self.client, r"\(_records\)"),
+            (self.engine, r"\(_process_batch\)"),
+            (self.engine, r"\(process_groups\)"),
+            (self.engine, r"\(process_bucket\)"),
+            (self.engine, r"\(_apply\)"),
+        ):
+            stats = pstats.Stats(prof, stream=out).sort_stats("cumulative")
+            stats.print_callees(pattern)
         RESULTS.mkdir(parents=True, exist_ok=True)
         path = RESULTS / f"profile-{name}.txt"
         path.write_text(out.getvalue())
@@ -383,7 +394,7 @@ QUICK = Sizes(
     mutations=80_000,
     partitions=8_000,
     group=40_000,
-    scaling_rows=(20_000, 1_000_000),  # the larger one is cut by the build budget
+    scaling_rows=(100_000, 1_000_000),  # the larger one is cut by the build budget
     scaling_batch=10_000,
     ack_writes=30,
 )
@@ -537,7 +548,7 @@ def main() -> None:
         scaling_batch=base.scaling_batch,
         ack_writes=args.ack_writes if args.ack_writes is not None else base.ack_writes,
     )
-    build_budget = args.build_budget or (60.0 if args.quick else 1800.0)
+    build_budget = args.build_budget or (100.0 if args.quick else 1800.0)
     wall = time.perf_counter()
 
     import cqlcdc
@@ -627,6 +638,9 @@ def main() -> None:
         "profiles": profiles,
     }
     stem = "run-quick" if args.quick else "run"
+    custom = (args.mutations, args.partitions, args.group, args.ack_writes, args.build_budget)
+    if args.profile or args.skip_scaling or any(x is not None for x in custom):
+        stem += "-custom"  # the standard result files hold standard runs only
     RESULTS.mkdir(parents=True, exist_ok=True)
     result["chart"] = chart(result, RESULTS / f"{stem}.png") if scaling else None
     (RESULTS / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
