@@ -28,7 +28,13 @@ from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.codec import ScanRequest, SweepRequest, WritePayload, encode_payload
+from cqlcdc.storage.codec import (
+    ScanRequest,
+    SweepRequest,
+    TickRequest,
+    WritePayload,
+    encode_payload,
+)
 from cqlcdc.storage.mutations import (
     Mutation,
     WriteContext,
@@ -241,6 +247,8 @@ class Session:
         self._scanners: list[threading.Thread] = []
         self.sweep_interval_s = 1.0
         self._sweep_error: Exception | None = None
+        self._last_write_ms: dict[str, int] = {}
+        self._last_tick_ms: dict[str, int] = {}
         self._stop = threading.Event()
         self._sweep_thread = threading.Thread(target=self._sweeper, name="ttl-sweeper", daemon=True)
         self._sweep_thread.start()
@@ -500,6 +508,7 @@ class Session:
             if isinstance(stmt, ast.Batch) and stmt.kind != "COUNTER" and _is_counter(schema):
                 raise InvalidRequest("Counter mutations are only allowed in COUNTER batches")
             schemas[schema.table_id] = schema
+            self._last_write_ms[schema.table_id] = now_us // 1000
             default_ttl = _default_ttl(schema)
             if isinstance(s, ast.Insert):
                 mutations += build_insert(schema, s, ctx, default_ttl)
@@ -630,10 +639,57 @@ class Session:
             tmp.replace(path)
         return appended
 
+    def tick_idle_feeds(self, now_ms: int | None = None) -> int:
+        """Let feeds with BARRIERS_INTERVAL emit barriers while their table is idle: one clock
+        tick record per table that had no write for an interval. Returns ticks appended."""
+        from cqlcdc.cdc.feeds import table_feeds
+        from cqlcdc.cdc.processor import TICK_PK
+        from cqlcdc.pipeline.records import IngestRecord
+        from cqlcdc.storage.token import MIN_TOKEN
+
+        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        ticks = 0
+        with self._lock:
+            records = []
+            for schema in self.catalog.tables():
+                intervals = [
+                    f.options.barriers_interval_ms
+                    for f in table_feeds(schema)
+                    if f.options.barriers_interval_ms
+                ]
+                if not intervals:
+                    continue
+                interval = max(min(intervals), 1000)
+                last = max(
+                    self._last_write_ms.get(schema.table_id, 0),
+                    self._last_tick_ms.get(schema.table_id, 0),
+                )
+                if now - last < interval:
+                    continue
+                records.append(
+                    IngestRecord(
+                        seq=self._next_seq,
+                        table_id=schema.table_id,
+                        schema_version=schema.schema_version,
+                        bucket=0,
+                        token=MIN_TOKEN,
+                        pk=TICK_PK,
+                        payload=encode_payload(TickRequest(now)),
+                    )
+                )
+                self._next_seq += 1
+                self._last_tick_ms[schema.table_id] = now
+            if records:
+                self.ingest.append(records)
+                self._pending_seq = records[-1].seq
+                ticks = len(records)
+        return ticks
+
     def _sweeper(self) -> None:
         while not self._stop.wait(self.sweep_interval_s):
             try:
                 self.sweep_expired()
+                self.tick_idle_feeds()
             except RuntimeError:  # the catalog changed under us (a DDL): next tick
                 continue
             except Exception as e:  # surfaced by the next flush(), never dropped

@@ -206,3 +206,20 @@ def test_ttl_expiry_events(session: Any) -> None:
         "type": "Service",
     }
     assert session.sweep_expired(later) == 0  # swept once
+
+
+def test_idle_table_still_gets_barriers(session: Any) -> None:
+    import time
+
+    session.sweep_interval_s = 3600.0  # ticks by hand
+    session.execute(
+        "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'KEYS_ONLY', FORMAT = 'JSON', "
+        "TOPIC_MIN_ACTIVE_PARTITIONS = 2, BARRIERS_INTERVAL = Interval('PT1S'))"
+    )
+    session.execute("UPDATE ks.t SET v = 'x' WHERE pk = 1 AND ck = 1")
+    later = time.time_ns() // 1_000_000 + 5000
+    assert session.tick_idle_feeds(later) == 1
+    assert session.tick_idle_feeds(later + 10) == 0  # one per interval
+    for p in range(2):
+        last = values(session, "ks.t/f", p)[-1]
+        assert last == {"resolved": [later, last["resolved"][1]]}

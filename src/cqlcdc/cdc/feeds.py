@@ -29,6 +29,8 @@ STAGE_PREFIX = "feedstage/"
 FEED_PREFIX = "feed/"
 SCAN_PREFIX = "feedscan/"
 
+TICK_PARTITION = -1  # staged marker rows that only carry a clock tick
+
 STAGE_SCHEMA = pa.schema(
     [
         pa.field("partition", pa.int32(), nullable=False),
@@ -186,6 +188,24 @@ class FeedStager:
             )
         return first_index + len(records)
 
+    def tick(self, seq: int, now_ms: int) -> None:
+        """Move the clock of feeds with barriers (a marker row, never delivered)."""
+        for feed in self.feeds:
+            if feed.options.barriers_interval_ms:
+                out = self.rows.setdefault(stage_output(self.schema.table_id, feed.name), [])
+                out.append(
+                    {
+                        "partition": TICK_PARTITION,
+                        "key": None,
+                        "value": "",
+                        "created_ms": now_ms,
+                        "_seq": seq,
+                        "_idx": 0,
+                        "_step": now_ms,
+                        "_expiry_s": 0,
+                    }
+                )
+
     def tables(self) -> dict[str, pa.Table]:
         return {
             out: pa.Table.from_pylist(rows, schema=STAGE_SCHEMA)
@@ -233,7 +253,8 @@ def finalize_feeds(
     feeds_state: dict[str, Any] = dict(extra.get("feeds", {}))
     out: dict[str, pa.Table] = {}
     for stage_name in sorted(staged):
-        table = staged[stage_name].sort_by(
+        everything = staged[stage_name]
+        table = everything.filter(pc.not_equal(everything["partition"], TICK_PARTITION)).sort_by(
             [("partition", "ascending"), ("_seq", "ascending"), ("_idx", "ascending")]
         )
         table_id, feed_name = stage_name[len(STAGE_PREFIX) :].rsplit("/", 1)
@@ -257,14 +278,15 @@ def finalize_feeds(
             schema=FEED_SCHEMA,
         )
         feed = _feed(schema_of(table_id), feed_name)
-        if feed is not None and feed.options.barriers_interval_ms and table.num_rows:
-            step = int(pc.max(table["_step"]).as_py())
+        if feed is not None and feed.options.barriers_interval_ms and everything.num_rows:
+            step = int(pc.max(everything["_step"]).as_py())
             interval = feed.options.barriers_interval_ms
             scanning = scans.get(table_id, feed_name) is not None and scans.scanning(
                 table_id, feed_name, max_seq
             )
             if step // interval > int(state["barrier_step"]) // interval and not scanning:
-                barriers = _barriers(feed, step, max_seq, nxt)
+                tx_id = int(pc.max(everything["_seq"]).as_py())
+                barriers = _barriers(feed, step, tx_id, nxt)
                 final = pa.concat_tables([final, barriers])
                 state["barrier_step"] = step
         state["next"] = nxt

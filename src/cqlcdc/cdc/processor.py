@@ -37,6 +37,7 @@ from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.codec import (
     ScanRequest,
     SweepRequest,
+    TickRequest,
     decode_fragment,
     decode_payload,
     encode_fragment,
@@ -74,6 +75,7 @@ LOG_INTERNAL = (
 
 
 GENERATIONS_FILE = "cdc_generations.json"
+TICK_PK = b""  # the partition key of clock-tick records (no real partition key is empty)
 # when TTL'd data of a partition expires, for feeds with EXPIRY_EVENTS (swept by the session)
 EXPIRY_SCHEMA = pa.schema(
     [
@@ -257,6 +259,11 @@ class CoreProcessor:
                     ctx.scanned.add((row["pk"], row["feed"]))
         by_pk: dict[bytes, list[dict[str, Any]]] = {}
         for r in recs:
+            if r["pk"] == TICK_PK:  # a clock tick: no partition, only the feeds' clocks move
+                tick = decode_payload(r["payload"])
+                assert isinstance(tick, TickRequest)
+                ctx.stager.tick(r["seq"], tick.now_ms)
+                continue
             by_pk.setdefault(r["pk"], []).append(r)
         for pk_bytes, group in by_pk.items():
             pk = deserialize_partition_key(latest, pk_bytes)
@@ -305,6 +312,8 @@ class CoreProcessor:
             return current
         if isinstance(payload, SweepRequest):
             self._sweep(ctx, rec, pk, current, payload)
+            return current
+        if isinstance(payload, TickRequest):  # handled per bucket; never keyed by partition
             return current
         mutation = payload.partition
         now_s = payload.now_us // 1_000_000

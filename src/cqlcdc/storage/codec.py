@@ -51,7 +51,17 @@ class SweepRequest:
     at_s: int
 
 
-Payload = WritePayload | ScanRequest | SweepRequest
+@dataclass(frozen=True, slots=True)
+class TickRequest:
+    """A clock tick for an idle table: lets feeds emit barriers when no writes come.
+
+    Its record has an empty partition key; ``now_ms`` is the session clock.
+    """
+
+    now_ms: int
+
+
+Payload = WritePayload | ScanRequest | SweepRequest | TickRequest
 
 
 def encode_payload(payload: Payload) -> bytes:
@@ -62,7 +72,7 @@ def decode_payload(data: bytes) -> Payload:
     if not data.startswith(_TAG):
         raise CorruptIngestFile("ingest payload has an unknown format tag")
     obj = pickle.loads(data[len(_TAG) :])
-    if not isinstance(obj, WritePayload | ScanRequest | SweepRequest):
+    if not isinstance(obj, WritePayload | ScanRequest | SweepRequest | TickRequest):
         raise CorruptIngestFile("ingest payload does not hold a write")
     return obj
 
