@@ -506,6 +506,7 @@ def chart(result: dict[str, Any], path: Path) -> str | None:
     rates = [result["approaches"][k]["rows_per_s"] for k in keys]
     bars = left.bar(names, rates, color=["#4c72b0", "#55a868", "#c44e52", "#8172b2"])
     left.set_yscale("log")
+    left.set_ylim(bottom=min(rates) / 5)
     left.set_ylabel("mutations/s (log)")
     left.set_title(f"{result['workload']['mutations']:,} mutations, group {result['group']:,}")
     left.bar_label(bars, labels=[f"{r:,.0f}" for r in rates], fontsize=8)
