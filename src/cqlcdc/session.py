@@ -45,6 +45,7 @@ from cqlcdc.storage.mutations import (
 )
 from cqlcdc.storage.select import PartitionRows, ResultSet, base_partition_rows, evaluate, prepare
 from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_key
+from cqlcdc.storage.uuids import SeededBits
 from cqlcdc.storage.view import PartitionView
 
 DEFAULT_BUCKETS = 16
@@ -247,6 +248,9 @@ class Session:
         self._scanners: list[threading.Thread] = []
         self.sweep_interval_s = 1.0
         self._sweep_error: Exception | None = None
+        # every write's random bits come from its seed (kept in its ingest record); the seeds
+        # themselves are a keyed stream, one urandom per session instead of one per write
+        self._seeds = SeededBits(int.from_bytes(os.urandom(16), "big"), "write-seeds")
         self._last_write_ms: dict[str, int] = {}
         self._last_tick_ms: dict[str, int] = {}
         self._stop = threading.Event()
@@ -482,7 +486,7 @@ class Session:
         """Validate a write and make its ingest records (one per partition), seqs assigned."""
         from cqlcdc.pipeline.records import IngestRecord
 
-        seed = int.from_bytes(os.urandom(8), "big")
+        seed = self._seeds.next64()
         now_us = time.time_ns() // 1000
         ts = self._timestamp_us()
         statements: Sequence[ast.Insert | ast.Update | ast.Delete]
