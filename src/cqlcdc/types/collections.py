@@ -93,12 +93,11 @@ class _Collection(CqlType):
 
 
 @dataclass(frozen=True, init=False)
-class ListType(_Collection):
-    """``list<T>``; values are tuples. Non-frozen lists are multi-cell (timeuuid-keyed cells)."""
+class _OneElementType(_Collection):
+    """What list and set share: one element type, frozen or not."""
 
     elem: CqlType
     is_frozen: bool
-    kind = "list"
 
     def __init__(self, elem: CqlType, frozen: bool = False) -> None:
         object.__setattr__(self, "elem", elem)
@@ -113,7 +112,14 @@ class ListType(_Collection):
         return self.elem.cql_name
 
     def frozen(self) -> CqlType:
-        return ListType(self.elem, frozen=True)
+        return type(self)(self.elem, frozen=True)
+
+
+@dataclass(frozen=True, init=False)
+class ListType(_OneElementType):
+    """``list<T>``; values are tuples. Non-frozen lists are multi-cell (timeuuid-keyed cells)."""
+
+    kind = "list"
 
     def _assignable(self, term: ast.Term) -> bool:
         return isinstance(term, ast.ListLiteral) and all(
@@ -162,27 +168,10 @@ class ListType(_Collection):
 
 
 @dataclass(frozen=True, init=False)
-class SetType(_Collection):
+class SetType(_OneElementType):
     """``set<T>``; values are frozensets, ordered by the element comparator when shown."""
 
-    elem: CqlType
-    is_frozen: bool
     kind = "set"
-
-    def __init__(self, elem: CqlType, frozen: bool = False) -> None:
-        object.__setattr__(self, "elem", elem)
-        object.__setattr__(self, "is_frozen", frozen)
-
-    @property
-    def element(self) -> CqlType:
-        """The element type (an alias of ``elem``)."""
-        return self.elem
-
-    def _params(self) -> str:
-        return self.elem.cql_name
-
-    def frozen(self) -> CqlType:
-        return SetType(self.elem, frozen=True)
 
     def ordered(self, value: Iterable[Any]) -> list[Any]:
         """The elements in CQL comparator order."""
