@@ -180,6 +180,7 @@ class Engine:
         # driver-side handles of the output tables, kept at their latest committed version
         self._tables: dict[str, DeltaTable] = {}
         self.clock = clock
+        self._ingest_log = IngestLog(self.ingest_dir)
         self.purge_interval_s = purge_interval_s
         self._last_purge = clock()
         self.compaction = compaction
@@ -358,6 +359,7 @@ class Engine:
         new_manifest = Manifest(batch_id=batch_id, max_seq=max_seq, versions=versions, extra=extra)
         new_manifest.save(self.data_dir)
         self._publish(new_manifest)
+        self._trim_ingest(manifest.max_seq)
         committed = time.perf_counter()
         # maintenance after the publish: this batch's writes are acknowledged already
         self.maintain()
@@ -491,6 +493,17 @@ class Engine:
             updated.save(self.data_dir)
             self._publish(updated)
         return deleted
+
+    def _trim_ingest(self, upto_seq: int) -> None:
+        """Delete ingest files of batches Spark will never read again.
+
+        ``upto_seq`` is the previous batch's max seq: this batch runs only after Spark logged
+        the previous one as committed, and a restart replays at most the last batch, so every
+        file whose records all lie at or below it is done with. Keeps the directory (which
+        the file source lists on every trigger) small however long the engine runs.
+        """
+        if upto_seq > 0:
+            self._ingest_log.trim(upto_seq)
 
     def _publish(self, manifest: Manifest) -> None:
         with self._cond:
