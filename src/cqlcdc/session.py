@@ -252,6 +252,7 @@ class Session:
         # themselves are a keyed stream, one urandom per session instead of one per write
         self._seeds = SeededBits(int.from_bytes(os.urandom(16), "big"), "write-seeds")
         self._last_write_ms: dict[str, int] = {}
+        self._last_now_us = 0
         self._last_tick_ms: dict[str, int] = {}
         self._stop = threading.Event()
         self._sweep_thread = threading.Thread(target=self._sweeper, name="ttl-sweeper", daemon=True)
@@ -487,7 +488,9 @@ class Session:
         from cqlcdc.pipeline.records import IngestRecord
 
         seed = self._seeds.next64()
-        now_us = time.time_ns() // 1000
+        # the write's clock (TTL expiry, list keys, the feed's virtual-timestamp step): made
+        # monotonic so virtual timestamps follow the order writes are applied in
+        now_us = self._last_now_us = max(time.time_ns() // 1000, self._last_now_us)
         ts = self._timestamp_us()
         statements: Sequence[ast.Insert | ast.Update | ast.Delete]
         if isinstance(stmt, ast.Batch):

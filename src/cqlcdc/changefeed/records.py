@@ -30,7 +30,7 @@ EVENT_VERSION = "1.0"
 # how DynamoDB Streams marks a delete done by TTL rather than by a user
 TTL_USER_IDENTITY = {"principalId": "dynamodb.amazonaws.com", "type": "Service"}
 
-_STEP_DIGITS, _TX_DIGITS, _INDEX_DIGITS = 13, 20, 7  # 40 digits: AWS allows 21 to 40
+_TX_DIGITS, _INDEX_DIGITS = 14, 7  # at least 21 digits, YDB's minimum (AWS allows 21 to 40)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,24 +67,22 @@ def barrier_record(step: int, tx_id: int) -> FeedRecord:
 
 
 def sequence_number(step: int, tx_id: int, index: int) -> str:
-    """The DynamoDB ``SequenceNumber``: step (13 digits), txId (20) and the record's index in
-    its transaction (7), zero-padded, so string order is virtual-timestamp order.
+    """The DynamoDB ``SequenceNumber``: txId zero-padded to 14 digits, then the record's index
+    in its transaction (7 digits): at least 21 digits, as YDB pads its counter.
 
-    YDB pads a per-shard counter to at least 21 digits; we derive the number from the
-    virtual timestamp instead (a pure function, so a replayed batch gets the same numbers),
-    which takes 40 digits, the most AWS allows.
+    In this engine txId is the ingest sequence number, the order writes are applied in, so
+    the numbers grow with the virtual timestamps; a pure function of the record, so a
+    replayed batch gets the same numbers. ``step`` is not needed for uniqueness.
 
     Raises:
-        ValueError: a component does not fit its digits.
+        ValueError: txId or the index does not fit.
     """
-    for name, part, digits in (
-        ("step", step, _STEP_DIGITS),
-        ("tx_id", tx_id, _TX_DIGITS),
-        ("index", index, _INDEX_DIGITS),
-    ):
-        if not 0 <= part < 10**digits or (name == "tx_id" and part >= 1 << 64):
-            raise ValueError(f"{name} {part} does not fit a sequence number")
-    return f"{step:0{_STEP_DIGITS}d}{tx_id:0{_TX_DIGITS}d}{index:0{_INDEX_DIGITS}d}"
+    del step
+    if not 0 <= tx_id < 1 << 64:
+        raise ValueError(f"tx_id {tx_id} does not fit a sequence number")
+    if not 0 <= index < 10**_INDEX_DIGITS:
+        raise ValueError(f"index {index} does not fit a sequence number")
+    return f"{tx_id:0{_TX_DIGITS}d}{index:0{_INDEX_DIGITS}d}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -203,7 +203,7 @@ def test_debezium_message_key_and_no_null_images(table: TableSchema) -> None:
 
 
 def dynamodb(name: str, i: int, view: str, **images: dict[str, Any]) -> dict[str, Any]:
-    seq = f"{STEP + i:013d}{TX:020d}{0:07d}"
+    seq = f"{TX:014d}{0:07d}"
     stream: dict[str, Any] = {
         "ApproximateCreationDateTime": STEP + i,
         "Keys": DYNAMO_KEYS,
@@ -277,17 +277,18 @@ def test_sequence_numbers_are_unique_ordered_digit_strings(table: TableSchema) -
     seqs = [r.value["dynamodb"]["SequenceNumber"] for r in first + later]
     assert all(s.isdigit() and 21 <= len(s) <= 40 for s in seqs)  # AWS: 21 to 40 digits
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-    assert seqs[0] == "1670792400890" + "00000562949953607163" + "0000000"
+    assert seqs[0] == "562949953607163" + "0000000"
     again = feed_records(feed, table, PK, events, STEP, TX, first_index=3)
     assert again[0].value["dynamodb"]["SequenceNumber"].endswith("0000003")
 
 
 def test_sequence_number_bounds() -> None:
-    assert sequence_number(0, 0, 0) == "0" * 40
+    assert sequence_number(0, 0, 0) == "0" * 21  # YDB's 21 digits
+    assert sequence_number(0, 42, 3) == "00000000000042" + "0000003"
     with pytest.raises(ValueError, match="tx_id"):
         sequence_number(1, 1 << 64, 0)
-    with pytest.raises(ValueError, match="step"):
-        sequence_number(10**13, 0, 0)
+    with pytest.raises(ValueError, match="index"):
+        sequence_number(0, 0, 10**7)
 
 
 # -- row kinds: static rows, range and partition deletes, TTL expiry, initial scan ------------
