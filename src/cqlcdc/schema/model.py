@@ -85,9 +85,17 @@ class TableSchema:
     changefeeds: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     # init=False: dataclasses.replace() must build a fresh index, not share the original's
     _by_name: dict[str, Column] = field(default_factory=dict, init=False, compare=False, repr=False)
+    # the key views, computed once (they are on every write's path)
+    _keys: dict[str, tuple[Column, ...]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._by_name.update({c.name: c for c in self.columns})
+        for kind in ("partition_key", "clustering"):
+            self._keys[kind] = tuple(
+                sorted((c for c in self.columns if c.kind == kind), key=lambda c: c.position)
+            )
 
     @property
     def qualified_name(self) -> str:
@@ -98,15 +106,11 @@ class TableSchema:
 
     @property
     def partition_key(self) -> tuple[Column, ...]:
-        return tuple(
-            sorted((c for c in self.columns if c.kind == "partition_key"), key=lambda c: c.position)
-        )
+        return self._keys["partition_key"]
 
     @property
     def clustering_key(self) -> tuple[Column, ...]:
-        return tuple(
-            sorted((c for c in self.columns if c.kind == "clustering"), key=lambda c: c.position)
-        )
+        return self._keys["clustering"]
 
     @property
     def primary_key(self) -> tuple[Column, ...]:

@@ -28,6 +28,10 @@ class Cell:
     ttl_s: int = 0
     expiry_s: int = 0
 
+    def __reduce__(self) -> tuple[type[Cell], tuple[int, Any, int, int]]:
+        # positional pickling: the dataclass default walks fields() on every cell
+        return (Cell, (self.timestamp, self.value, self.ttl_s, self.expiry_s))
+
     @property
     def is_tombstone(self) -> bool:
         return self.value is None
@@ -93,6 +97,9 @@ class RowMarker:
     ttl_s: int = 0
     expiry_s: int = 0
 
+    def __reduce__(self) -> tuple[type[RowMarker], tuple[int, int, int]]:
+        return (RowMarker, (self.timestamp, self.ttl_s, self.expiry_s))
+
     def is_live(self, now_s: int) -> bool:
         return self.expiry_s == 0 or self.expiry_s > now_s
 
@@ -114,6 +121,9 @@ class CollectionCells:
 
     tombstone: int | None = None
     elements: dict[Any, Cell] = field(default_factory=dict)
+
+    def __reduce__(self) -> tuple[type[CollectionCells], tuple[int | None, dict[Any, Cell]]]:
+        return (CollectionCells, (self.tombstone, self.elements))
 
     def copy(self) -> CollectionCells:
         return CollectionCells(self.tombstone, dict(self.elements))

@@ -27,6 +27,9 @@ class Row:
     deletion: int | None = None
     cells: dict[str, ColumnData] = field(default_factory=dict)
 
+    def __reduce__(self) -> tuple[type[Row], tuple[Any, ...]]:
+        return (Row, (self.marker, self.deletion, self.cells))
+
     def is_empty(self) -> bool:
         return self.marker is None and self.deletion is None and not self.cells
 
@@ -79,6 +82,9 @@ class Partition:
     static: Row = field(default_factory=Row)
     rows: dict[ClusteringKey, Row] = field(default_factory=dict)
     range_tombstones: list[RangeTombstone] = field(default_factory=list)
+
+    def __reduce__(self) -> tuple[type[Partition], tuple[Any, ...]]:
+        return (Partition, (self.pk, self.deletion, self.static, self.rows, self.range_tombstones))
 
     def is_empty(self) -> bool:
         return (
