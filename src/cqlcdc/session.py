@@ -601,6 +601,7 @@ class Session:
         now = int(time.time()) if now_s is None else now_s
         path = self.data_dir / "sweeps.json"
         swept: dict[str, int] = json.loads(path.read_text()) if path.exists() else {}
+        swept_before = dict(swept)  # the file is rewritten only when a sweep moved on
         snap = self.engine.snapshot()
         appended = 0
         with self._lock:
@@ -640,10 +641,11 @@ class Session:
                     self.ingest.append(records)
                     self._pending_seq = records[-1].seq
                     appended += len(records)
-                swept[schema.table_id] = now
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(swept))
-            tmp.replace(path)
+                    swept[schema.table_id] = now
+            if swept != swept_before:
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(swept))
+                tmp.replace(path)
         return appended
 
     def tick_idle_feeds(self, now_ms: int | None = None) -> int:

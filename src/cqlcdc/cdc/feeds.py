@@ -11,6 +11,7 @@ writes exactly as YDB's three rules require.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -84,7 +85,16 @@ class Feed:
 
 
 def table_feeds(schema: TableSchema) -> list[Feed]:
-    return [Feed(name, feed_options_from_texts(texts)) for name, texts in schema.changefeeds]
+    """The table's feeds with their options (parsed once per distinct option set: this runs
+    for every bucket of every batch and every second in the session's sweeper)."""
+    return list(_parsed_feeds(schema.changefeeds))
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_feeds(
+    changefeeds: tuple[tuple[str, tuple[tuple[str, str], ...]], ...],
+) -> tuple[Feed, ...]:
+    return tuple(Feed(name, feed_options_from_texts(texts)) for name, texts in changefeeds)
 
 
 class FeedScans:

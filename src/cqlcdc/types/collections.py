@@ -66,6 +66,21 @@ def _sequence(value: Any) -> bool:
     return isinstance(value, list | tuple)
 
 
+class _Bracketed:
+    """Text and order of a value written ``[a, b, ...]`` (lists and vectors)."""
+
+    elem: CqlType
+
+    def _cqlsh(self, value: Any, nested: bool) -> str:
+        return "[" + ", ".join(self.elem.format_cqlsh(v, nested=True) for v in value) + "]"
+
+    def _literal(self, value: Any) -> str:
+        return "[" + ", ".join(self.elem.to_literal(v) for v in value) + "]"
+
+    def sort_key(self, value: Any) -> Any:
+        return tuple(self.elem.sort_key(v) for v in value)
+
+
 class _Collection(CqlType):
     """Shared behaviour of list, set and map: the frozen flag and the cql_name."""
 
@@ -116,7 +131,7 @@ class _OneElementType(_Collection):
 
 
 @dataclass(frozen=True, init=False)
-class ListType(_OneElementType):
+class ListType(_Bracketed, _OneElementType):
     """``list<T>``; values are tuples. Non-frozen lists are multi-cell (timeuuid-keyed cells)."""
 
     kind = "list"
@@ -141,15 +156,6 @@ class ListType(_OneElementType):
         if not _sequence(value):
             raise self._invalid_value(value, column)
         return tuple(_not_null(self.elem.validate(v, f"value({column})")) for v in value)
-
-    def _cqlsh(self, value: Any, nested: bool) -> str:
-        return "[" + ", ".join(self.elem.format_cqlsh(v, nested=True) for v in value) + "]"
-
-    def _literal(self, value: Any) -> str:
-        return "[" + ", ".join(self.elem.to_literal(v) for v in value) + "]"
-
-    def sort_key(self, value: Any) -> Any:
-        return tuple(self.elem.sort_key(v) for v in value)
 
     def serialize(self, value: Any) -> bytes:
         return _pack_elements((self.elem.serialize(v) for v in value), len(value))
@@ -332,7 +338,7 @@ class MapType(_Collection):
 
 
 @dataclass(frozen=True)
-class VectorType(CqlType):
+class VectorType(_Bracketed, CqlType):
     """``vector<T, n>``: exactly ``n`` non-null elements; always frozen (atomic)."""
 
     elem: CqlType
@@ -373,15 +379,6 @@ class VectorType(CqlType):
                 f"{self.size} elements but got {len(value)}"
             )
         return tuple(_not_null(self.elem.validate(v, f"value({column})")) for v in value)
-
-    def _cqlsh(self, value: Any, nested: bool) -> str:
-        return "[" + ", ".join(self.elem.format_cqlsh(v, nested=True) for v in value) + "]"
-
-    def _literal(self, value: Any) -> str:
-        return "[" + ", ".join(self.elem.to_literal(v) for v in value) + "]"
-
-    def sort_key(self, value: Any) -> Any:
-        return tuple(self.elem.sort_key(v) for v in value)
 
     def serialize(self, value: Any) -> bytes:
         # fixed-size elements are concatenated, others carry an unsigned vint length
