@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
@@ -28,6 +30,14 @@ from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.bulk import (
+    BulkStatement,
+    ChunkWrites,
+    bound_columns,
+    keys_usable,
+    make_chunks,
+    plan_bulk,
+)
 from cqlcdc.storage.codec import (
     ScanRequest,
     SweepRequest,
@@ -42,14 +52,18 @@ from cqlcdc.storage.mutations import (
     build_insert,
     build_update,
     merge_by_partition,
+    using_values,
 )
 from cqlcdc.storage.select import PartitionRows, ResultSet, base_partition_rows, evaluate, prepare
 from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_key
 from cqlcdc.storage.uuids import SeededBits
+from cqlcdc.storage.vectorized import splitmix64
 from cqlcdc.storage.view import PartitionView
 
 DEFAULT_BUCKETS = 16
 WRITE_TIMEOUT_S = 120.0
+# execute_many takes the bulk path (cqlcdc.storage.bulk) from this many writes on
+BULK_MIN_WRITES = 16
 
 
 class Row(tuple[Any, ...]):
@@ -251,6 +265,7 @@ class Session:
         # every write's random bits come from its seed (kept in its ingest record); the seeds
         # themselves are a keyed stream, one urandom per session instead of one per write
         self._seeds = SeededBits(int.from_bytes(os.urandom(16), "big"), "write-seeds")
+        self._bulk_cache: dict[tuple[Any, ...], BulkStatement | None] = {}
         self._last_write_ms: dict[str, int] = {}
         self._last_now_us = 0
         self._last_tick_ms: dict[str, int] = {}
@@ -455,6 +470,14 @@ class Session:
         batch: list[Any] = []
         slot_of_seq: dict[int, int] = {}
         with self._lock:
+            bulk = self._bulk_records(statements, parameters)
+            if bulk is not None:
+                self.ingest.append(bulk)
+                self._pending_seq = bulk[-1].seq
+        if bulk is not None:
+            self._wait(bulk[-1].seq)
+            return [Rows() for _ in statements]
+        with self._lock:
             for n, q in enumerate(statements):
                 try:
                     stmt = _statement(q)
@@ -478,6 +501,111 @@ class Session:
             for seq, err in self._pipeline_errors(batch[0].seq, batch[-1].seq).items():
                 results[slot_of_seq[seq]] = err
         return results
+
+    def _bulk_records(
+        self,
+        statements: Sequence[str | ast.Statement | PreparedStatement],
+        parameters: Sequence[Sequence[Any] | Mapping[str, Any] | None] | None,
+    ) -> list[Any] | None:
+        """Ingest records for many executions of a few prepared writes of one table, as
+        bulk chunks (``cqlcdc.storage.bulk``); None when any of them needs the row path
+        (which then runs them one by one and reports each error in its slot)."""
+        from cqlcdc.pipeline.records import IngestRecord
+
+        if parameters is None or len(statements) < BULK_MIN_WRITES:
+            return None
+        index: dict[int, int] = {}
+        prepared: list[PreparedStatement] = []
+        for q in statements:
+            if not isinstance(q, PreparedStatement):
+                return None
+            if id(q) not in index:
+                index[id(q)] = len(prepared)
+                prepared.append(q)
+        if len(prepared) > 16:
+            return None
+        plans = self._bulk_plans(prepared)
+        if plans is None:
+            return None
+        schema, bulk_statements = plans
+        which = np.fromiter((index[id(q)] for q in statements), np.int8, len(statements))
+        tables = []
+        for i, plan in enumerate(bulk_statements):
+            positions = np.flatnonzero(which == i)
+            columns = bound_columns(schema, plan, [parameters[int(j)] for j in positions])
+            if columns is None:
+                return None
+            columns["_pos"] = pa.array(positions)
+            tables.append(pa.table(columns))
+        merged = pa.concat_tables(tables, promote_options="default")
+        merged = merged.take(pc.sort_indices(merged.column("_pos"))).drop_columns(["_pos"])
+        if not keys_usable(schema, merged):
+            return None
+        n = len(statements)
+        now_us = max(time.time_ns() // 1000, self._last_now_us)
+        first_ts = max(time.time_ns() // 1000, self._last_ts + 1)
+        timestamps = np.arange(first_ts, first_ts + n, dtype=np.int64)
+        for i, plan in enumerate(bulk_statements):
+            if plan.timestamp is not None:
+                timestamps[which == i] = plan.timestamp
+        base_seed = np.uint64(self._seeds.next64())
+        with np.errstate(over="ignore"):
+            seeds = splitmix64(base_seed + np.arange(n, dtype=np.uint64))
+        writes = ChunkWrites(bulk_statements, which, merged, timestamps, seeds)
+        chunks = make_chunks(schema, writes, self._next_seq, now_us, self.num_buckets)
+        if chunks is None:
+            return None
+        self._last_now_us = now_us
+        self._last_ts = first_ts + n - 1
+        self._next_seq += n
+        self._last_write_ms[schema.table_id] = now_us // 1000
+        return [
+            IngestRecord(seq, schema.table_id, schema.schema_version, bucket, token, pk, payload)
+            for seq, bucket, token, pk, payload in chunks
+        ]
+
+    def _bulk_plans(
+        self, prepared: list[PreparedStatement]
+    ) -> tuple[TableSchema, tuple[BulkStatement, ...]] | None:
+        """The bulk forms of prepared writes to one table (None: not all have one)."""
+        schema: TableSchema | None = None
+        plans = []
+        for q in prepared:
+            stmt = q.statement
+            if not isinstance(stmt, ast.Insert | ast.Update | ast.Delete):
+                return None
+            try:
+                table = self._table(stmt.table)
+            except CqlError:
+                return None
+            if schema is not None and table.table_id != schema.table_id:
+                return None
+            schema = table
+            key = (q.query_string, self.keyspace, table.table_id, table.schema_version)
+            if key not in self._bulk_cache:
+                self._bulk_cache[key] = self._bulk_plan(table, stmt)
+            plan = self._bulk_cache[key]
+            if plan is None:
+                return None
+            plans.append(plan)
+        assert schema is not None
+        return schema, tuple(plans)
+
+    def _bulk_plan(
+        self, schema: TableSchema, stmt: ast.Insert | ast.Update | ast.Delete
+    ) -> BulkStatement | None:
+        if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES:
+            return None
+        unset = -(1 << 62)
+        try:
+            _check_supported(stmt)
+            ctx = WriteContext(unset, 0, 0)
+            ts, ttl = using_values(
+                stmt.using, ctx, _default_ttl(schema), allow_ttl=not isinstance(stmt, ast.Delete)
+            )
+        except CqlError:
+            return None
+        return plan_bulk(schema, stmt, None if ts == unset else ts, ttl)
 
     def _records(
         self,

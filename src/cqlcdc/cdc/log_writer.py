@@ -18,7 +18,7 @@ from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
 from cqlcdc.storage.partition import ColumnData, Partition, RangeTombstone
-from cqlcdc.storage.uuids import SeededBits, random_time_uuid
+from cqlcdc.storage.uuids import CdcTimeBits, random_time_uuid
 from cqlcdc.storage.view import PartitionView, collection_value, list_map_type
 from cqlcdc.types import ListType, MapType, SetType, UserType
 from cqlcdc.types.values import MapValue, UdtValue
@@ -51,7 +51,7 @@ class WriteInfo:
 class _Builder:
     """Allocates the rows of one timestamp group (``log_mutation_builder``)."""
 
-    def __init__(self, writer: LogWriter, ts: int, stream_id: bytes, bits: SeededBits) -> None:
+    def __init__(self, writer: LogWriter, ts: int, stream_id: bytes, bits: CdcTimeBits) -> None:
         self.writer = writer
         self.ts = ts
         self.time = random_time_uuid(ts, bits)
@@ -134,7 +134,7 @@ class LogWriter:
         """Log rows for ``mutation`` applied on top of ``prior`` (None: empty partition)."""
         if mutation.is_empty():
             return []
-        bits = SeededBits(info.seed, f"cdc$time/{info.record}")
+        bits = CdcTimeBits(info.seed, info.record)
         self._static_state, self._row_states = self._load_state(mutation, prior, info.now_s)
         self._touched_static = False
         preimage = self.opts.preimage != "false"
@@ -154,7 +154,7 @@ class LogWriter:
     # -- the two paths --------------------------------------------------------------------
 
     def _unsplit(
-        self, m: Partition, preimage: bool, postimage: bool, bits: SeededBits
+        self, m: Partition, preimage: bool, postimage: bool, bits: CdcTimeBits
     ) -> list[LogRow]:
         ts = find_timestamp(m)
         b = _Builder(self, ts, self.stream_of(ts), bits)
@@ -207,7 +207,7 @@ class LogWriter:
         is_last: bool,
         preimage: bool,
         postimage: bool,
-        bits: SeededBits,
+        bits: CdcTimeBits,
     ) -> list[LogRow]:
         b = _Builder(self, ts, self.stream_of(ts), bits)
         self._updating = postimage or (not is_last and preimage)

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 import pyarrow as pa
 
+from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
 from cqlcdc.cdc.events import expiry_events, row_events, snapshot_events
 from cqlcdc.cdc.feeds import (
     FEED_PREFIX,
@@ -33,11 +35,24 @@ from cqlcdc.cdc.log_writer import LogRow, LogWriter, WriteInfo
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.errors import CqlError
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.bulk import (
+    PK,
+    SEED,
+    SEQ,
+    TOKEN,
+    BulkStatement,
+    bulk_fragments,
+    chunk_mutations,
+    concat_chunks,
+    decode_chunk,
+    is_chunk,
+)
 from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.codec import (
     ScanRequest,
     SweepRequest,
     TickRequest,
+    WritePayload,
     decode_fragment,
     decode_payload,
     encode_fragment,
@@ -167,7 +182,6 @@ class CoreProcessor:
         self._generations_mtime = -1
         self.truncations = Truncations(self.data_dir)
         self.scans = FeedScans(self.data_dir)
-        self.scans = FeedScans(self.data_dir)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"data_dir": self.data_dir}
@@ -241,6 +255,14 @@ class CoreProcessor:
         latest = self._schema(table_id, max(r["schema_version"] for r in recs))
         if latest is None:  # the table was dropped before its writes were applied
             return {}
+        chunks = [decode_chunk(r["payload"]) for r in recs if is_chunk(r["payload"])]
+        if chunks:
+            writes, statements = concat_chunks(chunks)
+            if len(chunks) == len(recs) and bulk_log_applies(latest):
+                return self._bulk_bucket(latest, bucket, writes, statements)
+            # the log needs state (images, feeds) or other records interleave: one by one
+            recs = [r for r in recs if not is_chunk(r["payload"])]
+            recs += _expanded(latest, writes, statements)
         pks = sorted({r["pk"] for r in recs})
         prior = state.read(base_output(latest), bucket, pks)
         fragments: dict[bytes, list[tuple[int, bytes]]] = {}
@@ -289,6 +311,59 @@ class CoreProcessor:
             result[scan_output(table_id)] = pa.Table.from_pylist(ctx.new_scans, schema=SCAN_SCHEMA)
         return result
 
+    def _bulk_bucket(
+        self,
+        schema: TableSchema,
+        bucket: int,
+        writes: pa.Table,
+        statements: tuple[BulkStatement, ...],
+    ) -> dict[str, pa.Table]:
+        """A bucket of bulk writes only, for a table whose log needs no state: base
+        fragments and log rows column-wise (``cqlcdc.storage.bulk``, ``cqlcdc.cdc.bulk_log``)."""
+        from cqlcdc.schema.log_table import log_table_schema
+
+        base = pa.table(
+            {
+                "bucket": pa.array(np.full(writes.num_rows, bucket, np.int32)),
+                "pk": writes.column(PK).combine_chunks(),
+                "token": writes.column(TOKEN).combine_chunks(),
+                "seq": writes.column(SEQ).combine_chunks(),
+                "fragment": bulk_fragments(schema, writes, statements),
+            },
+            schema=BASE_SCHEMA,
+        )
+        result = {base_output(schema): base}
+        if not schema.cdc.enabled:
+            return result
+        log = log_table_schema(schema)
+        arrow_schema = log_arrow_schema(log)
+        single = columnar_rows(writes, statements)
+        parts = [
+            bulk_log_rows(
+                schema, arrow_schema, writes.filter(single), statements, bucket, self.generations
+            )
+        ]
+        if not single.all():  # writes whose log row splits: the log writer's way
+            rest = writes.filter(~single)
+            rows: list[dict[str, Any]] = []
+            expiry_ttl = schema.cdc.ttl_s
+            for rec in _expanded(schema, rest, statements):
+                payload = rec["decoded"]
+                now_s = payload.now_us // 1_000_000
+                writer = LogWriter(
+                    schema, payload.partition.pk, self._stream_function(rec["token"])
+                )
+                info = WriteInfo(now_s, payload.seed, rec["seq"])
+                for row in writer.write(payload.partition, None, info):
+                    row["_bucket"] = bucket
+                    row["_pk"] = rec["pk"]
+                    row["_seq"] = rec["seq"]
+                    row["_expiry_s"] = now_s + expiry_ttl if expiry_ttl else 0
+                    rows.append(row)
+            parts.append(log_rows_to_arrow(log, rows))
+        result[log_output(schema)] = pa.concat_tables(parts)
+        return result
+
     def _stream_function(self, token: int) -> Callable[[int], bytes]:
         gens = self.generations
 
@@ -306,7 +381,7 @@ class CoreProcessor:
         current: Partition | None,
     ) -> Partition | None:
         schema, out = ctx.schema, ctx.out
-        payload = decode_payload(rec["payload"])
+        payload = rec.get("decoded") or decode_payload(rec["payload"])
         if isinstance(payload, ScanRequest):
             self._scan(ctx, rec, pk, current, payload)
             return current
@@ -484,6 +559,40 @@ class CoreProcessor:
         return finalize_feeds(
             lambda table_id: self.catalog.table_by_id(table_id), self.scans, max_seq, staged, extra
         )
+
+
+def bulk_log_applies(schema: TableSchema) -> bool:
+    """Whether bulk writes to ``schema`` are logged column-wise: their log rows and feed
+    records must not depend on the state (no images, no ``delta: 'keys'``, no feeds)."""
+    cdc = schema.cdc
+    if table_feeds(schema):
+        return False
+    return not cdc.enabled or (
+        cdc.delta == "full" and cdc.preimage == "false" and not cdc.postimage
+    )
+
+
+def _expanded(
+    schema: TableSchema, writes: pa.Table, statements: tuple[BulkStatement, ...]
+) -> list[dict[str, Any]]:
+    """Bulk writes as ordinary records, their payloads already decoded."""
+    mutations = chunk_mutations(schema, writes, statements)
+    seqs = writes.column(SEQ).to_pylist()
+    pks = writes.column(PK).to_pylist()
+    tokens = writes.column(TOKEN).to_pylist()
+    seeds = writes.column(SEED).to_pylist()
+    now = writes.column("_now_us").to_pylist()
+    return [
+        {
+            "seq": seqs[i],
+            "pk": pks[i],
+            "token": tokens[i],
+            "schema_version": schema.schema_version,
+            "payload": b"",
+            "decoded": WritePayload(m, (), now[i], seeds[i] & 0xFFFFFFFFFFFFFFFF),
+        }
+        for i, m in enumerate(mutations)
+    ]
 
 
 @dataclass(slots=True)

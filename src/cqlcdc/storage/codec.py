@@ -82,6 +82,11 @@ def encode_fragment(part: Partition) -> bytes:
 
 
 def decode_fragment(data: bytes) -> Partition:
+    """A base fragment: pickled, or one bulk write (``cqlcdc.storage.bulk``)."""
+    if not data.startswith(_TAG):
+        from cqlcdc.storage.bulk import decode_bulk_fragment
+
+        return decode_bulk_fragment(data)
     obj = pickle.loads(data[len(_TAG) :])
     assert isinstance(obj, Partition)
     return obj

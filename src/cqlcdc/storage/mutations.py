@@ -139,7 +139,7 @@ class WriteContext:
 # ---------------------------------------------------------------------------------------------
 
 
-def _using(
+def using_values(
     using: ast.Using, ctx: WriteContext, default_ttl_s: int, allow_ttl: bool = True
 ) -> tuple[int, int]:
     from cqlcdc.types import native_type
@@ -240,7 +240,7 @@ def build_insert(
         raise InvalidRequest(
             "INSERT statements are not allowed on counter tables, use UPDATE instead"
         )
-    ts, ttl = _using(stmt.using, ctx, default_ttl_s)
+    ts, ttl = using_values(stmt.using, ctx, default_ttl_s)
     if len(stmt.columns) != len(stmt.values):
         raise InvalidRequest("Unmatched column names/values")
     seen: set[str] = set()
@@ -289,7 +289,7 @@ def build_insert(
 def build_update(
     schema: TableSchema, stmt: ast.Update, ctx: WriteContext, default_ttl_s: int = 0
 ) -> list[Mutation]:
-    ts, ttl = _using(stmt.using, ctx, default_ttl_s)
+    ts, ttl = using_values(stmt.using, ctx, default_ttl_s)
     res = analyse_where(schema, stmt.where, ctx)
     if res.filters:
         col = res.filters[0][0]
@@ -471,7 +471,7 @@ def _set_element(
 
 
 def build_delete(schema: TableSchema, stmt: ast.Delete, ctx: WriteContext) -> list[Mutation]:
-    ts, _ = _using(stmt.using, ctx, 0, allow_ttl=False)
+    ts, _ = using_values(stmt.using, ctx, 0, allow_ttl=False)
     res = analyse_where(schema, stmt.where, ctx)
     if res.filters:
         col = res.filters[0][0]

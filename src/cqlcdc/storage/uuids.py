@@ -63,7 +63,36 @@ class SeededBits:
         return int.from_bytes(digest.digest(), "big")
 
 
-def random_time_uuid(micros: int, bits: SeededBits) -> uuid.UUID:
+_M64 = 0xFFFFFFFFFFFFFFFF
+
+
+def splitmix64(x: int) -> int:
+    """SplitMix64's finalizer (``cqlcdc.storage.vectorized.splitmix64`` for one value)."""
+    z = (x + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+class CdcTimeBits:
+    """The random low bits of a write's ``cdc$time`` values, one per timestamp group.
+
+    ``next64()`` gives ``splitmix64(splitmix64(seed ^ record) + n)`` for n = 0, 1, ...: cheap
+    and computable column-wise, so the bulk path (``cqlcdc.cdc.bulk_log``) makes the very
+    values the log writer makes.
+    """
+
+    def __init__(self, seed: int, record: int) -> None:
+        self._base = splitmix64((seed ^ record) & _M64)
+        self._n = 0
+
+    def next64(self) -> int:
+        bits = splitmix64((self._base + self._n) & _M64)
+        self._n += 1
+        return bits
+
+
+def random_time_uuid(micros: int, bits: SeededBits | CdcTimeBits) -> uuid.UUID:
     """``cdc$time``: the write's microseconds and 64 random low bits (ScyllaDB's
     ``get_random_time_UUID_from_micros``; the variant bits are random too)."""
     return timeuuid_from_ticks(micros * 10 + UUID_EPOCH_OFFSET, bits.next64())

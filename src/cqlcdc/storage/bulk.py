@@ -1,0 +1,610 @@
+"""The bulk path: many executions of simple prepared writes, kept as columns end to end.
+
+A prepared INSERT/UPDATE/DELETE that binds every value of atomic columns of one clustering
+row (``UPDATE t SET v = ?, w = ? WHERE pk = ? AND ck = ?``) means the same thing for every
+binding; only the values change. Executed many times (``Session.execute_many``, ``cqlcdc
+load``), its writes travel as one *chunk* per token bucket: an Arrow table with a row per
+write (seq, timestamp, TTL, seed, token, serialized partition key, bound values) instead of
+one pickled ``Partition`` per write. The pipeline turns a chunk into base fragments and CDC log
+rows column-wise (``cqlcdc.cdc.bulk_log``), or, for tables whose log needs the prior state
+(images, changefeeds), back into ordinary mutations (:func:`chunk_mutations`): the same
+mutations ``build_insert``/``build_update``/``build_delete`` make, which the tests check.
+
+>>> from cqlcdc.storage.bulk import KIND_UPDATE
+>>> KIND_UPDATE
+0
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cqlcdc.cql import ast
+from cqlcdc.errors import CorruptIngestFile
+from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.storage.cells import Cell, RowMarker
+from cqlcdc.storage.partition import Partition, Row
+from cqlcdc.storage.vectorized import (
+    BULK_TYPES,
+    int_bytes,
+    length_prefixed,
+    murmur3_tokens,
+    native_bytes,
+    token_buckets,
+)
+from cqlcdc.types import native_type
+
+KIND_UPDATE = 0  # cells of the bound columns
+KIND_INSERT = 1  # row marker + cells
+KIND_ROW_DELETE = 2  # row tombstone
+KIND_CELL_DELETE = 3  # tombstones of the named columns
+
+CHUNK_TAG = b"CQB1"  # ingest payload: a chunk of bulk writes (Arrow IPC stream)
+FRAGMENT_TAG = b"CQA1"  # base fragment: one bulk write, in the layout below
+
+# chunk columns besides the bound columns (a leading underscore never starts a CQL name
+# unquoted; quoted names that do are not bulk-eligible, see plan_bulk)
+SEQ, TS, TTL, SEED, STMT, TOKEN, PK = "_seq", "_ts", "_ttl", "_seed", "_stmt", "_token", "_pk"
+
+
+@dataclass(frozen=True, slots=True)
+class BulkStatement:
+    """A prepared write the bulk path can run column-wise.
+
+    Attributes:
+        kind: what each execution writes (``KIND_*``).
+        markers: for each bind marker, in index order, the column it binds.
+        columns: the non-key columns written (set, or deleted for ``KIND_CELL_DELETE``).
+        timestamp: ``USING TIMESTAMP`` (None: the session clock).
+        ttl: ``USING TTL`` or the table's default TTL (0: none).
+    """
+
+    kind: int
+    markers: tuple[str, ...]
+    columns: tuple[str, ...]
+    timestamp: int | None
+    ttl: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "markers": list(self.markers),
+            "columns": list(self.columns),
+            "timestamp": self.timestamp,
+            "ttl": self.ttl,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> BulkStatement:
+        return BulkStatement(
+            int(d["kind"]),
+            tuple(d["markers"]),
+            tuple(d["columns"]),
+            None if d["timestamp"] is None else int(d["timestamp"]),
+            int(d["ttl"]),
+        )
+
+
+def _bulk_column(col: Column | None) -> bool:
+    return (
+        col is not None
+        and col.kind == "regular"
+        and col.type.cql_name in BULK_TYPES
+        and not col.name.startswith("_")
+    )
+
+
+def _marker(term: ast.Term) -> int | None:
+    return term.index if isinstance(term, ast.BindMarker) else None
+
+
+def _key_markers(schema: TableSchema, where: tuple[ast.Relation, ...]) -> dict[int, str] | None:
+    """``pk = ? AND ck = ?`` for exactly every key column, else None."""
+    keys = {c.name for c in (*schema.partition_key, *schema.clustering_key)}
+    out: dict[int, str] = {}
+    for rel in where:
+        index = _marker(rel.value)
+        if (
+            rel.token
+            or rel.key is not None
+            or rel.operator != "="
+            or len(rel.columns) != 1
+            or rel.columns[0] not in keys
+            or index is None
+        ):
+            return None
+        out[index] = rel.columns[0]
+    return out if set(out.values()) == keys and len(out) == len(where) else None
+
+
+def plan_bulk(
+    schema: TableSchema, stmt: ast.Statement, timestamp: int | None, ttl: int
+) -> BulkStatement | None:
+    """The bulk form of a prepared write, or None when it needs the row-by-row path.
+
+    Args:
+        schema: the table written.
+        stmt: the parsed statement.
+        timestamp, ttl: its ``USING`` clause, evaluated by the row path (TTL with the
+            table's default applied).
+    """
+    key_cols = (*schema.partition_key, *schema.clustering_key)
+    if any(c.type.cql_name not in BULK_TYPES or c.name.startswith("_") for c in key_cols):
+        return None
+    if any(c.type.cql_name == "counter" for c in schema.columns):
+        return None
+    markers: dict[int, str] = {}
+    columns: list[str] = []
+    if isinstance(stmt, ast.Insert):
+        if stmt.if_not_exists or stmt.json is not None:
+            return None
+        kind = KIND_INSERT
+        for name, term in zip(stmt.columns, stmt.values, strict=True):
+            index = _marker(term)
+            col = schema.column(name)
+            if index is None or col is None or index in markers:
+                return None
+            markers[index] = name
+            if col.kind not in ("partition_key", "clustering"):
+                if not _bulk_column(col):
+                    return None
+                columns.append(name)
+        if {c.name for c in key_cols} - set(markers.values()):
+            return None
+    elif isinstance(stmt, ast.Update):
+        if stmt.if_exists or stmt.conditions:
+            return None
+        kind = KIND_UPDATE
+        for assignment in stmt.assignments:
+            if not isinstance(assignment, ast.SetColumn):
+                return None
+            index = _marker(assignment.value)
+            if (
+                index is None
+                or index in markers
+                or not _bulk_column(schema.column(assignment.column))
+            ):
+                return None
+            markers[index] = assignment.column
+            columns.append(assignment.column)
+        keys = _key_markers(schema, stmt.where)
+        if keys is None or set(keys) & set(markers):
+            return None
+        markers.update(keys)
+    elif isinstance(stmt, ast.Delete):
+        if stmt.if_exists or stmt.conditions or stmt.using.ttl is not None:
+            return None
+        kind = KIND_CELL_DELETE if stmt.targets else KIND_ROW_DELETE
+        for target in stmt.targets:
+            if target.key is not None or target.field is not None:
+                return None
+            if not _bulk_column(schema.column(target.column)):
+                return None
+            columns.append(target.column)
+        keys = _key_markers(schema, stmt.where)
+        if keys is None:
+            return None
+        markers.update(keys)
+        ttl = 0
+    else:
+        return None
+    if len(set(columns)) != len(columns) or sorted(markers) != list(range(len(markers))):
+        return None
+    if kind == KIND_ROW_DELETE and not schema.clustering_key:
+        return None  # a partition delete, not a row delete
+    return BulkStatement(
+        kind, tuple(markers[i] for i in sorted(markers)), tuple(columns), timestamp, ttl
+    )
+
+
+# -- building chunks (session side) ----------------------------------------------------------
+
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "tinyint": (int,),
+    "smallint": (int,),
+    "int": (int,),
+    "bigint": (int,),
+    "timestamp": (int,),
+    "float": (float,),
+    "double": (float,),
+    "text": (str,),
+    "ascii": (str,),
+    "blob": (bytes,),
+    "boolean": (bool,),
+}
+
+
+def bound_columns(
+    schema: TableSchema, stmt: BulkStatement, rows: Sequence[object]
+) -> dict[str, pa.Array] | None:
+    """The bound values of many executions as typed Arrow columns, one per marker.
+
+    None when any value needs the row path's checks to be reported exactly (a wrong Python
+    type, out of range, a null key): the caller then runs the rows one by one.
+    """
+    width = len(stmt.markers)
+    if any(not isinstance(r, tuple | list) or len(r) != width for r in rows):
+        return None
+    out: dict[str, pa.Array] = {}
+    transposed = list(zip(*rows, strict=True)) if rows else [()] * width  # type: ignore[call-overload]
+    for name, values in zip(stmt.markers, transposed, strict=True):
+        col = schema.column(name)
+        assert col is not None
+        cql = col.type.cql_name
+        if not set(map(type, values)) <= {*_PY_TYPES[cql], type(None)}:
+            return None
+        try:
+            array = pa.array(values, col.type.arrow_type())
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return None
+        if cql == "ascii" and not _all_ascii(array):
+            return None
+        out[name] = array
+    return out
+
+
+def _all_ascii(array: pa.Array) -> bool:
+    return bool(pc.all(pc.string_is_ascii(array), min_count=0).as_py())
+
+
+def arrow_columns(
+    schema: TableSchema, stmt: BulkStatement, table: pa.Table
+) -> dict[str, pa.Array] | None:
+    """Bound values given as Arrow columns (``cqlcdc load``), cast to the column types.
+
+    None when a value does not convert exactly (the caller takes the row path, which reports
+    the first bad row).
+    """
+    if table.num_columns != len(stmt.markers):
+        return None
+    out: dict[str, pa.Array] = {}
+    for name, values in zip(stmt.markers, table.columns, strict=True):
+        col = schema.column(name)
+        assert col is not None
+        try:
+            array = values.cast(col.type.arrow_type(), safe=True).combine_chunks()
+        except (pa.ArrowException, TypeError, ValueError):
+            return None
+        if col.type.cql_name == "ascii" and not _all_ascii(array):
+            return None
+        out[name] = array
+    return out
+
+
+def serialized_keys(schema: TableSchema, columns: dict[str, pa.Array]) -> pa.Array:
+    """``serialize_partition_key`` of every row (one component as is, several composite)."""
+    parts = schema.partition_key
+    if len(parts) == 1:
+        return native_bytes(columns[parts[0].name], parts[0].type.cql_name)
+    pieces: list[pa.Array] = []
+    for col in parts:
+        data = native_bytes(columns[col.name], col.type.cql_name)
+        lengths = pc.binary_length(data).to_numpy(zero_copy_only=False)
+        pieces += [int_bytes(lengths, ">u2"), data, pa.array([b"\x00"] * len(data), pa.binary())]
+    return pc.binary_join_element_wise(*pieces, b"")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkWrites:
+    """Many bulk writes of one table, in execution order, before seqs are assigned."""
+
+    statements: tuple[BulkStatement, ...]
+    stmt: npt.NDArray[np.int8]  # which statement each write executes
+    columns: pa.Table  # the union of the statements' bound columns (null where unbound)
+    timestamps: npt.NDArray[np.int64]
+    seeds: npt.NDArray[np.uint64]
+
+
+def keys_usable(schema: TableSchema, columns: pa.Table) -> bool:
+    """No null key value and no empty or oversized partition key (the row path reports
+    those with ScyllaDB's messages)."""
+    for col in (*schema.partition_key, *schema.clustering_key):
+        if columns.column(col.name).null_count:
+            return False
+    return True
+
+
+def make_chunks(
+    schema: TableSchema,
+    writes: ChunkWrites,
+    first_seq: int,
+    now_us: int,
+    num_buckets: int,
+) -> list[tuple[int, int, int, bytes, bytes]] | None:
+    """Split writes into one chunk per bucket and assign seqs bucket by bucket.
+
+    Writes of one partition keep their execution order (seqs rise with it within a bucket);
+    writes to different partitions are independent, so their relative order is free.
+
+    Returns:
+        ``(seq, bucket, token, pk, payload)`` per chunk, in seq order (the chunk's seq is its
+        last write's), or None when a partition key is empty or too long.
+    """
+    keys = serialized_keys(
+        schema, {n: writes.columns.column(n) for n in writes.columns.column_names}
+    )
+    lengths = pc.binary_length(keys).to_numpy(zero_copy_only=False)
+    if len(lengths) and (lengths.min() == 0 or lengths.max() > 0xFFFF):
+        return None
+    tokens = murmur3_tokens(keys)
+    buckets = token_buckets(tokens, num_buckets)
+    order = np.argsort(buckets, kind="stable")
+    n = len(order)
+    table = writes.columns.take(pa.array(order))
+    sorted_buckets = buckets[order]
+    table = (
+        table.append_column(SEQ, pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)))
+        .append_column(TS, pa.array(writes.timestamps[order]))
+        .append_column(
+            TTL,
+            pa.array(np.array([s.ttl for s in writes.statements], np.int32)[writes.stmt[order]]),
+        )
+        .append_column(SEED, pa.array(writes.seeds[order].view(np.int64)))
+        .append_column(STMT, pa.array(writes.stmt[order]))
+        .append_column(TOKEN, pa.array(tokens[order]))
+        .append_column(PK, keys.take(pa.array(order)))
+    )
+    meta = {
+        b"cqlcdc.statements": json.dumps([s.to_json() for s in writes.statements]).encode(),
+        b"cqlcdc.now_us": str(now_us).encode(),
+    }
+    table = table.replace_schema_metadata(meta)
+    bounds = np.flatnonzero(np.diff(sorted_buckets)) + 1
+    out = []
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), n], strict=True):
+        part = table.slice(lo, hi - lo)
+        sink = io.BytesIO()
+        with pa.ipc.new_stream(sink, part.schema) as writer:
+            writer.write_table(part)
+        last = first_seq + hi - 1
+        first_pk = part.column(PK)[0].as_py()
+        out.append(
+            (
+                last,
+                int(sorted_buckets[lo]),
+                int(tokens[order[lo]]),
+                first_pk,
+                CHUNK_TAG + sink.getvalue(),
+            )
+        )
+    return out
+
+
+# -- reading chunks (pipeline side) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A decoded chunk: its writes (one row each) and the statements they execute."""
+
+    table: pa.Table
+    statements: tuple[BulkStatement, ...]
+    now_us: int
+
+
+def is_chunk(payload: bytes) -> bool:
+    return payload[: len(CHUNK_TAG)] == CHUNK_TAG
+
+
+def decode_chunk(payload: bytes) -> Chunk:
+    """Read a chunk payload back (raises CorruptIngestFile on damage)."""
+    if not is_chunk(payload):
+        raise CorruptIngestFile("ingest payload is not a bulk chunk")
+    try:
+        with pa.ipc.open_stream(pa.py_buffer(payload)[len(CHUNK_TAG) :]) as reader:
+            table = reader.read_all()
+        meta = table.schema.metadata or {}
+        statements = tuple(
+            BulkStatement.from_json(s) for s in json.loads(meta[b"cqlcdc.statements"])
+        )
+        now_us = int(meta[b"cqlcdc.now_us"])
+    except (pa.ArrowException, KeyError, ValueError) as err:
+        raise CorruptIngestFile(f"damaged bulk chunk in ingest payload: {err}") from err
+    return Chunk(table, statements, now_us)
+
+
+def concat_chunks(chunks: Sequence[Chunk]) -> tuple[pa.Table, tuple[BulkStatement, ...]]:
+    """One table of every write of several chunks, statement indexes renumbered."""
+    tables = []
+    statements: list[BulkStatement] = []
+    index: dict[BulkStatement, int] = {}
+    for chunk in chunks:
+        mapping = np.array([index.setdefault(s, len(index)) for s in chunk.statements], np.int8)
+        for s in chunk.statements:
+            if s not in statements:
+                statements.append(s)
+        stmt = mapping[chunk.table.column(STMT).to_numpy()]
+        table = chunk.table.set_column(
+            chunk.table.schema.get_field_index(STMT), STMT, pa.array(stmt)
+        )
+        now = np.full(table.num_rows, chunk.now_us, np.int64)
+        tables.append(table.append_column("_now_us", pa.array(now)).replace_schema_metadata())
+    merged = pa.concat_tables(tables, promote_options="default")
+    return merged, tuple(sorted(index, key=index.__getitem__))
+
+
+def _python_values(table: pa.Table, name: str, schema: TableSchema) -> list[Any]:
+    col = schema.column(name)
+    array = table.column(name)
+    if col is not None and col.type.cql_name == "timestamp":
+        array = array.cast(pa.int64())
+    values: list[Any] = array.to_pylist()
+    return values
+
+
+def chunk_mutations(
+    schema: TableSchema, table: pa.Table, statements: Sequence[BulkStatement]
+) -> list[Partition]:
+    """The mutation of every write (row order): what the row path builds for it."""
+    n = table.num_rows
+    pk_cols = [c.name for c in schema.partition_key]
+    ck_cols = [c.name for c in schema.clustering_key]
+    needed = {*pk_cols, *ck_cols, *(c for s in statements for c in s.columns)}
+    values = {
+        name: _python_values(table, name, schema) for name in needed if name in table.column_names
+    }
+    ts = table.column(TS).to_pylist()
+    ttl = table.column(TTL).to_pylist()
+    which = table.column(STMT).to_pylist()
+    now = table.column("_now_us").to_pylist()
+    out = []
+    for i in range(n):
+        stmt = statements[which[i]]
+        pk = tuple(values[c][i] for c in pk_cols)
+        ck = tuple(values[c][i] for c in ck_cols)
+        t = ts[i]
+        part = Partition(pk)
+        row = Row()
+        if stmt.kind == KIND_ROW_DELETE:
+            row.deletion = t
+        elif stmt.kind == KIND_CELL_DELETE:
+            for c in stmt.columns:
+                row.cells[c] = Cell(t, None)
+        else:
+            life = ttl[i]
+            expiry = now[i] // 1_000_000 + life if life else 0
+            if stmt.kind == KIND_INSERT:
+                row.marker = RowMarker(t, life, expiry)
+            for c in stmt.columns:
+                v = values[c][i]
+                row.cells[c] = Cell(t, None) if v is None else Cell(t, v, life, expiry)
+        part.rows[ck] = row
+        out.append(part)
+    return out
+
+
+# -- base fragments ----------------------------------------------------------------------------
+#
+# FRAGMENT_TAG, then a header shared by the writes of one statement:
+#   u8 kind, u8 #pk, u8 #ck, u16 #columns, then per key and column: u8 name length, name,
+#   u8 type-name length, type name;
+# then per write: i64 timestamp, i32 ttl, i64 expiry second, and the pk, ck and column values
+# as native ``[value]``s (i32 length, -1 for null, then the bytes).
+
+
+def _named(name: str, cql: str) -> bytes:
+    a, b = name.encode(), cql.encode()
+    return bytes([len(a)]) + a + bytes([len(b)]) + b
+
+
+def fragment_header(schema: TableSchema, stmt: BulkStatement) -> bytes:
+    keys = [*schema.partition_key, *schema.clustering_key]
+    cols = [schema.column(c) for c in stmt.columns]
+    out = bytearray(FRAGMENT_TAG)
+    out += struct.pack(
+        ">BBBH", stmt.kind, len(schema.partition_key), len(schema.clustering_key), len(cols)
+    )
+    for col in (*keys, *cols):
+        assert col is not None
+        out += _named(col.name, col.type.cql_name)
+    return bytes(out)
+
+
+def bulk_fragments(
+    schema: TableSchema, table: pa.Table, statements: Sequence[BulkStatement]
+) -> pa.Array:
+    """The base fragment of every write, column-wise (decoded by :func:`decode_bulk_fragment`)."""
+    n = table.num_rows
+    which = table.column(STMT).to_numpy()
+    headers = pa.array([fragment_header(schema, s) for s in statements], pa.binary())
+    ttl = table.column(TTL).to_numpy().astype(np.int64)
+    now_s = table.column("_now_us").to_numpy() // 1_000_000
+    expiry = np.where(ttl > 0, now_s + ttl, 0)
+    pieces: list[pa.Array] = [
+        headers.take(pa.array(which)),
+        int_bytes(table.column(TS).to_numpy(), ">i8"),
+        int_bytes(ttl, ">i4"),
+        int_bytes(expiry, ">i8"),
+    ]
+    for col in (*schema.partition_key, *schema.clustering_key):
+        pieces.append(length_prefixed(table.column(col.name), col.type.cql_name))
+    # per statement, its columns in order; writes of other statements get nothing here
+    width = max((len(s.columns) for s in statements), default=0)
+    for slot in range(width):
+        parts: list[pa.Array] = []
+        for s in statements:
+            if slot < len(s.columns):
+                column = schema.column(s.columns[slot])
+                assert column is not None
+                if s.kind == KIND_CELL_DELETE:
+                    parts.append(pa.array([b"\xff\xff\xff\xff"] * n, pa.binary()))
+                else:
+                    parts.append(length_prefixed(table.column(column.name), column.type.cql_name))
+            else:
+                parts.append(pa.array([b""] * n, pa.binary()))
+        if len(parts) == 1:
+            pieces.append(parts[0])
+        else:
+            choice = pa.array(which.astype(np.int8))
+            pieces.append(_choose(choice, parts))
+    return pc.binary_join_element_wise(*pieces, b"")
+
+
+def _choose(which: pa.Array, parts: list[pa.Array]) -> pa.Array:
+    out = parts[0]
+    for i, part in enumerate(parts[1:], start=1):
+        out = pc.if_else(pc.equal(which, i), part, out)
+    return out
+
+
+@lru_cache(maxsize=256)
+def _parse_header(header: bytes) -> tuple[int, int, int, tuple[tuple[str, Any], ...], int]:
+    kind, n_pk, n_ck, n_cols = struct.unpack_from(">BBBH", header, len(FRAGMENT_TAG))
+    pos = len(FRAGMENT_TAG) + 5
+    named = []
+    for _ in range(n_pk + n_ck + n_cols):
+        size = header[pos]
+        name = header[pos + 1 : pos + 1 + size].decode()
+        pos += 1 + size
+        size = header[pos]
+        cql = header[pos + 1 : pos + 1 + size].decode()
+        pos += 1 + size
+        named.append((name, native_type(cql)))
+    return kind, n_pk, n_ck, tuple(named), pos
+
+
+def _header_length(data: bytes) -> int:
+    _, n_pk, n_ck, n_cols = struct.unpack_from(">BBBH", data, len(FRAGMENT_TAG))
+    pos = len(FRAGMENT_TAG) + 5
+    for _ in range(2 * (n_pk + n_ck + n_cols)):
+        pos += 1 + data[pos]
+    return pos
+
+
+def decode_bulk_fragment(data: bytes) -> Partition:
+    """The mutation a bulk fragment holds (what ``chunk_mutations`` gives for its write)."""
+    end = _header_length(data)
+    kind, n_pk, n_ck, named, _ = _parse_header(data[:end])
+    ts, ttl, expiry = struct.unpack_from(">qiq", data, end)
+    pos = end + 20
+    values: list[Any] = []
+    for _, ctype in named:
+        (size,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if size < 0:
+            values.append(None)
+        else:
+            values.append(ctype.deserialize(data[pos : pos + size]))
+            pos += size
+    part = Partition(tuple(values[:n_pk]))
+    row = Row()
+    if kind == KIND_ROW_DELETE:
+        row.deletion = ts
+    else:
+        if kind == KIND_INSERT:
+            row.marker = RowMarker(ts, ttl, expiry)
+        for (name, _), v in zip(named[n_pk + n_ck :], values[n_pk + n_ck :], strict=True):
+            row.cells[name] = Cell(ts, None) if v is None else Cell(ts, v, ttl, expiry)
+    part.rows[tuple(values[n_pk : n_pk + n_ck])] = row
+    return part

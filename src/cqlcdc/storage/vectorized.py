@@ -1,0 +1,214 @@
+"""Whole-column versions of per-value work: tokens, buckets, native encodings, timeuuids.
+
+The bulk path (``cqlcdc.storage.bulk``) handles a million writes without a Python loop per
+write; these helpers are its numpy/pyarrow kernels. Each one computes exactly what its scalar
+counterpart does (``murmur3_token``, ``bucket_of``, ``CqlType.serialize``,
+``timeuuid_from_ticks``); the tests check them against each other.
+
+>>> import pyarrow as pa
+>>> int(murmur3_tokens(pa.array([b"123"], pa.binary()))[0])
+-7468325962851647638
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cqlcdc.storage.uuids import UUID_EPOCH_OFFSET
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+
+_C1 = np.uint64(0x87C37B91114253D5)
+_C2 = np.uint64(0x4CF5AD432745937F)
+
+# CQL types whose native encoding the bulk path computes column-wise, with the numpy dtype of
+# the fixed-width ones (None: the value's own bytes, utf-8 for text)
+FIXED_WIDTH: dict[str, str] = {
+    "tinyint": ">i1",
+    "smallint": ">i2",
+    "int": ">i4",
+    "bigint": ">i8",
+    "timestamp": ">i8",
+    "float": ">f4",
+    "double": ">f8",
+}
+VARIABLE_WIDTH = frozenset({"text", "ascii", "blob"})
+BULK_TYPES = frozenset({*FIXED_WIDTH, *VARIABLE_WIDTH, "boolean"})
+
+
+def _rotl(x: U64, r: int) -> U64:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+def _fmix(k: U64) -> U64:
+    k = k ^ (k >> np.uint64(33))
+    k = k * np.uint64(0xFF51AFD7ED558CCD)
+    k = k ^ (k >> np.uint64(33))
+    k = k * np.uint64(0xC4CEB9FE1A85EC53)
+    return k ^ (k >> np.uint64(33))
+
+
+def _murmur3_fixed(keys: npt.NDArray[np.uint8]) -> I64:
+    """Tokens of equal-length keys, one per row of ``keys`` (shape ``(n, length)``)."""
+    n, length = keys.shape
+    h1 = np.zeros(n, np.uint64)
+    h2 = np.zeros(n, np.uint64)
+    nblocks = length // 16
+    with np.errstate(over="ignore"):
+        for i in range(nblocks):
+            block = np.ascontiguousarray(keys[:, i * 16 : i * 16 + 16]).view("<u8")
+            k1 = block[:, 0] * _C1
+            k1 = _rotl(k1, 31) * _C2
+            h1 ^= k1
+            h1 = _rotl(h1, 27) + h2
+            h1 = h1 * np.uint64(5) + np.uint64(0x52DCE729)
+            k2 = block[:, 1] * _C2
+            k2 = _rotl(k2, 33) * _C1
+            h2 ^= k2
+            h2 = _rotl(h2, 31) + h1
+            h2 = h2 * np.uint64(5) + np.uint64(0x38495AB5)
+        tail = keys[:, nblocks * 16 :].astype(np.int8).astype(np.int64).view(np.uint64)
+        rem = tail.shape[1]
+        k1 = np.zeros(n, np.uint64)
+        k2 = np.zeros(n, np.uint64)
+        for i in range(rem - 1, 7, -1):  # Java sign-extends each tail byte
+            k2 ^= tail[:, i] << np.uint64((i - 8) * 8)
+        if rem > 8:
+            k2 = _rotl(k2 * _C2, 33) * _C1
+            h2 ^= k2
+        for i in range(min(rem, 8) - 1, -1, -1):
+            k1 ^= tail[:, i] << np.uint64(i * 8)
+        if rem > 0:
+            k1 = _rotl(k1 * _C1, 31) * _C2
+            h1 ^= k1
+        h1 ^= np.uint64(length)
+        h2 ^= np.uint64(length)
+        h1 = h1 + h2
+        h2 = h2 + h1
+        h1 = _fmix(h1)
+        h2 = _fmix(h2)
+        h1 = h1 + h2
+    token = h1.view(np.int64)
+    # Long.MIN_VALUE is not a token: Murmur3Partitioner maps it to Long.MAX_VALUE
+    return np.where(token == np.iinfo(np.int64).min, np.iinfo(np.int64).max, token)
+
+
+def binary_parts(keys: pa.Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+    """The offsets (n + 1) and the data bytes of a binary (or string) array without nulls."""
+    keys = keys.cast(pa.large_binary())
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    _, offsets_buf, data_buf = keys.buffers()
+    offsets = np.frombuffer(offsets_buf, np.int64)[keys.offset : keys.offset + len(keys) + 1]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return offsets, data
+
+
+def murmur3_tokens(keys: pa.Array) -> I64:
+    """``murmur3_token`` of every serialized partition key in a binary array (no nulls)."""
+    offsets, data = binary_parts(keys)
+    starts = offsets[:-1]
+    lengths = np.diff(offsets)
+    out = np.empty(len(lengths), np.int64)
+    for length in np.unique(lengths):
+        rows = np.nonzero(lengths == length)[0]
+        idx = starts[rows][:, None] + np.arange(int(length), dtype=np.int64)[None, :]
+        out[rows] = _murmur3_fixed(data[idx].reshape(len(rows), int(length)))
+    return out
+
+
+def token_buckets(tokens: I64, num_buckets: int) -> npt.NDArray[np.int32]:
+    """``bucket_of`` for every token: ``((token - MIN_TOKEN) * num_buckets) >> 64``, exactly."""
+    unsigned = tokens.view(np.uint64) ^ np.uint64(1 << 63)  # token - MIN_TOKEN, as uint64
+    n = np.uint64(num_buckets)
+    with np.errstate(over="ignore"):
+        high = (unsigned >> np.uint64(32)) * n
+        low = ((unsigned & np.uint64(0xFFFFFFFF)) * n) >> np.uint64(32)
+    return ((high + low) >> np.uint64(32)).astype(np.int32)
+
+
+def splitmix64(x: U64) -> U64:
+    """SplitMix64's finalizer: a cheap, well-mixed 64-bit hash (the bulk path's seeds)."""
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _fixed_binary(values: npt.NDArray[np.generic], width: int) -> pa.Array:
+    raw = np.ascontiguousarray(values).tobytes()
+    fixed = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(width), len(values), [None, pa.py_buffer(raw)]
+    )
+    return fixed.cast(pa.binary())
+
+
+def native_bytes(array: pa.Array, cql_name: str) -> pa.Array:
+    """The native protocol encoding of every value (``CqlType.serialize``); null -> b""."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if cql_name in VARIABLE_WIDTH:
+        return array.cast(pa.binary()).fill_null(b"")
+    if cql_name == "boolean":
+        flags = array.fill_null(False).to_numpy(zero_copy_only=False).astype(np.uint8)
+        return _fixed_binary(flags, 1)
+    dtype = FIXED_WIDTH[cql_name]
+    if cql_name == "timestamp":
+        array = array.cast(pa.int64())
+    numbers = array.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype)
+    return _fixed_binary(numbers, np.dtype(dtype).itemsize)
+
+
+def length_prefixed(array: pa.Array, cql_name: str) -> pa.Array:
+    """Each value as ``int32 length + bytes`` (length -1 for null), the native ``[value]``."""
+    data = native_bytes(array, cql_name)
+    lengths = pc.binary_length(data).to_numpy(zero_copy_only=False).astype(np.int64)
+    valid = ~array.is_null().to_numpy(zero_copy_only=False)
+    prefix = _fixed_binary(np.where(valid, lengths, -1).astype(">i4"), 4)
+    if not valid.all():
+        data = pc.if_else(pa.array(valid), data, pa.scalar(b"", pa.binary()))
+    return pc.binary_join_element_wise(prefix, data, b"")
+
+
+def int_bytes(values: npt.NDArray[np.generic], dtype: str) -> pa.Array:
+    """Fixed-width big-endian integers as a binary array (``dtype`` like ``">i8"``)."""
+    converted = values.astype(dtype)
+    return _fixed_binary(converted, converted.dtype.itemsize)
+
+
+_HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
+_DASHES = (8, 13, 18, 23)
+
+
+def timeuuid_strings(micros: I64, low: U64) -> pa.Array:
+    """Version-1 uuid text (lower case) for each ``(micros, low 64 bits)``.
+
+    ``str(timeuuid_from_ticks(micros * 10 + UUID_EPOCH_OFFSET, low))``, column-wise.
+    """
+    ticks = micros.astype(np.uint64) * np.uint64(10) + np.uint64(UUID_EPOCH_OFFSET)
+    time_low = ticks & np.uint64(0xFFFFFFFF)
+    time_mid = (ticks >> np.uint64(32)) & np.uint64(0xFFFF)
+    time_hi = ((ticks >> np.uint64(48)) & np.uint64(0x0FFF)) | np.uint64(0x1000)
+    high = (time_low << np.uint64(32)) | (time_mid << np.uint64(16)) | time_hi
+    n = len(micros)
+    raw = np.empty((n, 2), ">u8")
+    raw[:, 0] = high
+    raw[:, 1] = low
+    octets = raw.view(np.uint8).reshape(n, 16)
+    digits = np.empty((n, 32), np.uint8)
+    digits[:, 0::2] = _HEX[octets >> 4]
+    digits[:, 1::2] = _HEX[octets & 0x0F]
+    text = np.empty((n, 36), np.uint8)
+    text[:, :8] = digits[:, :8]
+    text[:, 9:13] = digits[:, 8:12]
+    text[:, 14:18] = digits[:, 12:16]
+    text[:, 19:23] = digits[:, 16:20]
+    text[:, 24:] = digits[:, 20:]
+    text[:, list(_DASHES)] = ord("-")
+    offsets = np.arange(0, 36 * (n + 1), 36, dtype=np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text.tobytes()))

@@ -1,0 +1,307 @@
+"""The bulk path against the row path: same mutations, fragments, keys and log rows.
+
+Every write of a chunk must mean exactly what the row path (``build_insert`` / ``build_update``
+/ ``build_delete`` and the log writer) makes of the same statement and values; hypothesis
+draws statements, values (nulls, TTLs, explicit timestamps) and table shapes.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
+from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
+from cqlcdc.cdc.processor import load_generations, log_arrow_schema, log_rows_to_arrow
+from cqlcdc.cql import ast, parse_statement
+from cqlcdc.schema.catalog import Catalog
+from cqlcdc.schema.log_table import log_table_schema
+from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.bulk import (
+    KIND_INSERT,
+    SEQ,
+    BulkStatement,
+    ChunkWrites,
+    bound_columns,
+    bulk_fragments,
+    chunk_mutations,
+    concat_chunks,
+    decode_chunk,
+    make_chunks,
+    plan_bulk,
+)
+from cqlcdc.storage.codec import decode_fragment
+from cqlcdc.storage.mutations import WriteContext, build_delete, build_insert, build_update
+from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_key
+from cqlcdc.storage.vectorized import splitmix64
+
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+VALUE_TYPES = {
+    "i": "int",
+    "b": "bigint",
+    "s": "smallint",
+    "y": "tinyint",
+    "t": "text",
+    "a": "ascii",
+    "d": "double",
+    "f": "float",
+    "o": "boolean",
+    "x": "blob",
+    "m": "timestamp",
+}
+NUM_BUCKETS = 16
+NOW_US = 1_700_000_000_123_456
+
+
+def _values(cql: str) -> st.SearchStrategy[Any]:
+    ranges = {"int": 31, "bigint": 63, "smallint": 15, "tinyint": 7, "timestamp": 50}
+    if cql in ranges:
+        bits = ranges[cql]
+        return st.integers(-(2**bits), 2**bits - 1)
+    if cql == "text":
+        return st.text(max_size=6)
+    if cql == "ascii":
+        return st.text(alphabet=st.characters(max_codepoint=127), max_size=6)
+    if cql == "double":
+        return st.floats(allow_nan=False)
+    if cql == "float":
+        return st.floats(width=32, allow_nan=False)
+    if cql == "boolean":
+        return st.booleans()
+    return st.binary(max_size=6)
+
+
+def _table(pk_types: list[str], ck_types: list[str], cdc: str) -> TableSchema:
+    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog.execute(parse_statement(KS), None)
+    cols = [f"p{i} {t}" for i, t in enumerate(pk_types)]
+    cols += [f"c{i} {t}" for i, t in enumerate(ck_types)]
+    cols += [f"{name} {t}" for name, t in VALUE_TYPES.items()]
+    pk = ", ".join(f"p{i}" for i in range(len(pk_types)))
+    pk = f"({pk})" if len(pk_types) > 1 else pk
+    key = ", ".join([pk, *(f"c{i}" for i in range(len(ck_types)))])
+    catalog.execute(
+        parse_statement(f"CREATE TABLE ks.t ({', '.join(cols)}, PRIMARY KEY ({key})) {cdc}"), None
+    )
+    schema = catalog.table("ks", "t")
+    assert schema is not None
+    return schema
+
+
+@st.composite
+def _statement(draw: st.DrawFn, schema: TableSchema) -> str:
+    keys = [c.name for c in (*schema.partition_key, *schema.clustering_key)]
+    where = " AND ".join(f"{k} = ?" for k in keys)
+    cols = draw(st.lists(st.sampled_from(sorted(VALUE_TYPES)), min_size=1, max_size=4, unique=True))
+    ts = draw(st.sampled_from(["", "TIMESTAMP 1234"]))
+    ttl = draw(st.sampled_from(["", "TTL 30"]))
+    using = " AND ".join(u for u in (ts, ttl) if u)
+    using = f" USING {using}" if using else ""
+    kind = draw(st.sampled_from(["insert", "update", "delete_row", "delete_cols"]))
+    if kind == "insert":
+        names = keys + cols
+        marks = ", ".join("?" for _ in names)
+        return f"INSERT INTO ks.t ({', '.join(names)}) VALUES ({marks}){using}"
+    if kind == "update":
+        sets = ", ".join(f"{c} = ?" for c in cols)
+        return f"UPDATE ks.t{using} SET {sets} WHERE {where}"
+    del_using = f" USING {ts}" if ts else ""
+    if kind == "delete_row" and schema.clustering_key:
+        return f"DELETE FROM ks.t{del_using} WHERE {where}"
+    return f"DELETE {', '.join(cols)} FROM ks.t{del_using} WHERE {where}"
+
+
+def _params(draw: st.DrawFn, schema: TableSchema, plan: BulkStatement) -> tuple[Any, ...]:
+    out = []
+    for name in plan.markers:
+        col = schema.column(name)
+        assert col is not None
+        strategy = _values(col.type.cql_name)
+        if col.kind == "regular":
+            strategy = st.one_of(st.none(), strategy)
+        out.append(draw(strategy))
+    return tuple(out)
+
+
+def _plan(schema: TableSchema, text: str) -> tuple[Any, BulkStatement]:
+    stmt = parse_statement(text)
+    assert isinstance(stmt, ast.Insert | ast.Update | ast.Delete)
+    ts = 1234 if "TIMESTAMP" in text else None
+    ttl = 30 if "TTL" in text and not isinstance(stmt, ast.Delete) else 0
+    plan = plan_bulk(schema, stmt, ts, ttl)
+    assert plan is not None, text
+    return stmt, plan
+
+
+def _row_path(schema: TableSchema, stmt: Any, ts: int, seed: int, params: tuple[Any, ...]) -> Any:
+    ctx = WriteContext(ts, NOW_US, seed, bindings=params)
+    if isinstance(stmt, ast.Insert):
+        built = build_insert(schema, stmt, ctx, 0)
+    elif isinstance(stmt, ast.Update):
+        built = build_update(schema, stmt, ctx, 0)
+    else:
+        built = build_delete(schema, stmt, ctx)
+    assert len(built) == 1
+    return built[0].partition
+
+
+@st.composite
+def _case(
+    draw: st.DrawFn,
+) -> tuple[TableSchema, list[tuple[Any, BulkStatement]], list[int], list[tuple[Any, ...]]]:
+    key_types = st.sampled_from(["int", "bigint", "text", "blob", "tinyint", "double", "boolean"])
+    pk_types = draw(st.lists(key_types, min_size=1, max_size=2))
+    ck_types = draw(st.lists(key_types, min_size=0, max_size=2))
+    schema = _table(pk_types, ck_types, "WITH cdc = {'enabled': true}")
+    texts = draw(st.lists(_statement(schema), min_size=1, max_size=3))
+    plans = [_plan(schema, t) for t in texts]
+    n = draw(st.integers(1, 40))
+    which = draw(st.lists(st.integers(0, len(plans) - 1), min_size=n, max_size=n))
+    params = [_params(draw, schema, plans[w][1]) for w in which]
+    return schema, plans, which, params
+
+
+def _nonempty_keys(schema: TableSchema, plan: BulkStatement, params: tuple[Any, ...]) -> bool:
+    pk = [params[plan.markers.index(c.name)] for c in schema.partition_key]
+    return len(serialize_partition_key(schema, pk)) > 0
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(_case())
+def test_bulk_writes_mean_what_the_row_path_makes(case: Any) -> None:
+    schema, plans, which_list, params = case
+    statements = tuple(p for _, p in plans)
+    keep = [i for i, w in enumerate(which_list) if _nonempty_keys(schema, statements[w], params[i])]
+    which_list = [which_list[i] for i in keep]
+    params = [params[i] for i in keep]
+    if not params:
+        return
+    n = len(params)
+    which = np.array(which_list, np.int8)
+    timestamps = np.arange(10_000, 10_000 + n, dtype=np.int64)
+    for i, plan in enumerate(statements):
+        if plan.timestamp is not None:
+            timestamps[which == i] = plan.timestamp
+    seeds = splitmix64(np.arange(n, dtype=np.uint64))
+    tables = []
+    for i, plan in enumerate(statements):
+        positions = np.flatnonzero(which == i)
+        columns = bound_columns(schema, plan, [params[j] for j in positions])
+        assert columns is not None
+        columns["_pos"] = pa.array(positions)
+        tables.append(pa.table(columns))
+    merged = pa.concat_tables(tables, promote_options="default")
+    merged = merged.take(pa.compute.sort_indices(merged.column("_pos"))).drop_columns(["_pos"])
+    writes = ChunkWrites(statements, which, merged, timestamps, seeds)
+    chunks = make_chunks(schema, writes, 100, NOW_US, NUM_BUCKETS)
+    assert chunks is not None
+
+    # the row path's keys, tokens, buckets, and seqs (bucket-major, stable)
+    expected = []
+    for j in range(n):
+        stmt, plan = plans[which_list[j]]
+        mutation = _row_path(schema, stmt, int(timestamps[j]), int(seeds[j]), params[j])
+        pk_bytes = serialize_partition_key(schema, mutation.pk)
+        token = murmur3_token(pk_bytes)
+        expected.append((bucket_of(token, NUM_BUCKETS), j, pk_bytes, token, mutation))
+    expected.sort(key=lambda e: (e[0], e[1]))
+    assert [c[1] for c in chunks] == sorted(c[1] for c in chunks)  # one chunk per bucket
+
+    decoded = [decode_chunk(c[4]) for c in chunks]
+    table, stmts = concat_chunks(decoded)
+    assert table.column(SEQ).to_pylist() == list(range(100, 100 + n))
+    mutations = chunk_mutations(schema, table, stmts)
+    fragments = bulk_fragments(schema, table, stmts).to_pylist()
+    for row, (_bucket, j, pk_bytes, token, mutation) in enumerate(expected):
+        assert table.column("_pk")[row].as_py() == pk_bytes
+        assert table.column("_token")[row].as_py() == token
+        assert mutations[row] == mutation, (j, params[j])
+        assert decode_fragment(fragments[row]) == mutation, (j, params[j])
+
+    # the log: the column-wise rows equal the log writer's
+    generations = load_generations(Path(tempfile.mkdtemp()))
+    log = log_table_schema(schema)
+    arrow_schema = log_arrow_schema(log)
+    single = columnar_rows(table, stmts)
+    fast = bulk_log_rows(schema, arrow_schema, table.filter(single), stmts, 7, generations)
+    rows = []
+    for row, (_, j, pk_bytes, token, mutation) in enumerate(expected):
+        if not single[row]:
+            continue
+        writer = LogWriter(schema, mutation.pk, lambda t, tok=token: generations.stream_id(tok, t))
+        seq = 100 + row
+        info = WriteInfo(NOW_US // 1_000_000, int(seeds[j]), seq)
+        written = writer.write(mutation, None, info)
+        assert len(written) == 1
+        for r in written:
+            expiry = NOW_US // 1_000_000 + schema.cdc.ttl_s
+            r.update({"_bucket": 7, "_pk": pk_bytes, "_seq": seq, "_expiry_s": expiry})
+        rows += written
+    slow = log_rows_to_arrow(log, rows)
+    for name in fast.column_names:
+        assert fast.column(name).equals(slow.column(name)), (
+            name,
+            fast.column(name),
+            slow.column(name),
+        )
+
+
+def test_ttl_with_a_bound_null_is_left_to_the_log_writer() -> None:
+    schema = _table(["int"], ["int"], "WITH cdc = {'enabled': true}")
+    _, plan = _plan(schema, "INSERT INTO ks.t (p0, c0, i) VALUES (?, ?, ?) USING TTL 30")
+    assert plan.kind == KIND_INSERT and plan.ttl == 30
+    columns = bound_columns(schema, plan, [(1, 1, None), (2, 2, 5)])
+    assert columns is not None
+    table = pa.table(columns)
+    writes = ChunkWrites(
+        (plan,),
+        np.zeros(2, np.int8),
+        table,
+        np.array([1, 2]),
+        splitmix64(np.arange(2, dtype=np.uint64)),
+    )
+    chunks = make_chunks(schema, writes, 1, NOW_US, NUM_BUCKETS)
+    assert chunks is not None
+    merged, stmts = concat_chunks([decode_chunk(c[4]) for c in chunks])
+    single = columnar_rows(merged, stmts)
+    by_pk = dict(zip(merged.column("p0").to_pylist(), single.tolist(), strict=True))
+    assert by_pk == {1: False, 2: True}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "UPDATE ks.t SET i = ? WHERE p0 = ? AND c0 > ?",  # a range
+        "UPDATE ks.t SET i = ? WHERE p0 = ?",  # no clustering key
+        "UPDATE ks.t SET i = 5 WHERE p0 = ? AND c0 = ?",  # a literal value
+        "UPDATE ks.t SET i = ? WHERE p0 = ? AND c0 = ? IF EXISTS",
+        "INSERT INTO ks.t (p0, c0, i) VALUES (?, ?, ?) IF NOT EXISTS",
+        "INSERT INTO ks.t (p0, i) VALUES (?, ?)",  # a key missing
+        "DELETE FROM ks.t WHERE p0 = ?",  # a partition delete
+        "DELETE FROM ks.t WHERE p0 = ? AND c0 IN ?",
+    ],
+)
+def test_statements_outside_the_bulk_forms_take_the_row_path(text: str) -> None:
+    schema = _table(["int"], ["int"], "WITH cdc = {'enabled': true}")
+    assert plan_bulk(schema, parse_statement(text), None, 0) is None
+
+
+def test_values_the_row_path_must_judge_fall_back() -> None:
+    schema = _table(["int"], ["int"], "")
+    _, plan = _plan(schema, "UPDATE ks.t SET i = ?, t = ? WHERE p0 = ? AND c0 = ?")
+    assert bound_columns(schema, plan, [(1, "a", 1, 1)]) is not None
+    assert bound_columns(schema, plan, [("1", "a", 1, 1)]) is None  # wrong Python type
+    assert bound_columns(schema, plan, [(True, "a", 1, 1)]) is None  # bool is not an int
+    assert bound_columns(schema, plan, [(2**31, "a", 1, 1)]) is None  # out of range
+    assert bound_columns(schema, plan, [(1, "a", 1)]) is None  # too few values
