@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import json
 import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-from cqlcdc.errors import ServerError, WriteTimeout
+from cqlcdc.errors import CorruptIngestFile, ServerError, WriteTimeout
 from cqlcdc.pipeline.commit import (
     DATA_FILE_SCHEMA,
     DataFile,
@@ -315,15 +317,11 @@ class Engine:
             # committed everywhere already (crash after the manifest, before Spark's commit log)
             self._publish(manifest)
             return
-        try:
-            # one Spark job decides the path: a batch that fits under the limit is all here
-            head = df.limit(self.driver_max_rows + 1).toArrow()
-        except Exception as err:
-            raise self._read_failure(manifest, batch_id, err) from err
+        head = self._driver_records(df, manifest, batch_id)
         planned = time.perf_counter()
-        if head.num_rows <= self.driver_max_rows:
+        if head is not None:
             num_rows = head.num_rows
-            records = head.cast(INGEST_SCHEMA)
+            records = head
             max_seq = max(manifest.max_seq, _max_seq(records))
             files = process_groups(
                 records,
@@ -376,6 +374,53 @@ class Engine:
                 "maintain_s": maintained - committed,
             }
         )
+
+    def _driver_records(self, df: DataFrame, manifest: Manifest, batch_id: int) -> pa.Table | None:
+        """The batch's records, read in the driver, or None when they are more than
+        ``driver_max_rows`` (the executors then take the batch).
+
+        The file source logs which ingest files make up each micro-batch before running it
+        (``checkpoint/sources/0/<batch_id>``, or a ``.compact`` file every tenth batch):
+        pyarrow reads those files here, each verified whole, so the payloads never travel
+        through the JVM. Without that log (a layout this engine does not know), one Spark job
+        reads the batch instead.
+        """
+        paths = self._batch_files(batch_id)
+        if paths is None:
+            try:
+                head = df.limit(self.driver_max_rows + 1).toArrow()
+            except Exception as err:
+                raise self._read_failure(manifest, batch_id, err) from err
+            return head.cast(INGEST_SCHEMA) if head.num_rows <= self.driver_max_rows else None
+        rows = 0
+        for path in paths:
+            try:
+                rows += pq.read_metadata(path).num_rows
+            except (OSError, pa.ArrowException) as err:
+                raise CorruptIngestFile(f"Corrupt ingest file {path}: {err}") from err
+        if rows > self.driver_max_rows:
+            return None
+        if not paths:
+            return INGEST_SCHEMA.empty_table()
+        return pa.concat_tables([read_ingest_file(path) for path in paths])
+
+    def _batch_files(self, batch_id: int) -> list[Path] | None:
+        """The ingest files of micro-batch ``batch_id`` from the file source's log."""
+        log = self.checkpoint_dir / "sources" / "0"
+        for name in (str(batch_id), f"{batch_id}.compact"):
+            try:
+                lines = (log / name).read_text().splitlines()
+            except FileNotFoundError:
+                continue
+            if not lines or lines[0] != "v1":
+                return None
+            paths = []
+            for line in lines[1:]:
+                entry = json.loads(line)
+                if entry.get("batchId") == batch_id:
+                    paths.append(Path(unquote(urlparse(entry["path"]).path)))
+            return sorted(paths)
+        return None
 
     def maintain(self, force_vacuum: bool = False) -> int:
         """Compact the buckets that are due, and vacuum when its interval has passed.
