@@ -328,7 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--statement", help="a write with ? or :name markers (default: INSERT of the columns)"
     )
     loadp.add_argument("--columns", help="comma-separated file columns to use (default: all)")
-    loadp.add_argument("--chunk", type=int, default=5000, help="rows per commit (default 5000)")
+    loadp.add_argument(
+        "--chunk", type=int, default=50_000, help="rows per durable append (default 50000)"
+    )
     common(loadp)
     loadp.set_defaults(func=cmd_load)
     return parser

@@ -33,6 +33,7 @@ from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.bulk import (
     BulkStatement,
     ChunkWrites,
+    arrow_columns,
     bound_columns,
     keys_usable,
     make_chunks,
@@ -59,6 +60,7 @@ from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_k
 from cqlcdc.storage.uuids import SeededBits
 from cqlcdc.storage.vectorized import splitmix64
 from cqlcdc.storage.view import PartitionView
+from cqlcdc.types.arrow import to_pylist
 
 DEFAULT_BUCKETS = 16
 WRITE_TIMEOUT_S = 120.0
@@ -496,9 +498,7 @@ class Session:
                         raise InvalidRequest(
                             "execute_many takes only INSERT, UPDATE, DELETE, BATCH"
                         )
-                    records, stateful = self._records(
-                        stmt, parameters[n] if parameters else None
-                    )
+                    records, stateful = self._records(stmt, parameters[n] if parameters else None)
                     needs_state = needs_state or stateful
                 except CqlError as e:
                     results.append(e)
@@ -524,8 +524,6 @@ class Session:
         """Ingest records for many executions of a few prepared writes of one table, as
         bulk chunks (``cqlcdc.storage.bulk``); None when any of them needs the row path
         (which then runs them one by one and reports each error in its slot)."""
-        from cqlcdc.pipeline.records import IngestRecord
-
         if parameters is None or len(statements) < BULK_MIN_WRITES:
             return None
         index: dict[int, int] = {}
@@ -553,9 +551,22 @@ class Session:
             tables.append(pa.table(columns))
         merged = pa.concat_tables(tables, promote_options="default")
         merged = merged.take(pc.sort_indices(merged.column("_pos"))).drop_columns(["_pos"])
+        return self._bulk_chunks(schema, bulk_statements, which, merged)
+
+    def _bulk_chunks(
+        self,
+        schema: TableSchema,
+        bulk_statements: tuple[BulkStatement, ...],
+        which: np.ndarray[Any, np.dtype[np.int8]],
+        merged: pa.Table,
+    ) -> list[Any] | None:
+        """Timestamps, seeds and seqs for bulk writes, and their chunk records (under
+        ``self._lock``); None when a key needs the row path's error."""
+        from cqlcdc.pipeline.records import IngestRecord
+
         if not keys_usable(schema, merged):
             return None
-        n = len(statements)
+        n = len(which)
         now_us = max(time.time_ns() // 1000, self._last_now_us)
         first_ts = max(time.time_ns() // 1000, self._last_ts + 1)
         timestamps = np.arange(first_ts, first_ts + n, dtype=np.int64)
@@ -577,6 +588,40 @@ class Session:
             IngestRecord(seq, schema.table_id, schema.schema_version, bucket, token, pk, payload)
             for seq, bucket, token, pk, payload in chunks
         ]
+
+    def execute_arrow(
+        self, prepared: PreparedStatement, values: pa.Table, *, wait: bool = True
+    ) -> list[Rows | CqlError]:
+        """Run a prepared write once per row of ``values`` (its columns bind the markers in
+        order), like ``execute_many`` with the values kept as columns.
+
+        A simple write (every key and value a marker of an atomic column) whose values cast
+        exactly to the column types goes in bulk chunks without a Python object per value;
+        otherwise the rows run one by one and each error is reported in its slot.
+        """
+        n = values.num_rows
+        if n == 0:
+            return []
+        records = None
+        with self._lock:
+            plans = self._bulk_plans([prepared])
+            if plans is not None:
+                schema, (plan,) = plans
+                columns = arrow_columns(schema, plan, values)
+                if columns is not None:
+                    records = self._bulk_chunks(
+                        schema, (plan,), np.zeros(n, np.int8), pa.table(columns)
+                    )
+            if records is not None:
+                self.ingest.append(records)
+                self._pending_seq = records[-1].seq
+        if records is not None:
+            if wait:
+                self._wait(records[-1].seq)
+            return [Rows()] * n
+        pylists = [to_pylist(column) for column in values.columns]
+        rows = list(zip(*pylists, strict=True))
+        return self.execute_many([prepared] * n, rows, wait=wait)
 
     def _bulk_plans(
         self, prepared: list[PreparedStatement]

@@ -1,9 +1,12 @@
 """A writer process for crash tests: killed with SIGKILL at random points and restarted.
 
-Usage: python crash_driver.py DATA_DIR TOTAL GROUP
+Usage: python crash_driver.py DATA_DIR TOTAL GROUP [MODE]
 
-Write i sets ``v = 'w<i>'`` on row (pk = i % 97, ck = i % 13) of ks.t (CDC on, and a
-changefeed with 4 partitions). Writes go in groups through ``execute_many``; after a group is
+Write i sets ``v = 'w<i>'`` on row (pk = i % 97, ck = i % 13) of ks.t (CDC on, and in modes
+``rows`` and ``bulk`` a changefeed with 4 partitions). Writes go in groups through
+``execute_many``: as CQL text in mode ``rows``, as executions of one prepared UPDATE in the
+bulk modes (the bulk path: one Arrow chunk per bucket; with the feed its writes are applied one
+by one in the pipeline, without it column-wise). After a group is
 acknowledged its last index is appended to ``acked.txt`` (fsync). On restart the driver
 resumes after the last write that is durable in the ingest log (acknowledged or not: a
 durable write will be applied, so sending it again would duplicate it).
@@ -29,20 +32,29 @@ FEED = (
 )
 
 
+PREPARED = "UPDATE ks.t SET v = ? WHERE pk = ? AND ck = ?"
+
+
 def statement(i: int) -> str:
     return f"UPDATE ks.t SET v = 'w{i}' WHERE pk = {i % 97} AND ck = {i % 13}"
 
 
+def parameters(i: int) -> tuple[str, int, int]:
+    return (f"w{i}", i % 97, i % 13)
+
+
 def main() -> None:
     data_dir, total, group = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    mode = sys.argv[4] if len(sys.argv) > 4 else "rows"
     import cqlcdc
 
     session = cqlcdc.connect(data_dir=data_dir, master="local[1]")
     session.execute(KS)
     session.execute(TABLE)
     table = session.catalog.table("ks", "t")
-    if table is None or not table.changefeeds:
+    if mode != "bulk-nofeed" and (table is None or not table.changefeeds):
         session.execute(FEED)
+    update = session.prepare(PREPARED)
     marker = data_dir / "first_seq.txt"
     if not marker.exists():
         marker.write_text(str(session.ingest.last_seq() + 1))
@@ -52,7 +64,10 @@ def main() -> None:
     i = done
     while i < total:
         batch = list(range(i, min(i + group, total)))
-        results = session.execute_many([statement(j) for j in batch])
+        if mode == "rows":
+            results = session.execute_many([statement(j) for j in batch])
+        else:
+            results = session.execute_many([update] * len(batch), [parameters(j) for j in batch])
         for r in results:
             if isinstance(r, Exception):
                 raise r

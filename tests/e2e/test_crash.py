@@ -27,11 +27,11 @@ DRIVER = Path(__file__).with_name("crash_driver.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _spawn(data_dir: Path, total: int, group: int) -> subprocess.Popen[bytes]:
+def _spawn(data_dir: Path, total: int, group: int, mode: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "src"), env.get("PYTHONPATH", "")])
     return subprocess.Popen(
-        [sys.executable, str(DRIVER), str(data_dir), str(total), str(group)],
+        [sys.executable, str(DRIVER), str(data_dir), str(total), str(group), mode],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -47,13 +47,16 @@ def _acked(data_dir: Path) -> int:
     return int(lines[-1]) if lines else -1
 
 
-def run_with_kills(tmp_path: Path, total: int, group: int, kills: int, seed: int) -> None:
+def run_with_kills(
+    tmp_path: Path, total: int, group: int, kills: int, seed: int, mode: str = "bulk"
+) -> None:
+    feed = mode != "bulk-nofeed"
     rng = random.Random(seed)
     data_dir = tmp_path / "data"
     consumed: list[FeedMessage] = []
     for _ in range(kills):
         before = _acked(data_dir)
-        proc = _spawn(data_dir, total, group)
+        proc = _spawn(data_dir, total, group, mode)
         # wait until this run has made progress, then kill at a random moment
         deadline = time.monotonic() + 120
         while _acked(data_dir) == before and proc.poll() is None and time.monotonic() < deadline:
@@ -62,12 +65,14 @@ def run_with_kills(tmp_path: Path, total: int, group: int, kills: int, seed: int
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        consumed += _consume_some(data_dir, rng.randint(10, 200))
-    proc = _spawn(data_dir, total, group)
+        if feed:
+            consumed += _consume_some(data_dir, rng.randint(10, 200))
+    proc = _spawn(data_dir, total, group, mode)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0 and b"DONE" in out
-    consumed += _consume_some(data_dir, 10**9)
-    verify(data_dir, total, consumed)
+    if feed:
+        consumed += _consume_some(data_dir, 10**9)
+    verify(data_dir, total, consumed, feed)
 
 
 def _consume_some(data_dir: Path, n: int) -> list[FeedMessage]:
@@ -83,7 +88,7 @@ def _consume_some(data_dir: Path, n: int) -> list[FeedMessage]:
     return got
 
 
-def verify(data_dir: Path, total: int, consumed: list[FeedMessage]) -> None:
+def verify(data_dir: Path, total: int, consumed: list[FeedMessage], feed: bool = True) -> None:
     session = cqlcdc.connect(data_dir=data_dir, master="local[2]")
     try:
         model = CoreModel()
@@ -95,6 +100,8 @@ def verify(data_dir: Path, total: int, consumed: list[FeedMessage]) -> None:
         assert actual == sorted(model.run("SELECT pk, ck, v FROM ks.t"))
         values = [r[0] for r in session.execute("SELECT v FROM ks.t_scylla_cdc_log")]
         assert sorted(values, key=lambda v: int(v[1:])) == [f"w{i}" for i in range(total)]
+        if not feed:
+            return
         reader = FeedReader(data_dir, "ks.t/f")
         per_key: dict[tuple[int, int], list[int]] = defaultdict(list)
         count = 0
@@ -114,8 +121,9 @@ def verify(data_dir: Path, total: int, consumed: list[FeedMessage]) -> None:
 
 
 @pytest.mark.spark
-def test_kill_9_while_loading(spark: Any, tmp_path: Path) -> None:
-    run_with_kills(tmp_path, total=1200, group=100, kills=3, seed=1)
+@pytest.mark.parametrize("mode", ["bulk", "bulk-nofeed"])
+def test_kill_9_while_loading(spark: Any, tmp_path: Path, mode: str) -> None:
+    run_with_kills(tmp_path, total=1200, group=100, kills=3, seed=1, mode=mode)
 
 
 @pytest.mark.spark

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
-import json
 import itertools
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
