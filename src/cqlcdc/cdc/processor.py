@@ -140,15 +140,36 @@ def log_arrow_schema(log: TableSchema) -> pa.Schema:
     return pa.schema([*LOG_INTERNAL, *fields])
 
 
+# types whose Python value pyarrow takes as it is (``to_arrow`` is the identity)
+_ARROW_AS_IS = frozenset(
+    {
+        "int",
+        "bigint",
+        "smallint",
+        "tinyint",
+        "text",
+        "ascii",
+        "boolean",
+        "double",
+        "float",
+        "blob",
+        "counter",
+    }
+)
+
+
 def log_rows_to_arrow(log: TableSchema, rows: list[dict[str, Any]]) -> pa.Table:
     schema = log_arrow_schema(log)
-    data: dict[str, list[Any]] = {f.name: [] for f in schema}
-    for row in rows:
-        for col in log.columns:
-            v = row.get(col.name)
-            data[col.name].append(None if v is None else col.type.to_arrow(v))
-        for f in LOG_INTERNAL:
-            data[f.name].append(row[f.name])
+    data: dict[str, list[Any]] = {}
+    for col in log.columns:
+        name = col.name
+        if col.type.cql_name in _ARROW_AS_IS:
+            data[name] = [row.get(name) for row in rows]
+        else:
+            convert = col.type.to_arrow
+            data[name] = [convert(row.get(name)) for row in rows]
+    for f in LOG_INTERNAL:
+        data[f.name] = [row[f.name] for row in rows]
     return pa.Table.from_pydict(data, schema=schema)
 
 
@@ -279,6 +300,7 @@ class CoreProcessor:
             if scanned.num_rows:
                 for row in scanned.select(["pk", "feed"]).to_pylist():
                     ctx.scanned.add((row["pk"], row["feed"]))
+        generations = self.generations
         by_pk: dict[bytes, list[dict[str, Any]]] = {}
         for r in recs:
             if r["pk"] == TICK_PK:  # a clock tick: no partition, only the feeds' clocks move
@@ -292,7 +314,7 @@ class CoreProcessor:
             frags = [f for _, f in sorted(fragments.get(pk_bytes, []))]
             current = merge_fragments(pk, frags) if frags else None
             token: int = group[0]["token"]
-            writer = LogWriter(latest, pk, self._stream_function(token))
+            writer = LogWriter(latest, pk, self._stream_function(token, generations))
             for rec in sorted(group, key=lambda r: r["seq"]):
                 current = self._apply(ctx, writer, rec, pk, current)
         out = ctx.out
@@ -345,13 +367,14 @@ class CoreProcessor:
         ]
         if not single.all():  # writes whose log row splits: the log writer's way
             rest = writes.filter(~single)
+            generations = self.generations
             rows: list[dict[str, Any]] = []
             expiry_ttl = schema.cdc.ttl_s
             for rec in _expanded(schema, rest, statements):
                 payload = rec["decoded"]
                 now_s = payload.now_us // 1_000_000
                 writer = LogWriter(
-                    schema, payload.partition.pk, self._stream_function(rec["token"])
+                    schema, payload.partition.pk, self._stream_function(rec["token"], generations)
                 )
                 info = WriteInfo(now_s, payload.seed, rec["seq"])
                 for row in writer.write(payload.partition, None, info):
@@ -364,8 +387,10 @@ class CoreProcessor:
         result[log_output(schema)] = pa.concat_tables(parts)
         return result
 
-    def _stream_function(self, token: int) -> Callable[[int], bytes]:
-        gens = self.generations
+    def _stream_function(
+        self, token: int, gens: Generations | None = None
+    ) -> Callable[[int], bytes]:
+        gens = gens or self.generations
 
         def stream_of(timestamp_us: int) -> bytes:
             return gens.stream_id(token, timestamp_us)
@@ -426,7 +451,7 @@ class CoreProcessor:
                 "pk": rec["pk"],
                 "token": rec["token"],
                 "seq": rec["seq"],
-                "fragment": encode_fragment(mutation),
+                "fragment": rec.get("fragment") or encode_fragment(mutation),
             }
         )
         before = current.copy() if (current is not None and ctx.stager.feeds) else current
@@ -577,6 +602,7 @@ def _expanded(
 ) -> list[dict[str, Any]]:
     """Bulk writes as ordinary records, their payloads already decoded."""
     mutations = chunk_mutations(schema, writes, statements)
+    fragments = bulk_fragments(schema, writes, statements).to_pylist()
     seqs = writes.column(SEQ).to_pylist()
     pks = writes.column(PK).to_pylist()
     tokens = writes.column(TOKEN).to_pylist()
@@ -590,6 +616,7 @@ def _expanded(
             "schema_version": schema.schema_version,
             "payload": b"",
             "decoded": WritePayload(m, (), now[i], seeds[i] & 0xFFFFFFFFFFFFFFFF),
+            "fragment": fragments[i],
         }
         for i, m in enumerate(mutations)
     ]
