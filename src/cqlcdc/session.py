@@ -540,11 +540,17 @@ class Session:
         if plans is None:
             return None
         schema, bulk_statements = plans
-        which = np.fromiter((index[id(q)] for q in statements), np.int8, len(statements))
+        if len(prepared) == 1:
+            which = np.zeros(len(statements), np.int8)
+        else:
+            which = np.fromiter(
+                map(index.__getitem__, map(id, statements)), np.int8, len(statements)
+            )
         tables = []
         for i, plan in enumerate(bulk_statements):
             positions = np.flatnonzero(which == i)
-            columns = bound_columns(schema, plan, [parameters[int(j)] for j in positions])
+            rows = parameters if len(prepared) == 1 else [parameters[j] for j in positions.tolist()]
+            columns = bound_columns(schema, plan, rows)
             if columns is None:
                 return None
             columns["_pos"] = pa.array(positions)

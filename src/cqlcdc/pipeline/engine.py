@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote, urlparse
@@ -87,17 +88,22 @@ def process_groups(
     )
     starts = [0, *(int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()), records.num_rows]
     state = VersionedReader(tables_dir, versions, tables)
-    written: list[DataFile] = []
-    for start, end in itertools.pairwise(starts):
-        group = records.slice(start, end - start)
-        table_id = group.column("table_id")[0].as_py()
-        bucket = group.column("bucket")[0].as_py()
-        outputs = processor.process_bucket(table_id, bucket, group.combine_chunks(), state)
-        for output in sorted(outputs):
-            rows = outputs[output]
-            if rows.num_rows:
-                written.append(write_data_file(tables_dir, output, rows, batch_id, bucket))
-    return written
+    # files are written by a small pool while the next bucket is processed (pyarrow's Parquet
+    # writer and fsync release the GIL)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="cqlcdc-write") as pool:
+        pending: list[Future[DataFile]] = []
+        for start, end in itertools.pairwise(starts):
+            group = records.slice(start, end - start)
+            table_id = group.column("table_id")[0].as_py()
+            bucket = group.column("bucket")[0].as_py()
+            outputs = processor.process_bucket(table_id, bucket, group.combine_chunks(), state)
+            for output in sorted(outputs):
+                rows = outputs[output]
+                if rows.num_rows:
+                    pending.append(
+                        pool.submit(write_data_file, tables_dir, output, rows, batch_id, bucket)
+                    )
+        return [f.result() for f in pending]
 
 
 class _ExecutorTask:

@@ -234,7 +234,7 @@ def bound_columns(
     type, out of range, a null key): the caller then runs the rows one by one.
     """
     width = len(stmt.markers)
-    if any(not isinstance(r, tuple | list) or len(r) != width for r in rows):
+    if not set(map(type, rows)) <= {tuple, list} or set(map(len, rows)) - {width}:  # type: ignore[arg-type]
         return None
     out: dict[str, pa.Array] = {}
     transposed = list(zip(*rows, strict=True)) if rows else [()] * width  # type: ignore[call-overload]
