@@ -432,7 +432,7 @@ def scaling_run(
             if build_s + (time.perf_counter() - started) > build_budget_s and built > 0:
                 reached = False
                 break
-            step = min(group, target - built)
+            step = min(group * 25, target - built)  # groups of `group`, one commit wait
             build_cqlcdc_range(session, "s", built, built + step, group)
             built += step
         build_s += time.perf_counter() - started
@@ -473,9 +473,10 @@ def build_cqlcdc_range(session: Any, table: str, lo: int, hi: int, group: int) -
             (i // CK_PER_PARTITION, i % CK_PER_PARTITION, i, f"w-{i:010d}")
             for i in range(lo + g_lo, lo + g_hi)
         ]
-        for result in session.execute_many([insert] * len(params), params):
+        for result in session.execute_many([insert] * len(params), params, wait=False):
             if isinstance(result, Exception):
                 raise result
+    session.flush()
 
 
 def ack_latency(session: Any, writes: int) -> list[float]:
