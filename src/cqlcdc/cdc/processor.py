@@ -571,6 +571,28 @@ class CoreProcessor:
         )
         self._mark_scanned(ctx, rec, scan.feed)
 
+    def driver_cost(self, records: pa.Table) -> int:
+        """How many writes of ``records`` the core applies one by one in Python.
+
+        Bulk chunks of tables logged column-wise cost nothing here (they are vectorized and
+        fastest in the driver, next to the data); every other write counts, and a batch with
+        many of them runs on the executors, whose Python workers share the load.
+        """
+        cost = 0
+        columnar: dict[str, bool] = {}
+        table_ids = records.column("table_id").to_pylist()
+        for i, payload in enumerate(records.column("payload").to_pylist()):
+            if not is_chunk(payload):
+                cost += 1
+                continue
+            table_id = table_ids[i]
+            if table_id not in columnar:
+                schema = self.catalog.table_by_id(table_id)
+                columnar[table_id] = schema is not None and bulk_log_applies(schema)
+            if not columnar[table_id]:
+                cost += decode_chunk(payload).table.num_rows
+        return cost
+
     # -- the driver's pass over a whole batch ---------------------------------------------
 
     def is_staged(self, output: str) -> bool:

@@ -23,7 +23,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from cqlcdc.errors import CorruptIngestFile, ServerError, WriteTimeout
@@ -39,7 +38,7 @@ from cqlcdc.pipeline.commit import (
     write_data_file,
 )
 from cqlcdc.pipeline.compaction import CompactionPolicy, Compactor, vacuum
-from cqlcdc.pipeline.ingest import IngestLog, read_ingest_file
+from cqlcdc.pipeline.ingest import IngestLog, parse_ingest_file_name, read_ingest_file
 from cqlcdc.pipeline.records import INGEST_SCHEMA, BucketProcessor
 
 INGEST_DDL = (
@@ -106,28 +105,41 @@ def process_groups(
         return [f.result() for f in pending]
 
 
-class _ExecutorTask:
-    """The mapInArrow function: one partition of (bucket-partitioned, sorted) records in,
-    descriptions of the data files it wrote out. Picklable; runs on executors."""
+class _FileTask:
+    """The mapInArrow function of large batches: task ``part`` reads the micro-batch's ingest
+    files itself (a shared data path, like the Delta tables) and runs the core on the buckets
+    with ``bucket % parts == part``. Spark schedules the tasks; no record passes through it.
+    Picklable; runs on executors."""
 
     def __init__(
-        self, processor: BucketProcessor, tables_dir: str, versions: dict[str, int], batch_id: int
+        self,
+        processor: BucketProcessor,
+        tables_dir: str,
+        versions: dict[str, int],
+        batch_id: int,
+        paths: list[str],
+        parts: int,
     ) -> None:
         self.processor = processor
         self.tables_dir = tables_dir
         self.versions = versions
         self.batch_id = batch_id
+        self.paths = paths
+        self.parts = parts
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        parts = list(batches)
-        if not parts:
-            return
-        # Spark's Arrow fields are nullable; the ingest schema's are not
-        records = pa.Table.from_batches(parts).cast(INGEST_SCHEMA)
-        files = process_groups(
-            records, self.processor, self.tables_dir, self.versions, self.batch_id
-        )
-        yield from data_files_to_arrow(files).to_batches()
+        for batch in batches:
+            for part in batch.column(0).to_pylist():
+                records = pa.concat_tables([read_ingest_file(p) for p in self.paths])
+                mine = records.column("bucket").to_numpy() % self.parts == part
+                files = process_groups(
+                    records.filter(pa.array(mine)),
+                    self.processor,
+                    self.tables_dir,
+                    self.versions,
+                    self.batch_id,
+                )
+                yield from data_files_to_arrow(files).to_batches()
 
 
 class Engine:
@@ -141,8 +153,10 @@ class Engine:
         data_dir: the data directory.
         processor: the core (picklable).
         spark: the session to run on.
-        driver_max_rows: batches with at most this many records run the core in the driver;
-            larger ones run it on executors (mapInArrow).
+        driver_max_rows: batches whose cost is at most this run the core in the driver;
+            costlier ones run it in executor tasks, one per slice of the buckets. The cost is
+            the processor's ``driver_cost(records)`` if it has one (the writes it applies
+            one by one), else the number of records.
         trigger_interval: Spark processingTime trigger; "0 seconds" polls continuously.
         max_files_per_trigger: the most ingest files one micro-batch takes.
         num_partitions: partitions of the executor path (default: Spark's default parallelism).
@@ -323,14 +337,17 @@ class Engine:
             # committed everywhere already (crash after the manifest, before Spark's commit log)
             self._publish(manifest)
             return
-        head = self._driver_records(df, manifest, batch_id)
+        paths = self._batch_files(batch_id)
+        records = self._read_files(paths)
+        cost_of = getattr(self.processor, "driver_cost", None)
+        cost = cost_of(records) if cost_of is not None else records.num_rows
+        head = records if cost <= self.driver_max_rows else None
         planned = time.perf_counter()
         if head is not None:
             num_rows = head.num_rows
-            records = head
-            max_seq = max(manifest.max_seq, _max_seq(records))
+            max_seq = max(manifest.max_seq, _max_seq(head))
             files = process_groups(
-                records,
+                head,
                 self.processor,
                 str(self.tables_dir),
                 manifest.versions,
@@ -338,7 +355,7 @@ class Engine:
                 self._tables,
             )
         else:
-            num_rows, max_seq, files = self._run_on_executors(df, manifest, batch_id)
+            num_rows, max_seq, files = self._run_on_files(paths, manifest, batch_id)
         extra = manifest.extra
         if hasattr(self.processor, "finalize_batch"):
             files, extra = self._finalize(files, manifest, batch_id, max_seq)
@@ -381,52 +398,70 @@ class Engine:
             }
         )
 
-    def _driver_records(self, df: DataFrame, manifest: Manifest, batch_id: int) -> pa.Table | None:
-        """The batch's records, read in the driver, or None when they are more than
-        ``driver_max_rows`` (the executors then take the batch).
+    @staticmethod
+    def _read_files(paths: list[Path]) -> pa.Table:
+        """The records of ingest files, each verified whole (CorruptIngestFile names it)."""
+        if not paths:
+            return INGEST_SCHEMA.empty_table()
+        return pa.concat_tables([read_ingest_file(path) for path in paths])
 
-        The file source logs which ingest files make up each micro-batch before running it
-        (``checkpoint/sources/0/<batch_id>``, or a ``.compact`` file every tenth batch):
-        pyarrow reads those files here, each verified whole, so the payloads never travel
-        through the JVM. Without that log (a layout this engine does not know), one Spark job
-        reads the batch instead.
-        """
-        paths = self._batch_files(batch_id)
-        if paths is None:
-            try:
-                head = df.limit(self.driver_max_rows + 1).toArrow()
-            except Exception as err:
-                raise self._read_failure(manifest, batch_id, err) from err
-            return head.cast(INGEST_SCHEMA) if head.num_rows <= self.driver_max_rows else None
+    def _run_on_files(
+        self, paths: list[Path], manifest: Manifest, batch_id: int
+    ) -> tuple[int, int, list[DataFile]]:
+        """A large batch: one Spark task per slice of the buckets, each reading the files."""
         rows = 0
+        max_seq = manifest.max_seq
         for path in paths:
             try:
                 rows += pq.read_metadata(path).num_rows
             except (OSError, pa.ArrowException) as err:
                 raise CorruptIngestFile(f"Corrupt ingest file {path}: {err}") from err
-        if rows > self.driver_max_rows:
-            return None
-        if not paths:
-            return INGEST_SCHEMA.empty_table()
-        return pa.concat_tables([read_ingest_file(path) for path in paths])
+            max_seq = max(max_seq, _last_seq_of(path))
+        parts = self.num_partitions
+        task = _FileTask(
+            self.processor,
+            str(self.tables_dir),
+            manifest.versions,
+            batch_id,
+            [str(p) for p in paths],
+            parts,
+        )
+        try:
+            result = (
+                self.spark.range(parts, numPartitions=parts)
+                .mapInArrow(task, DATA_FILE_DDL)
+                .toArrow()
+            )
+        except Exception as err:
+            raise self._read_failure(manifest, batch_id, err) from err
+        return rows, max_seq, data_files_from_arrow(result.cast(DATA_FILE_SCHEMA))
 
-    def _batch_files(self, batch_id: int) -> list[Path] | None:
-        """The ingest files of micro-batch ``batch_id`` from the file source's log."""
+    def _batch_files(self, batch_id: int) -> list[Path]:
+        """The ingest files of micro-batch ``batch_id``, from the file source's log.
+
+        Spark's file source logs the files of each micro-batch before running it
+        (``checkpoint/sources/0/<batch_id>``, all earlier entries too in a ``.compact`` file
+        every tenth batch). The engine reads those files itself, in the driver or in the
+        executor tasks, so no record passes through the JVM; the DataFrame Spark hands to
+        ``foreachBatch`` is never scanned.
+
+        Raises:
+            ServerError: the log has no entry for the batch (a layout this engine does not know).
+        """
         log = self.checkpoint_dir / "sources" / "0"
         for name in (str(batch_id), f"{batch_id}.compact"):
             try:
                 lines = (log / name).read_text().splitlines()
             except FileNotFoundError:
                 continue
-            if not lines or lines[0] != "v1":
-                return None
-            paths = []
-            for line in lines[1:]:
-                entry = json.loads(line)
-                if entry.get("batchId") == batch_id:
-                    paths.append(Path(unquote(urlparse(entry["path"]).path)))
-            return sorted(paths)
-        return None
+            if lines and lines[0] == "v1":
+                paths = []
+                for line in lines[1:]:
+                    entry = json.loads(line)
+                    if entry.get("batchId") == batch_id:
+                        paths.append(Path(unquote(urlparse(entry["path"]).path)))
+                return sorted(paths)
+        raise ServerError(f"Micro-batch {batch_id}: no file source log entry under {log}")
 
     def maintain(self, force_vacuum: bool = False) -> int:
         """Compact the buckets that are due, and vacuum when its interval has passed.
@@ -568,22 +603,11 @@ class Engine:
                 read_ingest_file(file.path)
         return ServerError(f"Micro-batch {batch_id} failed: {err}")
 
-    def _run_on_executors(
-        self, df: DataFrame, manifest: Manifest, batch_id: int
-    ) -> tuple[int, int, list[DataFile]]:
-        task = _ExecutorTask(self.processor, str(self.tables_dir), manifest.versions, batch_id)
-        planned = (
-            df.repartition(self.num_partitions, "bucket")
-            .sortWithinPartitions(*_GROUP_ORDER)
-            .mapInArrow(task, DATA_FILE_DDL)
-        )
-        try:
-            totals = df.agg(F.count("*"), F.max("seq")).collect()[0]
-            result = planned.toArrow()
-        except Exception as err:
-            raise self._read_failure(manifest, batch_id, err) from err
-        max_seq = max(manifest.max_seq, int(totals[1]))
-        return int(totals[0]), max_seq, data_files_from_arrow(result.cast(DATA_FILE_SCHEMA))
+
+def _last_seq_of(path: Path) -> int:
+    """The last seq an ingest file's name promises (0 for a name that is not one)."""
+    seqs = parse_ingest_file_name(path.name)
+    return seqs[1] if seqs is not None else 0
 
 
 def _max_seq(records: pa.Table) -> int:
