@@ -338,10 +338,16 @@ class Engine:
             self._publish(manifest)
             return
         paths = self._batch_files(batch_id)
-        records = self._read_files(paths)
-        cost_of = getattr(self.processor, "driver_cost", None)
-        cost = cost_of(records) if cost_of is not None else records.num_rows
-        head = records if cost <= self.driver_max_rows else None
+        if paths is None:  # called with a frame of its own (not by the streaming query)
+            try:
+                head = df.toArrow().cast(INGEST_SCHEMA)
+            except Exception as err:
+                raise self._read_failure(manifest, batch_id, err) from err
+        else:
+            records = self._read_files(paths)
+            cost_of = getattr(self.processor, "driver_cost", None)
+            cost = cost_of(records) if cost_of is not None else records.num_rows
+            head = records if cost <= self.driver_max_rows else None
         planned = time.perf_counter()
         if head is not None:
             num_rows = head.num_rows
@@ -355,6 +361,7 @@ class Engine:
                 self._tables,
             )
         else:
+            assert paths is not None
             num_rows, max_seq, files = self._run_on_files(paths, manifest, batch_id)
         extra = manifest.extra
         if hasattr(self.processor, "finalize_batch"):
@@ -436,17 +443,15 @@ class Engine:
             raise self._read_failure(manifest, batch_id, err) from err
         return rows, max_seq, data_files_from_arrow(result.cast(DATA_FILE_SCHEMA))
 
-    def _batch_files(self, batch_id: int) -> list[Path]:
+    def _batch_files(self, batch_id: int) -> list[Path] | None:
         """The ingest files of micro-batch ``batch_id``, from the file source's log.
 
         Spark's file source logs the files of each micro-batch before running it
         (``checkpoint/sources/0/<batch_id>``, all earlier entries too in a ``.compact`` file
         every tenth batch). The engine reads those files itself, in the driver or in the
-        executor tasks, so no record passes through the JVM; the DataFrame Spark hands to
-        ``foreachBatch`` is never scanned.
-
-        Raises:
-            ServerError: the log has no entry for the batch (a layout this engine does not know).
+        executor tasks, so no record passes through the JVM and the DataFrame Spark hands to
+        ``foreachBatch`` is never scanned. None when the log has no entry for the batch
+        (``process_batch`` called with a frame of its own): that frame is read instead.
         """
         log = self.checkpoint_dir / "sources" / "0"
         for name in (str(batch_id), f"{batch_id}.compact"):
@@ -461,7 +466,7 @@ class Engine:
                     if entry.get("batchId") == batch_id:
                         paths.append(Path(unquote(urlparse(entry["path"]).path)))
                 return sorted(paths)
-        raise ServerError(f"Micro-batch {batch_id}: no file source log entry under {log}")
+        return None
 
     def maintain(self, force_vacuum: bool = False) -> int:
         """Compact the buckets that are due, and vacuum when its interval has passed.
