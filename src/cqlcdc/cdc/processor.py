@@ -420,7 +420,8 @@ class CoreProcessor:
         try:
             if payload.list_ops:
                 resolve_list_ops(schema, mutation, payload.list_ops, current, now_s)
-            mutation.prune_empty()
+            if "fragment" not in rec:  # a bulk write's mutation is one non-empty row
+                mutation.prune_empty()
         except CqlError as e:
             out.errors.append(
                 {

@@ -488,7 +488,7 @@ def chunk_mutations(
 
 # -- base fragments ----------------------------------------------------------------------------
 #
-# FRAGMENT_TAG, then a header shared by the writes of one statement:
+# FRAGMENT_TAG, u16 header length, then a header shared by the writes of one statement:
 #   u8 kind, u8 #pk, u8 #ck, u16 #columns, then per key and column: u8 name length, name,
 #   u8 type-name length, type name;
 # then per write: i64 timestamp, i32 ttl, i64 expiry second, and the pk, ck and column values
@@ -501,16 +501,19 @@ def _named(name: str, cql: str) -> bytes:
 
 
 def fragment_header(schema: TableSchema, stmt: BulkStatement) -> bytes:
+    """The part of a bulk fragment shared by every write of ``stmt`` (its own length first,
+    so a reader finds the values without parsing it)."""
     keys = [*schema.partition_key, *schema.clustering_key]
     cols = [schema.column(c) for c in stmt.columns]
-    out = bytearray(FRAGMENT_TAG)
-    out += struct.pack(
-        ">BBBH", stmt.kind, len(schema.partition_key), len(schema.clustering_key), len(cols)
+    body = bytearray(
+        struct.pack(
+            ">BBBH", stmt.kind, len(schema.partition_key), len(schema.clustering_key), len(cols)
+        )
     )
     for col in (*keys, *cols):
         assert col is not None
-        out += _named(col.name, col.type.cql_name)
-    return bytes(out)
+        body += _named(col.name, col.type.cql_name)
+    return FRAGMENT_TAG + struct.pack(">H", len(body)) + bytes(body)
 
 
 def bulk_fragments(
@@ -560,44 +563,58 @@ def _choose(which: pa.Array, parts: list[pa.Array]) -> pa.Array:
     return out
 
 
+_INT_SIZES = {"tinyint": 1, "smallint": 2, "int": 4, "bigint": 8, "timestamp": 8}
+
+
+def _decoder(cql: str) -> Any:
+    """A fast ``deserialize`` for the bulk types (the type's own for the rest)."""
+    if cql in _INT_SIZES:
+        return lambda b: int.from_bytes(b, "big", signed=True)
+    if cql in ("text", "ascii"):
+        return bytes.decode
+    if cql == "blob":
+        return bytes
+    return native_type(cql).deserialize
+
+
 @lru_cache(maxsize=256)
-def _parse_header(header: bytes) -> tuple[int, int, int, tuple[tuple[str, Any], ...], int]:
-    kind, n_pk, n_ck, n_cols = struct.unpack_from(">BBBH", header, len(FRAGMENT_TAG))
-    pos = len(FRAGMENT_TAG) + 5
-    named = []
+def _parse_header(header: bytes) -> tuple[int, int, int, tuple[str, ...], tuple[Any, ...]]:
+    kind, n_pk, n_ck, n_cols = struct.unpack_from(">BBBH", header)
+    pos = 5
+    names: list[str] = []
+    decoders: list[Any] = []
     for _ in range(n_pk + n_ck + n_cols):
         size = header[pos]
-        name = header[pos + 1 : pos + 1 + size].decode()
+        names.append(header[pos + 1 : pos + 1 + size].decode())
         pos += 1 + size
         size = header[pos]
-        cql = header[pos + 1 : pos + 1 + size].decode()
+        decoders.append(_decoder(header[pos + 1 : pos + 1 + size].decode()))
         pos += 1 + size
-        named.append((name, native_type(cql)))
-    return kind, n_pk, n_ck, tuple(named), pos
+    return kind, n_pk, n_ck, tuple(names), tuple(decoders)
 
 
-def _header_length(data: bytes) -> int:
-    _, n_pk, n_ck, n_cols = struct.unpack_from(">BBBH", data, len(FRAGMENT_TAG))
-    pos = len(FRAGMENT_TAG) + 5
-    for _ in range(2 * (n_pk + n_ck + n_cols)):
-        pos += 1 + data[pos]
-    return pos
+_TAG_LEN = len(FRAGMENT_TAG)
+_WRITE = struct.Struct(">qiq")
+_SIZE = struct.Struct(">i")
 
 
 def decode_bulk_fragment(data: bytes) -> Partition:
     """The mutation a bulk fragment holds (what ``chunk_mutations`` gives for its write)."""
-    end = _header_length(data)
-    kind, n_pk, n_ck, named, _ = _parse_header(data[:end])
-    ts, ttl, expiry = struct.unpack_from(">qiq", data, end)
+    (length,) = struct.unpack_from(">H", data, _TAG_LEN)
+    start = _TAG_LEN + 2
+    end = start + length
+    kind, n_pk, n_ck, names, decoders = _parse_header(data[start:end])
+    ts, ttl, expiry = _WRITE.unpack_from(data, end)
     pos = end + 20
     values: list[Any] = []
-    for _, ctype in named:
-        (size,) = struct.unpack_from(">i", data, pos)
+    unpack_size = _SIZE.unpack_from
+    for decode in decoders:
+        (size,) = unpack_size(data, pos)
         pos += 4
         if size < 0:
             values.append(None)
         else:
-            values.append(ctype.deserialize(data[pos : pos + size]))
+            values.append(decode(data[pos : pos + size]))
             pos += size
     part = Partition(tuple(values[:n_pk]))
     row = Row()
@@ -606,7 +623,8 @@ def decode_bulk_fragment(data: bytes) -> Partition:
     else:
         if kind == KIND_INSERT:
             row.marker = RowMarker(ts, ttl, expiry)
-        for (name, _), v in zip(named[n_pk + n_ck :], values[n_pk + n_ck :], strict=True):
-            row.cells[name] = Cell(ts, None) if v is None else Cell(ts, v, ttl, expiry)
+        cells = row.cells
+        for name, v in zip(names[n_pk + n_ck :], values[n_pk + n_ck :], strict=True):
+            cells[name] = Cell(ts, None) if v is None else Cell(ts, v, ttl, expiry)
     part.rows[tuple(values[n_pk : n_pk + n_ck])] = row
     return part
