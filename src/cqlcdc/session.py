@@ -199,8 +199,7 @@ class InitialScan:
                 )
                 s._next_seq += 1
             if records:
-                s.ingest.append(records)
-                s._pending_seq = records[-1].seq
+                s._append(records)
             if not self.pending and not self.done:
                 self.done = True
                 entry = s.processor.scans.get(self.schema.table_id, self.feed) or {}
@@ -446,9 +445,8 @@ class Session:
             records, needs_state = self._records(stmt, parameters)
             if not records:
                 return Rows()
-            self.ingest.append(records)
+            self._append(records)
             first, last = records[0].seq, records[-1].seq
-            self._pending_seq = last
         if wait or needs_state:
             self._wait(last)
             self._raise_pipeline_errors(first, last)
@@ -483,12 +481,9 @@ class Session:
         with self._lock:
             bulk = self._bulk_records(statements, parameters)
             if bulk is not None:
-                self.ingest.append(bulk)
-                self._pending_seq = bulk[-1].seq
+                self._append(bulk)
         if bulk is not None:
-            if wait:
-                self._wait(bulk[-1].seq)
-            return [Rows()] * len(statements)  # one shared empty result
+            return self._bulk_done(bulk, len(statements), wait)
         needs_state = False
         with self._lock:
             for n, q in enumerate(statements):
@@ -508,13 +503,25 @@ class Session:
                 batch.extend(records)
                 results.append(Rows())
             if batch:
-                self.ingest.append(batch)
-                self._pending_seq = batch[-1].seq
+                self._append(batch)
         if batch and (wait or needs_state):
             self._wait(batch[-1].seq)
             for seq, err in self._pipeline_errors(batch[0].seq, batch[-1].seq).items():
                 results[slot_of_seq[seq]] = err
         return results
+
+    def _append(self, records: list[Any]) -> None:
+        """Make records durable in the ingest log (call with ``self._lock`` held, so seqs
+        reach the log in order)."""
+        self.ingest.append(records)
+        self._pending_seq = records[-1].seq
+
+    def _bulk_done(self, records: list[Any], count: int, wait: bool) -> list[Rows | CqlError]:
+        """The results of ``count`` bulk writes: one shared empty result each, once
+        committed (``wait``) or durable."""
+        if wait:
+            self._wait(records[-1].seq)
+        return [Rows()] * count
 
     def _bulk_records(
         self,
@@ -619,12 +626,9 @@ class Session:
                         schema, (plan,), np.zeros(n, np.int8), pa.table(columns)
                     )
             if records is not None:
-                self.ingest.append(records)
-                self._pending_seq = records[-1].seq
+                self._append(records)
         if records is not None:
-            if wait:
-                self._wait(records[-1].seq)
-            return [Rows()] * n
+            return self._bulk_done(records, n, wait)
         pylists = [to_pylist(column) for column in values.columns]
         rows = list(zip(*pylists, strict=True))
         return self.execute_many([prepared] * n, rows, wait=wait)
@@ -831,8 +835,7 @@ class Session:
                     )
                     self._next_seq += 1
                 if records:
-                    self.ingest.append(records)
-                    self._pending_seq = records[-1].seq
+                    self._append(records)
                     appended += len(records)
                     swept[schema.table_id] = now
             if swept != swept_before:
@@ -882,8 +885,7 @@ class Session:
                 self._next_seq += 1
                 self._last_tick_ms[schema.table_id] = now
             if records:
-                self.ingest.append(records)
-                self._pending_seq = records[-1].seq
+                self._append(records)
                 ticks = len(records)
         return ticks
 
