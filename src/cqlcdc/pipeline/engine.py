@@ -25,7 +25,7 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from cqlcdc.errors import CorruptIngestFile, ServerError, WriteTimeout
+from cqlcdc.errors import ServerError, WriteTimeout
 from cqlcdc.pipeline.commit import (
     DATA_FILE_SCHEMA,
     DataFile,
@@ -38,7 +38,7 @@ from cqlcdc.pipeline.commit import (
     write_data_file,
 )
 from cqlcdc.pipeline.compaction import CompactionPolicy, Compactor, vacuum
-from cqlcdc.pipeline.ingest import IngestLog, parse_ingest_file_name, read_ingest_file
+from cqlcdc.pipeline.ingest import IngestLog, read_ingest_file
 from cqlcdc.pipeline.records import INGEST_SCHEMA, BucketProcessor
 
 INGEST_DDL = (
@@ -362,7 +362,9 @@ class Engine:
             )
         else:
             assert paths is not None
-            num_rows, max_seq, files = self._run_on_files(paths, manifest, batch_id)
+            num_rows = records.num_rows
+            max_seq = max(manifest.max_seq, _max_seq(records))
+            files = self._run_on_files(paths, manifest, batch_id)
         extra = manifest.extra
         if hasattr(self.processor, "finalize_batch"):
             files, extra = self._finalize(files, manifest, batch_id, max_seq)
@@ -412,18 +414,8 @@ class Engine:
             return INGEST_SCHEMA.empty_table()
         return pa.concat_tables([read_ingest_file(path) for path in paths])
 
-    def _run_on_files(
-        self, paths: list[Path], manifest: Manifest, batch_id: int
-    ) -> tuple[int, int, list[DataFile]]:
-        """A large batch: one Spark task per slice of the buckets, each reading the files."""
-        rows = 0
-        max_seq = manifest.max_seq
-        for path in paths:
-            try:
-                rows += pq.read_metadata(path).num_rows
-            except (OSError, pa.ArrowException) as err:
-                raise CorruptIngestFile(f"Corrupt ingest file {path}: {err}") from err
-            max_seq = max(max_seq, _last_seq_of(path))
+    def _run_on_files(self, paths: list[Path], manifest: Manifest, batch_id: int) -> list[DataFile]:
+        """A costly batch: one Spark task per slice of the buckets, each reading the files."""
         parts = self.num_partitions
         task = _FileTask(
             self.processor,
@@ -441,7 +433,7 @@ class Engine:
             )
         except Exception as err:
             raise self._read_failure(manifest, batch_id, err) from err
-        return rows, max_seq, data_files_from_arrow(result.cast(DATA_FILE_SCHEMA))
+        return data_files_from_arrow(result.cast(DATA_FILE_SCHEMA))
 
     def _batch_files(self, batch_id: int) -> list[Path] | None:
         """The ingest files of micro-batch ``batch_id``, from the file source's log.
@@ -607,12 +599,6 @@ class Engine:
             if file.last_seq > manifest.max_seq:
                 read_ingest_file(file.path)
         return ServerError(f"Micro-batch {batch_id} failed: {err}")
-
-
-def _last_seq_of(path: Path) -> int:
-    """The last seq an ingest file's name promises (0 for a name that is not one)."""
-    seqs = parse_ingest_file_name(path.name)
-    return seqs[1] if seqs is not None else 0
 
 
 def _max_seq(records: pa.Table) -> int:
