@@ -33,6 +33,7 @@ from cqlcdc.storage.bulk import (
     KIND_CELL_DELETE,
     KIND_INSERT,
     KIND_ROW_DELETE,
+    NOW,
     PK,
     SEED,
     SEQ,
@@ -89,7 +90,7 @@ def bulk_log_rows(
     kinds = np.array([s.kind for s in statements], np.int8)[which]
     ts = table.column(TS).to_numpy()
     seq = table.column(SEQ).to_numpy()
-    now_s = table.column("_now_us").to_numpy() // 1_000_000
+    now_s = table.column(NOW).to_numpy() // 1_000_000
     ttl = table.column(TTL_COLUMN).to_numpy().astype(np.int64)
     seeds = table.column(SEED).to_numpy().view(np.uint64)
     operation = np.full(n, OP_UPDATE, np.int8)

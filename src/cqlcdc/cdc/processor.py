@@ -36,6 +36,7 @@ from cqlcdc.cdc.streams import Generations
 from cqlcdc.errors import CqlError
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.bulk import (
+    NOW,
     PK,
     SEED,
     SEQ,
@@ -630,7 +631,7 @@ def _expanded(
     pks = writes.column(PK).to_pylist()
     tokens = writes.column(TOKEN).to_pylist()
     seeds = writes.column(SEED).to_pylist()
-    now = writes.column("_now_us").to_pylist()
+    now = writes.column(NOW).to_pylist()
     return [
         {
             "seq": seqs[i],

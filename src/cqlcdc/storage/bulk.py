@@ -57,6 +57,7 @@ FRAGMENT_TAG = b"CQA1"  # base fragment: one bulk write, in the layout below
 # chunk columns besides the bound columns (a leading underscore never starts a CQL name
 # unquoted; quoted names that do are not bulk-eligible, see plan_bulk)
 SEQ, TS, TTL, SEED, STMT, TOKEN, PK = "_seq", "_ts", "_ttl", "_seed", "_stmt", "_token", "_pk"
+NOW = "_now_us"  # added when chunks are read: the session clock of each write's append
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,8 +310,8 @@ class ChunkWrites:
 
 
 def keys_usable(schema: TableSchema, columns: pa.Table) -> bool:
-    """No null key value and no empty or oversized partition key (the row path reports
-    those with ScyllaDB's messages)."""
+    """No null key value (the row path reports those with ScyllaDB's message; empty and
+    oversized partition keys are caught by ``make_chunks``)."""
     for col in (*schema.partition_key, *schema.clustering_key):
         if columns.column(col.name).null_count:
             return False
@@ -419,19 +420,16 @@ def decode_chunk(payload: bytes) -> Chunk:
 def concat_chunks(chunks: Sequence[Chunk]) -> tuple[pa.Table, tuple[BulkStatement, ...]]:
     """One table of every write of several chunks, statement indexes renumbered."""
     tables = []
-    statements: list[BulkStatement] = []
     index: dict[BulkStatement, int] = {}
     for chunk in chunks:
-        mapping = np.array([index.setdefault(s, len(index)) for s in chunk.statements], np.int8)
-        for s in chunk.statements:
-            if s not in statements:
-                statements.append(s)
+        # int16: a batch may hold the chunks of many appends, each with its own statements
+        mapping = np.array([index.setdefault(s, len(index)) for s in chunk.statements], np.int16)
         stmt = mapping[chunk.table.column(STMT).to_numpy()]
         table = chunk.table.set_column(
             chunk.table.schema.get_field_index(STMT), STMT, pa.array(stmt)
         )
         now = np.full(table.num_rows, chunk.now_us, np.int64)
-        tables.append(table.append_column("_now_us", pa.array(now)).replace_schema_metadata())
+        tables.append(table.append_column(NOW, pa.array(now)).replace_schema_metadata())
     merged = pa.concat_tables(tables, promote_options="default")
     return merged, tuple(sorted(index, key=index.__getitem__))
 
@@ -459,7 +457,7 @@ def chunk_mutations(
     ts = table.column(TS).to_pylist()
     ttl = table.column(TTL).to_pylist()
     which = table.column(STMT).to_pylist()
-    now = table.column("_now_us").to_pylist()
+    now = table.column(NOW).to_pylist()
     out = []
     for i in range(n):
         stmt = statements[which[i]]
@@ -524,7 +522,7 @@ def bulk_fragments(
     which = table.column(STMT).to_numpy()
     headers = pa.array([fragment_header(schema, s) for s in statements], pa.binary())
     ttl = table.column(TTL).to_numpy().astype(np.int64)
-    now_s = table.column("_now_us").to_numpy() // 1_000_000
+    now_s = table.column(NOW).to_numpy() // 1_000_000
     expiry = np.where(ttl > 0, now_s + ttl, 0)
     pieces: list[pa.Array] = [
         headers.take(pa.array(which)),
@@ -551,7 +549,7 @@ def bulk_fragments(
         if len(parts) == 1:
             pieces.append(parts[0])
         else:
-            choice = pa.array(which.astype(np.int8))
+            choice = pa.array(which.astype(np.int16))
             pieces.append(_choose(choice, parts))
     return pc.binary_join_element_wise(*pieces, b"")
 
@@ -563,12 +561,12 @@ def _choose(which: pa.Array, parts: list[pa.Array]) -> pa.Array:
     return out
 
 
-_INT_SIZES = {"tinyint": 1, "smallint": 2, "int": 4, "bigint": 8, "timestamp": 8}
+_INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint", "timestamp"})
 
 
 def _decoder(cql: str) -> Any:
     """A fast ``deserialize`` for the bulk types (the type's own for the rest)."""
-    if cql in _INT_SIZES:
+    if cql in _INTEGERS:
         return lambda b: int.from_bytes(b, "big", signed=True)
     if cql in ("text", "ascii"):
         return bytes.decode

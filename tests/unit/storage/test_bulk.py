@@ -305,3 +305,24 @@ def test_values_the_row_path_must_judge_fall_back() -> None:
     assert bound_columns(schema, plan, [(True, "a", 1, 1)]) is None  # bool is not an int
     assert bound_columns(schema, plan, [(2**31, "a", 1, 1)]) is None  # out of range
     assert bound_columns(schema, plan, [(1, "a", 1)]) is None  # too few values
+
+
+def test_a_batch_of_many_appends_keeps_each_write_with_its_statement() -> None:
+    # a micro-batch may hold the chunks of many appends, with more statements than an int8
+    schema = _table(["int"], ["int"], "WITH cdc = {'enabled': true}")
+    stmt = parse_statement("UPDATE ks.t SET i = ? WHERE p0 = ? AND c0 = ?")
+    decoded = []
+    for k in range(200):
+        plan = plan_bulk(schema, stmt, None, k)  # a distinct TTL: a distinct statement
+        assert plan is not None
+        columns = bound_columns(schema, plan, [(k, 1, 1)])
+        assert columns is not None
+        writes = ChunkWrites(
+            (plan,), np.zeros(1, np.int8), pa.table(columns), np.array([k]), np.zeros(1, np.uint64)
+        )
+        chunks = make_chunks(schema, writes, 10 + k, NOW_US, NUM_BUCKETS)
+        assert chunks is not None
+        decoded.append(decode_chunk(chunks[0][4]))
+    table, stmts = concat_chunks(decoded)
+    mutations = chunk_mutations(schema, table, stmts)
+    assert [m.rows[(1,)].cells["i"].ttl_s for m in mutations] == list(range(200))
