@@ -398,8 +398,8 @@ class Sizes:
 
 
 QUICK = Sizes(
-    mutations=80_000,
-    partitions=8_000,
+    mutations=400_000,
+    partitions=40_000,
     group=40_000,
     scaling_rows=(100_000, 1_000_000),  # the larger one is cut by the build budget
     scaling_batch=10_000,
