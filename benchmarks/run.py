@@ -17,7 +17,7 @@ groups. Then the scaling run: one fixed batch of mutations applied, as one group
 two sizes (cqlcdc, and the peer for reference), and the ack latency: sequential single-row
 UPDATEs through ``Session.execute`` on the running engine.
 
-    .venv/bin/python benchmarks/run.py           # 1M mutations / 100k partitions; ~1-2 h
+    .venv/bin/python benchmarks/run.py           # 1M mutations / 100k partitions; ~6 minutes
     .venv/bin/python benchmarks/run.py --quick   # a smaller version, under 5 minutes
 
 Prints a table of rows/s with the ratios to (c) and (d), writes benchmarks/results/run.json
