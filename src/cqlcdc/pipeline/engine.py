@@ -158,7 +158,10 @@ class Engine:
             the processor's ``driver_cost(records)`` if it has one (the writes it applies
             one by one), else the number of records.
         trigger_interval: Spark processingTime trigger; "0 seconds" polls continuously.
-        max_files_per_trigger: the most ingest files one micro-batch takes.
+        max_files_per_trigger: the most ingest files one micro-batch takes. It bounds a
+            batch's memory when a bulk load is far ahead of the engine: a batch's records are
+            read whole (200 appends of 50k writes are ~10M writes, ~1 GB of chunks). Spark
+            does not allow a byte limit (``maxBytesPerTrigger``) together with a file limit.
         num_partitions: partitions of the executor path (default: Spark's default parallelism).
         app_id: the Delta app transaction id the batch ids are recorded under.
         purge_interval_s: how often expired rows (CDC log TTL) are deleted, at most.
@@ -174,7 +177,7 @@ class Engine:
         *,
         driver_max_rows: int = 20_000,
         trigger_interval: str = "0 seconds",
-        max_files_per_trigger: int = 1000,
+        max_files_per_trigger: int = 200,
         num_partitions: int | None = None,
         app_id: str = "cqlcdc",
         purge_interval_s: float = 300.0,
