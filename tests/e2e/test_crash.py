@@ -30,13 +30,18 @@ ROOT = Path(__file__).resolve().parents[2]
 def _spawn(data_dir: Path, total: int, group: int, mode: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "src"), env.get("PYTHONPATH", "")])
-    return subprocess.Popen(
-        [sys.executable, str(DRIVER), str(data_dir), str(total), str(group), mode],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: the kill takes the JVM too
-    )
+    with open(_driver_log(data_dir), "ab") as log:  # every run's stderr, for a failure's report
+        return subprocess.Popen(
+            [sys.executable, str(DRIVER), str(data_dir), str(total), str(group), mode],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,  # its own process group: the kill takes the JVM too
+        )
+
+
+def _driver_log(data_dir: Path) -> Path:
+    return data_dir.parent / "driver-stderr.log"
 
 
 def _acked(data_dir: Path) -> int:
@@ -69,7 +74,9 @@ def run_with_kills(
             consumed += _consume_some(data_dir, rng.randint(10, 200))
     proc = _spawn(data_dir, total, group, mode)
     out, _ = proc.communicate(timeout=600)
-    assert proc.returncode == 0 and b"DONE" in out
+    log = _driver_log(data_dir).read_text(errors="replace")
+    errors = [line for line in log.splitlines() if "Error" in line or "Traceback" in line]
+    assert proc.returncode == 0 and b"DONE" in out, "\n".join(errors[-20:]) or log[-3000:]
     if feed:
         consumed += _consume_some(data_dir, 10**9)
     verify(data_dir, total, consumed, feed)
