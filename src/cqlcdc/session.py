@@ -257,7 +257,9 @@ class Session:
         self._lock = threading.Lock()
         self._next_seq = self.ingest.last_seq() + 1
         self._last_ts = 0
-        self._pending_seq = 0
+        # writes durable before this session began (a crash between an append and its commit)
+        # are applied once the engine runs: the first read waits for them as for its own
+        self._pending_seq = self.ingest.last_seq()
         self._closed = False
         self.autoscan = True
         self._scanners: list[threading.Thread] = []

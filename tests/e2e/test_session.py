@@ -31,6 +31,25 @@ def session(spark: Any, tmp_path: Path) -> Iterator[Any]:
         s.close()
 
 
+def test_a_new_session_reads_writes_made_durable_before_it(spark: Any, tmp_path: Path) -> None:
+    # a crash between a write's durable append and its commit: the next session's engine
+    # applies it, and the first read waits for that as for the session's own writes
+    data = tmp_path / "data"
+    s = cqlcdc.connect(data_dir=data, master="local[2]")
+    s.execute(KS)
+    s.execute("CREATE TABLE ks.t (pk int, v int, PRIMARY KEY (pk)) WITH cdc = {'enabled': true}")
+    s._stop.set()  # the process "dies": no sweeper, no engine, nothing flushed
+    s._sweep_thread.join()
+    s.engine.stop()
+    s.execute("INSERT INTO ks.t (pk, v) VALUES (1, 10)", wait=False)  # durable, not applied
+    s = cqlcdc.connect(data_dir=data, master="local[2]")
+    try:
+        assert _rows(s.execute("SELECT pk, v FROM ks.t")) == [(1, 10)]
+        assert len(s.execute("SELECT pk FROM ks.t_scylla_cdc_log").all()) == 1
+    finally:
+        s.close()
+
+
 def test_write_read_and_restart(spark: Any, tmp_path: Path) -> None:
     data = tmp_path / "data"
     s = cqlcdc.connect(data_dir=data, master="local[2]")
