@@ -60,7 +60,6 @@ from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_k
 from cqlcdc.storage.uuids import SeededBits
 from cqlcdc.storage.vectorized import splitmix64
 from cqlcdc.storage.view import PartitionView
-from cqlcdc.types.arrow import to_pylist
 
 DEFAULT_BUCKETS = 16
 WRITE_TIMEOUT_S = 120.0
@@ -631,7 +630,9 @@ class Session:
                 self._append(records)
         if records is not None:
             return self._bulk_done(records, n, wait)
-        pylists = [to_pylist(column) for column in values.columns]
+        # Python objects as pyarrow gives them (datetime, date, Decimal...), which the
+        # prepared statement checks and converts like any bound value
+        pylists = [column.to_pylist() for column in values.columns]
         rows = list(zip(*pylists, strict=True))
         return self.execute_many([prepared] * n, rows, wait=wait)
 

@@ -139,3 +139,24 @@ def test_execute_arrow_binds_columns(session: Any) -> None:
     too_big = pa.table({"pk": [2**40], "ck": [1], "v": [1], "w": ["x"]})
     (result,) = session.execute_arrow(insert, too_big)
     assert isinstance(result, InvalidRequest)
+
+
+def test_execute_arrow_takes_timestamps_of_any_unit(session: Any) -> None:
+    session.execute("CREATE TABLE ks.t (pk int, ts timestamp, PRIMARY KEY (pk))")
+    insert = session.prepare("INSERT INTO ks.t (pk, ts) VALUES (?, ?)")
+    exact = pa.table(
+        {
+            "pk": pa.array([1], pa.int32()),
+            "ts": pa.array([1_577_836_800_005_000], pa.timestamp("us")),
+        }
+    )
+    finer = pa.table(  # microseconds a timestamp cannot hold: the row path truncates them
+        {
+            "pk": pa.array([2], pa.int32()),
+            "ts": pa.array([1_577_836_800_123_456], pa.timestamp("us")),
+        }
+    )
+    for values in (exact, finer):
+        assert all(not isinstance(r, Exception) for r in session.execute_arrow(insert, values))
+    rows = sorted(tuple(r) for r in session.execute("SELECT pk, ts FROM ks.t"))
+    assert rows == [(1, 1_577_836_800_005), (2, 1_577_836_800_123)]
