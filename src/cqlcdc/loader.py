@@ -273,9 +273,9 @@ def _typed_columns(
             arrays.append(text)
             continue
         stripped = pc.utf8_trim_whitespace(text)
-        if not pc.all(pc.match_substring_regex(stripped, r"^-?[0-9]+$"), min_count=0).as_py():
+        if not pc.all(pc.match_substring_regex(stripped, r"^-?[0-9]{1,18}$"), min_count=0).as_py():
             return None
-        arrays.append(stripped)
+        arrays.append(stripped.cast(pa.int64()))  # the column's range is checked by the cast
     return pa.table(dict(zip(cols, arrays, strict=True)))
 
 

@@ -160,3 +160,15 @@ def test_execute_arrow_takes_timestamps_of_any_unit(session: Any) -> None:
         assert all(not isinstance(r, Exception) for r in session.execute_arrow(insert, values))
     rows = sorted(tuple(r) for r in session.execute("SELECT pk, ts FROM ks.t"))
     assert rows == [(1, 1_577_836_800_005), (2, 1_577_836_800_123)]
+
+
+def test_execute_arrow_does_not_convert_across_types(session: Any) -> None:
+    # Arrow would cast 5 to '5' and '7' to 7; a bound value of the wrong type is an error
+    session.execute(f"CREATE TABLE ks.t {SHAPE} {CDC['delta']}")
+    insert = session.prepare("INSERT INTO ks.t (pk, ck, v, w) VALUES (?, ?, ?, ?)")
+    numbers_as_text = pa.table({"pk": [1], "ck": [1], "v": [1], "w": [5]})
+    text_as_number = pa.table({"pk": [1], "ck": [2], "v": ["7"], "w": ["x"]})
+    for values in (numbers_as_text, text_as_number):
+        (result,) = session.execute_arrow(insert, values)
+        assert isinstance(result, InvalidRequest), result
+    assert session.execute("SELECT * FROM ks.t").all() == []

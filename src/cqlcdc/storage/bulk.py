@@ -261,6 +261,30 @@ def _all_ascii(array: pa.Array) -> bool:
     return bool(pc.all(pc.string_is_ascii(array), min_count=0).as_py())
 
 
+_FAMILIES: dict[str, Any] = {
+    "tinyint": pa.types.is_integer,
+    "smallint": pa.types.is_integer,
+    "int": pa.types.is_integer,
+    "bigint": pa.types.is_integer,
+    "float": pa.types.is_floating,
+    "double": pa.types.is_floating,
+    "text": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+    "ascii": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+    "blob": lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t),
+    "boolean": pa.types.is_boolean,
+    "timestamp": pa.types.is_timestamp,
+}
+
+
+def _same_family(source: pa.DataType, cql: str) -> bool:
+    """Whether Arrow values of ``source`` are the Python values the row path accepts for
+    ``cql`` (Arrow's casts would also turn numbers into text and text into numbers)."""
+    if pa.types.is_null(source):
+        return True
+    check = _FAMILIES.get(cql)
+    return bool(check is not None and check(source))
+
+
 def arrow_columns(
     schema: TableSchema, stmt: BulkStatement, table: pa.Table
 ) -> dict[str, pa.Array] | None:
@@ -275,6 +299,8 @@ def arrow_columns(
     for name, values in zip(stmt.markers, table.columns, strict=True):
         col = schema.column(name)
         assert col is not None
+        if not _same_family(values.type, col.type.cql_name):
+            return None  # e.g. numbers for a text column: the row path rejects them
         try:
             array = values.cast(col.type.arrow_type(), safe=True).combine_chunks()
         except (pa.ArrowException, TypeError, ValueError):
