@@ -253,8 +253,16 @@ def bound_columns(
             return None
         if cql == "ascii" and not _all_ascii(array):
             return None
+        if cql == "float" and _float_overflow(array, pa.array(values, pa.float64())):
+            return None
         out[name] = array
     return out
+
+
+def _float_overflow(array: pa.Array, source: pa.Array) -> bool:
+    """Finite values that became infinite as ``float`` (binary32): the row path rejects them."""
+    became_inf = pc.and_(pc.is_inf(array), pc.invert(pc.is_inf(source)))
+    return bool(pc.any(became_inf, min_count=0).as_py())
 
 
 def _all_ascii(array: pa.Array) -> bool:
@@ -306,6 +314,8 @@ def arrow_columns(
         except (pa.ArrowException, TypeError, ValueError):
             return None
         if col.type.cql_name == "ascii" and not _all_ascii(array):
+            return None
+        if col.type.cql_name == "float" and _float_overflow(array, values):
             return None
         out[name] = array
     return out

@@ -29,6 +29,7 @@ from cqlcdc.storage.bulk import (
     SEQ,
     BulkStatement,
     ChunkWrites,
+    arrow_columns,
     bound_columns,
     bulk_fragments,
     chunk_mutations,
@@ -305,6 +306,10 @@ def test_values_the_row_path_must_judge_fall_back() -> None:
     assert bound_columns(schema, plan, [(True, "a", 1, 1)]) is None  # bool is not an int
     assert bound_columns(schema, plan, [(2**31, "a", 1, 1)]) is None  # out of range
     assert bound_columns(schema, plan, [(1, "a", 1)]) is None  # too few values
+    _, plan = _plan(schema, "UPDATE ks.t SET f = ? WHERE p0 = ? AND c0 = ?")
+    assert bound_columns(schema, plan, [(float("inf"), 1, 1)]) is not None
+    assert bound_columns(schema, plan, [(1e40, 1, 1)]) is None  # too large for a float
+    assert arrow_columns(schema, plan, pa.table({"f": [1e40], "p": [1], "c": [1]})) is None
 
 
 def test_a_batch_of_many_appends_keeps_each_write_with_its_statement() -> None:
