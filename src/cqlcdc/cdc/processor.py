@@ -141,30 +141,12 @@ def log_arrow_schema(log: TableSchema) -> pa.Schema:
     return pa.schema([*LOG_INTERNAL, *fields])
 
 
-# types whose Python value pyarrow takes as it is (``to_arrow`` is the identity)
-_ARROW_AS_IS = frozenset(
-    {
-        "int",
-        "bigint",
-        "smallint",
-        "tinyint",
-        "text",
-        "ascii",
-        "boolean",
-        "double",
-        "float",
-        "blob",
-        "counter",
-    }
-)
-
-
 def log_rows_to_arrow(log: TableSchema, rows: list[dict[str, Any]]) -> pa.Table:
     schema = log_arrow_schema(log)
     data: dict[str, list[Any]] = {}
     for col in log.columns:
         name = col.name
-        if col.type.cql_name in _ARROW_AS_IS:
+        if col.type.arrow_as_is:
             data[name] = [row.get(name) for row in rows]
         else:
             convert = col.type.to_arrow

@@ -38,6 +38,7 @@ from cqlcdc.storage.cells import Cell, RowMarker
 from cqlcdc.storage.partition import Partition, Row
 from cqlcdc.storage.vectorized import (
     BULK_TYPES,
+    FIXED_WIDTH,
     int_bytes,
     length_prefixed,
     murmur3_tokens,
@@ -597,7 +598,7 @@ def _choose(which: pa.Array, parts: list[pa.Array]) -> pa.Array:
     return out
 
 
-_INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint", "timestamp"})
+_INTEGERS = frozenset(name for name, dtype in FIXED_WIDTH.items() if dtype.startswith(">i"))
 
 
 def _decoder(cql: str) -> Any:

@@ -29,7 +29,7 @@ Every value is hashable, so any value can be a set element or a map key.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
@@ -78,6 +78,10 @@ class CqlType(ABC):
     Subclasses implement the ``_``-prefixed hooks; null, bind markers, function terms and
     casts are handled once here, as the python driver handles null/empty in its base class.
     """
+
+    # True when ``to_arrow`` is the identity (pyarrow takes the Python value as it is), so a
+    # column of such values converts without a call per value
+    arrow_as_is: ClassVar[bool] = False
 
     @property
     @abstractmethod

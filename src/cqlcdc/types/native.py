@@ -59,6 +59,8 @@ class NativeType(CqlType):
 class TextType(NativeType):
     """``text`` (``varchar`` is an alias): UTF-8 strings, ordered by their bytes."""
 
+    arrow_as_is: ClassVar[bool] = True
+
     name: ClassVar[str] = "text"
     constant_kinds: ClassVar[frozenset[str]] = frozenset({"string"})
 
@@ -125,6 +127,8 @@ class AsciiType(TextType):
 class BlobType(NativeType):
     """``blob``: bytes, written as ``0x...`` hex constants only."""
 
+    arrow_as_is: ClassVar[bool] = True
+
     name: ClassVar[str] = "blob"
     constant_kinds: ClassVar[frozenset[str]] = frozenset({"hex"})
 
@@ -170,6 +174,8 @@ class BlobType(NativeType):
 @dataclass(frozen=True)
 class BooleanType(NativeType):
     """``boolean``: False sorts before True; cqlsh prints ``True``/``False``."""
+
+    arrow_as_is: ClassVar[bool] = True
 
     name: ClassVar[str] = "boolean"
     constant_kinds: ClassVar[frozenset[str]] = frozenset({"boolean"})

@@ -42,6 +42,8 @@ def _parse_int64(text: str) -> int:
 class _IntegerType(NativeType):
     """A fixed-width signed integer type."""
 
+    arrow_as_is: ClassVar[bool] = True
+
     constant_kinds: ClassVar[frozenset[str]] = frozenset({"integer"})
     size: ClassVar[int]
     marshal_name: ClassVar[str]  # ScyllaDB names the Java class in range errors
@@ -193,6 +195,8 @@ _SPECIAL_FLOATS = {"nan": math.nan, "infinity": math.inf, "-infinity": -math.inf
 @dataclass(frozen=True)
 class DoubleType(NativeType):
     """``double``: IEEE 754 binary64; NaN sorts last and -0 before 0 (ScyllaDB's compare)."""
+
+    arrow_as_is: ClassVar[bool] = True
 
     name: ClassVar[str] = "double"
     constant_kinds: ClassVar[frozenset[str]] = frozenset({"integer", "float"})
