@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -333,13 +334,82 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common(loadp)
     loadp.set_defaults(func=cmd_load)
+    recover = sub.add_parser(
+        "recover", help="show the write the pipeline stopped at, or skip it (--skip SEQ)"
+    )
+    recover.add_argument("--data-dir", default=os.environ.get("CQLCDC_DATA_DIR", "cqlcdc-data"))
+    recover.add_argument(
+        "--skip",
+        action="append",
+        metavar="SEQ",
+        help="drop ingest record SEQ (or A..B) and report it as failed; repeatable",
+    )
+    recover.set_defaults(func=cmd_recover)
     return parser
 
 
+def cmd_recover(args: argparse.Namespace) -> int:
+    """Show the write the pipeline stopped at, or skip it (``--skip``) so the rest goes on."""
+    from cqlcdc.pipeline.commit import Manifest
+    from cqlcdc.pipeline.recovery import load_failure, load_skipped, parse_seqs, skip_records
+
+    data_dir = Path(args.data_dir).resolve()
+    if not (data_dir / "ingest").is_dir():
+        print(f"cqlcdc: {data_dir} is not a cqlcdc data directory", file=sys.stderr)
+        return 1
+    if args.skip:
+        committed = Manifest.load(data_dir).max_seq
+        added = sum(skip_records(data_dir, parse_seqs(text), committed) for text in args.skip)
+        print(
+            f"{added} ingest record(s) will be dropped and reported as failed when "
+            f"{data_dir} is next opened; every other write is applied",
+        )
+        return 0
+    failure = load_failure(data_dir)
+    if failure is None:
+        print(f"no stopped write recorded in {data_dir}")
+    else:
+        print(f"the pipeline stopped at batch {failure.batch_id}: {failure.message}")
+        print(
+            f"to go on without it: cqlcdc recover --data-dir {data_dir} "
+            f"--skip {failure.skip_argument()}"
+        )
+    for _, reason in sorted(load_skipped(data_dir).items()):
+        print(f"skipped: {reason}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``cqlcdc`` command; an error of the engine is one line on stderr, exit 1."""
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except CqlError as e:
+        print(f"cqlcdc: {e.class_name}: {e.message}", file=sys.stderr)
+        return 1
+
+
+def entry() -> None:
+    """The console script: ``main``, then leave without the interpreter's teardown.
+
+    Every command has closed its session by now (all writes committed, the engine stopped)
+    and printed everything; what is left are native threads of pyarrow, delta-rs and the
+    Spark gateway, and tearing the interpreter down under them aborts the process now and
+    then (``terminate called without an active exception``: delta-rs issue 2184). So the
+    output is flushed and the process exits with the status the command meant, at once.
+    The Spark JVM exits when its gateway pipe closes.
+    """
+    try:
+        code = main()
+    except SystemExit as e:  # argparse's usage errors and --help
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    except KeyboardInterrupt:
+        code = 130
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to print
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

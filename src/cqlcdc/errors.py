@@ -116,17 +116,42 @@ class CorruptIngestFile(ServerError):
     """A durable ingest file is damaged; the engine refuses to skip it silently."""
 
 
+class DataDirLocked(ServerError):
+    """Another process owns the data directory (one engine per data directory)."""
+
+    def __init__(self, data_dir: object, pid: int | None = None) -> None:
+        holder = f"pid {pid}" if pid is not None else "pid unknown"
+        super().__init__(
+            f"data directory {data_dir} is in use by another cqlcdc process ({holder}); "
+            "one process owns a data directory at a time"
+        )
+        self.data_dir = data_dir
+        self.pid = pid
+
+
+class UnappliedWrite(ServerError):
+    """The pipeline cannot apply a durable ingest record (a defect, never bad input: writes
+    are validated before they are appended). The engine stops at it rather than skip an
+    acknowledged write; ``cqlcdc recover`` names it and can skip it (docs/pipeline.md).
+
+    The message holds ``ingest record seq=N`` (or ``records seq=A..B``), which is how the
+    engine finds the record again in an error raised inside a Spark executor.
+    """
+
+
 __all__ = [
     "AlreadyExists",
     "ConfigurationError",
     "CorruptIngestFile",
     "CqlError",
     "CqlSyntaxError",
+    "DataDirLocked",
     "InvalidRequest",
     "Overloaded",
     "ProtocolError",
     "ReadFailure",
     "ServerError",
+    "UnappliedWrite",
     "Unauthorized",
     "Unavailable",
     "Unprepared",

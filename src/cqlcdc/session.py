@@ -27,6 +27,7 @@ from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_rows, system_table
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
+from cqlcdc.pipeline.recovery import DataDirLock
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
@@ -54,6 +55,7 @@ from cqlcdc.storage.mutations import (
     build_update,
     merge_by_partition,
     using_values,
+    write_key_bytes,
 )
 from cqlcdc.storage.select import PartitionRows, ResultSet, base_partition_rows, evaluate, prepare
 from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_key
@@ -234,12 +236,29 @@ class Session:
         num_buckets: int = DEFAULT_BUCKETS,
         driver_max_rows: int | None = None,
     ) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # taken before Spark starts, so a second process is told at once who owns the data
+        lock = DataDirLock(self.data_dir)
+        lock.acquire()
+        try:
+            self._open(master, keyspace, num_buckets, driver_max_rows, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    def _open(
+        self,
+        master: str,
+        keyspace: str | None,
+        num_buckets: int,
+        driver_max_rows: int | None,
+        lock: DataDirLock,
+    ) -> None:
         from cqlcdc.pipeline.engine import Engine
         from cqlcdc.pipeline.ingest import IngestLog
         from cqlcdc.pipeline.spark import get_spark
 
-        self.data_dir = Path(data_dir).resolve()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
         self.keyspace = keyspace
         self.catalog = Catalog(self.data_dir)
         self.generations = load_generations(
@@ -248,7 +267,7 @@ class Session:
         self.num_buckets = self.generations.generations[0].num_ranges
         self.processor = CoreProcessor(self.data_dir, self.catalog)
         self.spark = get_spark(master)
-        self.engine = Engine(self.data_dir, self.processor, self.spark)
+        self.engine = Engine(self.data_dir, self.processor, self.spark, lock=lock)
         if driver_max_rows is not None:
             self.engine.driver_max_rows = driver_max_rows
         self.engine.start()
@@ -727,7 +746,7 @@ class Session:
         seq = self._next_seq
         for m in merge_by_partition(mutations):
             schema = schemas[m.table_id]
-            pk_bytes = serialize_partition_key(schema, m.partition.pk)
+            pk_bytes = write_key_bytes(schema, m.partition)
             token = murmur3_token(pk_bytes)
             payload = WritePayload(m.partition, tuple(m.list_ops), now_us, seed)
             records.append(

@@ -33,7 +33,7 @@ from cqlcdc.cdc.feeds import (
 )
 from cqlcdc.cdc.log_writer import LogRow, LogWriter, WriteInfo
 from cqlcdc.cdc.streams import Generations
-from cqlcdc.errors import CqlError
+from cqlcdc.errors import CqlError, UnappliedWrite
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.bulk import (
     NOW,
@@ -299,7 +299,10 @@ class CoreProcessor:
             token: int = group[0]["token"]
             writer = LogWriter(latest, pk, self._stream_function(token, generations))
             for rec in sorted(group, key=lambda r: r["seq"]):
-                current = self._apply(ctx, writer, rec, pk, current)
+                try:
+                    current = self._apply(ctx, writer, rec, pk, current)
+                except Exception as err:
+                    raise _unapplied(latest, bucket, rec["seq"], pk, err) from err
         out = ctx.out
         result: dict[str, pa.Table] = dict(ctx.stager.tables())
         if out.base:
@@ -590,6 +593,24 @@ class CoreProcessor:
         return finalize_feeds(
             lambda table_id: self.catalog.table_by_id(table_id), self.scans, max_seq, staged, extra
         )
+
+
+def _unapplied(
+    schema: TableSchema, bucket: int, seq: int, pk: tuple[Any, ...], err: Exception
+) -> UnappliedWrite:
+    """The error naming the write the core could not apply: seq, table and partition key."""
+    key = ", ".join(
+        f"{c.name} = {_clip(c.type.to_cqlsh(v))}"
+        for c, v in zip(schema.partition_key, pk, strict=True)
+    )
+    return UnappliedWrite(
+        f"cannot apply ingest record seq={seq} (table {schema.qualified_name}, bucket "
+        f"{bucket}, partition {key}): {type(err).__name__}: {err}"
+    )
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def bulk_log_applies(schema: TableSchema) -> bool:

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import itertools
 import json
 import threading
@@ -15,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -25,7 +24,8 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from cqlcdc.errors import ServerError, WriteTimeout
+from cqlcdc.cdc.processor import ERRORS_SCHEMA
+from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
 from cqlcdc.pipeline.commit import (
     DATA_FILE_SCHEMA,
     DataFile,
@@ -40,6 +40,12 @@ from cqlcdc.pipeline.commit import (
 from cqlcdc.pipeline.compaction import CompactionPolicy, Compactor, vacuum
 from cqlcdc.pipeline.ingest import IngestLog, read_ingest_file
 from cqlcdc.pipeline.records import INGEST_SCHEMA, BucketProcessor
+from cqlcdc.pipeline.recovery import (
+    DataDirLock,
+    load_skipped,
+    save_failure,
+    unapplied_failure,
+)
 
 INGEST_DDL = (
     "seq BIGINT NOT NULL, table_id STRING NOT NULL, schema_version INT NOT NULL, "
@@ -95,7 +101,17 @@ def process_groups(
             group = records.slice(start, end - start)
             table_id = group.column("table_id")[0].as_py()
             bucket = group.column("bucket")[0].as_py()
-            outputs = processor.process_bucket(table_id, bucket, group.combine_chunks(), state)
+            try:
+                outputs = processor.process_bucket(table_id, bucket, group.combine_chunks(), state)
+            except UnappliedWrite:
+                raise
+            except Exception as err:  # the core could not say which record: name them all
+                seqs = group.column("seq")
+                first, last = pc.min(seqs).as_py(), pc.max(seqs).as_py()
+                raise UnappliedWrite(
+                    f"cannot apply ingest records seq={first}..{last} (table id {table_id}, "
+                    f"bucket {bucket}): {type(err).__name__}: {err}"
+                ) from err
             for output in sorted(outputs):
                 rows = outputs[output]
                 if rows.num_rows:
@@ -119,6 +135,7 @@ class _FileTask:
         batch_id: int,
         paths: list[str],
         parts: int,
+        skipped: list[int],
     ) -> None:
         self.processor = processor
         self.tables_dir = tables_dir
@@ -126,14 +143,18 @@ class _FileTask:
         self.batch_id = batch_id
         self.paths = paths
         self.parts = parts
+        self.skipped = skipped  # seqs of records to drop (the driver reports them)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for part in batch.column(0).to_pylist():
                 records = pa.concat_tables([read_ingest_file(p) for p in self.paths])
-                mine = records.column("bucket").to_numpy() % self.parts == part
+                mine = pa.array(records.column("bucket").to_numpy() % self.parts == part)
+                if self.skipped:
+                    kept = pc.invert(pc.is_in(records.column("seq"), pa.array(self.skipped)))
+                    mine = pc.and_(mine, kept)
                 files = process_groups(
-                    records.filter(pa.array(mine)),
+                    records.filter(mine),
                     self.processor,
                     self.tables_dir,
                     self.versions,
@@ -167,6 +188,8 @@ class Engine:
         purge_interval_s: how often expired rows (CDC log TTL) are deleted, at most.
         compaction: when to compact small files and vacuum (None: never; docs/pipeline.md).
         clock: seconds since the epoch (injectable for tests).
+        lock: the data directory's lock, when the caller took it already (start() takes
+            it otherwise; stop() releases it).
     """
 
     def __init__(
@@ -183,6 +206,7 @@ class Engine:
         purge_interval_s: float = 300.0,
         compaction: CompactionPolicy | None = CompactionPolicy(),  # noqa: B008 - frozen
         clock: Callable[[], float] = time.time,
+        lock: DataDirLock | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.ingest_dir = self.data_dir / "ingest"
@@ -201,7 +225,8 @@ class Engine:
         self._manifest = Manifest.load(self.data_dir)
         self._failure: BaseException | None = None
         self._query: StreamingQuery | None = None
-        self._lock_file: IO[str] | None = None
+        self._lock = lock or DataDirLock(self.data_dir)
+        self.skipped: dict[int, str] = {}
         # driver-side handles of the output tables, kept at their latest committed version
         self._tables: dict[str, DeltaTable] = {}
         self.clock = clock
@@ -221,17 +246,13 @@ class Engine:
         """Start the streaming query (replaying an unfinished batch first, if any).
 
         Raises:
-            ServerError: if another Engine holds this data_dir.
+            DataDirLocked: another process holds this data_dir.
         """
         if self._query is not None:
             return
-        lock = open(self.data_dir / ".engine.lock", "w")  # noqa: SIM115 - held until stop()
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as err:
-            lock.close()
-            raise ServerError(f"Another engine is running on {self.data_dir}") from err
-        self._lock_file = lock
+        self._lock.acquire()
+        # seqs `cqlcdc recover` told the engine to drop (it runs only while no engine does)
+        self.skipped = load_skipped(self.data_dir)
         with self._cond:
             self._failure = None
             self._manifest = Manifest.load(self.data_dir)
@@ -258,10 +279,7 @@ class Engine:
         query, self._query = self._query, None
         if query is not None:
             query.stop()
-        if self._lock_file is not None:
-            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
-            self._lock_file.close()
-            self._lock_file = None
+        self._lock.release()
         with self._cond:
             self._cond.notify_all()
 
@@ -327,11 +345,33 @@ class Engine:
         """
         try:
             self._process_batch(df, batch_id)
+        except Exception as err:
+            failure = self._stopped_at(err, batch_id)
+            with self._cond:
+                self._failure = failure
+                self._cond.notify_all()
+            raise failure from err
         except BaseException as err:
             with self._cond:
                 self._failure = err
                 self._cond.notify_all()
             raise
+
+    def _stopped_at(self, err: Exception, batch_id: int) -> Exception:
+        """The error waiting writers get when a batch fails: for a record the core cannot
+        apply, one that names it and says how to go on without it (``failure.json`` keeps
+        it for ``cqlcdc recover``); any other error as it is."""
+        failure = unapplied_failure(str(err), batch_id)
+        if failure is None:
+            return err
+        save_failure(self.data_dir, failure)
+        return UnappliedWrite(
+            f"The pipeline stopped at a write it cannot apply ({failure.message}). Later "
+            "writes wait behind it and every other acknowledged write is kept. To go on "
+            f"without this write (it is then reported as failed): close every session, run "
+            f"`cqlcdc recover --data-dir {self.data_dir} --skip {failure.skip_argument()}`, "
+            "and reopen the data directory."
+        )
 
     def _process_batch(self, df: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
@@ -341,13 +381,15 @@ class Engine:
             self._publish(manifest)
             return
         paths = self._batch_files(batch_id)
+        skipped: list[DataFile] = []
         if paths is None:  # called with a frame of its own (not by the streaming query)
             try:
                 head = df.toArrow().cast(INGEST_SCHEMA)
             except Exception as err:
                 raise self._read_failure(manifest, batch_id, err) from err
+            head, skipped = self._drop_skipped(head, batch_id)
         else:
-            records = self._read_files(paths)
+            records, skipped = self._drop_skipped(self._read_files(paths), batch_id)
             cost_of = getattr(self.processor, "driver_cost", None)
             cost = cost_of(records) if cost_of is not None else records.num_rows
             head = records if cost <= self.driver_max_rows else None
@@ -368,6 +410,7 @@ class Engine:
             num_rows = records.num_rows
             max_seq = max(manifest.max_seq, _max_seq(records))
             files = self._run_on_files(paths, manifest, batch_id)
+        files += skipped
         extra = manifest.extra
         if hasattr(self.processor, "finalize_batch"):
             files, extra = self._finalize(files, manifest, batch_id, max_seq)
@@ -410,6 +453,31 @@ class Engine:
             }
         )
 
+    def _drop_skipped(self, records: pa.Table, batch_id: int) -> tuple[pa.Table, list[DataFile]]:
+        """The records without those ``cqlcdc recover`` skipped, and the error rows that
+        report each skipped one as failed (``errors``, read by a writer waiting for it)."""
+        if not self.skipped or records.num_rows == 0:
+            return records, []
+        drop = pc.is_in(records.column("seq"), pa.array(sorted(self.skipped), pa.int64()))
+        dropped = records.filter(drop)
+        if dropped.num_rows == 0:
+            return records, []
+        errors = pa.table(
+            {
+                "bucket": dropped.column("bucket"),
+                "pk": dropped.column("pk"),
+                "seq": dropped.column("seq"),
+                "code": pa.array([ServerError.code] * dropped.num_rows, pa.int32()),
+                "class": pa.array(["ServerError"] * dropped.num_rows, pa.string()),
+                "message": pa.array(
+                    [self.skipped[seq] for seq in dropped.column("seq").to_pylist()], pa.string()
+                ),
+            },
+            schema=ERRORS_SCHEMA,
+        )
+        error_file = write_data_file(self.tables_dir, "errors", errors, batch_id, 0)
+        return records.filter(pc.invert(drop)), [error_file]
+
     @staticmethod
     def _read_files(paths: list[Path]) -> pa.Table:
         """The records of ingest files, each verified whole (CorruptIngestFile names it)."""
@@ -427,6 +495,7 @@ class Engine:
             batch_id,
             [str(p) for p in paths],
             parts,
+            sorted(self.skipped),
         )
         try:
             result = (

@@ -36,9 +36,11 @@ from cqlcdc.errors import CorruptIngestFile
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.cells import Cell, RowMarker
 from cqlcdc.storage.partition import Partition, Row
+from cqlcdc.storage.token import MAX_KEY_BYTES
 from cqlcdc.storage.vectorized import (
     BULK_TYPES,
     FIXED_WIDTH,
+    VARIABLE_WIDTH,
     int_bytes,
     length_prefixed,
     murmur3_tokens,
@@ -347,12 +349,28 @@ class ChunkWrites:
 
 
 def keys_usable(schema: TableSchema, columns: pa.Table) -> bool:
-    """No null key value (the row path reports those with ScyllaDB's message; empty and
-    oversized partition keys are caught by ``make_chunks``)."""
+    """No null key value and no clustering key over the key length limit (the row path
+    reports those with ScyllaDB's messages; empty and oversized partition keys are caught
+    by ``make_chunks``)."""
     for col in (*schema.partition_key, *schema.clustering_key):
         if columns.column(col.name).null_count:
             return False
-    return True
+    variable = [c for c in schema.clustering_key if c.type.cql_name in VARIABLE_WIDTH]
+    if not variable or not columns.num_rows:
+        return True
+    return bool(key_lengths(schema.clustering_key, columns).max() <= MAX_KEY_BYTES)
+
+
+def key_lengths(key: Sequence[Column], columns: pa.Table) -> npt.NDArray[np.int64]:
+    """``token.key_length`` of every row's key made of the ``key`` columns."""
+    lengths = [
+        pc.binary_length(native_bytes(columns.column(c.name), c.type.cql_name))
+        .to_numpy(zero_copy_only=False)
+        .astype(np.int64)
+        for c in key
+    ]
+    total: npt.NDArray[np.int64] = lengths[0] if len(lengths) == 1 else np.sum(lengths, axis=0)
+    return total if len(lengths) == 1 else total + 2 * len(lengths)
 
 
 def make_chunks(
@@ -371,12 +389,13 @@ def make_chunks(
         ``(seq, bucket, token, pk, payload)`` per chunk, in seq order (the chunk's seq is its
         last write's), or None when a partition key is empty or too long.
     """
+    if writes.columns.num_rows:
+        lengths = key_lengths(schema.partition_key, writes.columns)
+        if lengths.max() > MAX_KEY_BYTES or (len(schema.partition_key) == 1 and lengths.min() == 0):
+            return None
     keys = serialized_keys(
         schema, {n: writes.columns.column(n) for n in writes.columns.column_names}
     )
-    lengths = pc.binary_length(keys).to_numpy(zero_copy_only=False)
-    if len(lengths) and (lengths.min() == 0 or lengths.max() > 0xFFFF):
-        return None
     tokens = murmur3_tokens(keys)
     buckets = token_buckets(tokens, num_buckets)
     order = np.argsort(buckets, kind="stable")

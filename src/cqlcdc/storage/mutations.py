@@ -20,6 +20,7 @@ from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell, RowMarker
 from cqlcdc.storage.keys import Bound, ClusteringKey
 from cqlcdc.storage.partition import Partition, RangeTombstone, Row
+from cqlcdc.storage.token import check_clustering_key, serialize_partition_key
 from cqlcdc.storage.uuids import (
     PREPEND_REFERENCE_MS,
     UUID_EPOCH_OFFSET,
@@ -592,3 +593,26 @@ def merge_by_partition(mutations: list[Mutation]) -> list[Mutation]:
         else:
             merged[key] = m
     return list(merged.values())
+
+
+def write_key_bytes(schema: TableSchema, partition: Partition) -> bytes:
+    """The serialized partition key of a write, after checking every key in it against
+    ScyllaDB's limits (validation.cc): a single-component partition key may not be empty,
+    and no partition key, clustering key or clustering bound may be longer than 65,535
+    bytes. Checked before a write is appended, so the pipeline never meets such a key.
+
+    Raises:
+        InvalidRequest: ``Key may not be empty`` or ``Key length of N is longer than
+            maximum of 65535``.
+    """
+    key = serialize_partition_key(schema, partition.pk)
+    if not key and len(schema.partition_key) == 1:
+        raise InvalidRequest("Key may not be empty")
+    columns = schema.clustering_key
+    if any(c.type.fixed_size is None for c in columns):
+        for ck in partition.rows:
+            check_clustering_key(columns, ck)
+        for rt in partition.range_tombstones:
+            check_clustering_key(columns, rt.start.prefix)
+            check_clustering_key(columns, rt.end.prefix)
+    return key

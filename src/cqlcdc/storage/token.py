@@ -13,13 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cqlcdc.schema.model import TableSchema
+from cqlcdc.errors import InvalidRequest
+from cqlcdc.schema.model import Column, TableSchema
 
 _MASK = 0xFFFFFFFFFFFFFFFF
 _C1 = 0x87C37B91114253D5
 _C2 = 0x4CF5AD432745937F
 MIN_TOKEN = -(1 << 63)
 MAX_TOKEN = (1 << 63) - 1
+# keys are limited to 16 bits in Cassandra and ScyllaDB (validation.hh: max_key_size)
+MAX_KEY_BYTES = 0xFFFF
 
 
 def _rotl(x: int, r: int) -> int:
@@ -90,28 +93,47 @@ def murmur3_token(data: bytes) -> int:
 
 
 def serialize_partition_key(schema: TableSchema, pk: Sequence[Any]) -> bytes:
-    """The partition key's storage bytes: one component as is, several as a composite."""
+    """The partition key's storage bytes: one component as is, several as a composite.
+
+    Raises:
+        InvalidRequest: the key is longer than ``MAX_KEY_BYTES`` (``key_length``), with
+            Cassandra's message: such a key can be neither stored nor looked up.
+    """
     cols = schema.partition_key
-    if len(cols) == 1:
-        return bytes(cols[0].type.serialize(pk[0]))
-    out = bytearray()
-    for col, v in zip(cols, pk, strict=True):
-        b = col.type.serialize(v)
-        out += len(b).to_bytes(2, "big") + b + b"\x00"
-    return bytes(out)
+    parts = [bytes(col.type.serialize(v)) for col, v in zip(cols, pk, strict=True)]
+    check_key_length([len(b) for b in parts])
+    if len(parts) == 1:
+        return parts[0]
+    return b"".join(len(b).to_bytes(2, "big") + b + b"\x00" for b in parts)
 
 
-def deserialize_partition_key(schema: TableSchema, data: bytes) -> tuple[Any, ...]:
-    cols = schema.partition_key
-    if len(cols) == 1:
-        return (cols[0].type.deserialize(data),)
-    out = []
-    pos = 0
-    for col in cols:
-        n = int.from_bytes(data[pos : pos + 2], "big")
-        out.append(col.type.deserialize(data[pos + 2 : pos + 2 + n]))
-        pos += n + 3
-    return tuple(out)
+def key_length(component_lengths: Sequence[int], columns: int | None = None) -> int:
+    """The size ScyllaDB gives a key (partition or clustering, or a clustering prefix)
+    against ``MAX_KEY_BYTES``: a key of one column as is, of several columns with a 2-byte
+    length per component (its compound form; ScyllaDB's test_key_length.py: a 65,535-byte
+    single key is fine, two components reach 65,531). ``columns``: the key's column count
+    when ``component_lengths`` is a prefix."""
+    if (columns or len(component_lengths)) == 1:
+        return sum(component_lengths)
+    return sum(2 + n for n in component_lengths)
+
+
+def check_key_length(component_lengths: Sequence[int], columns: int | None = None) -> None:
+    """Raises InvalidRequest with Cassandra's message when a key is over the 16-bit limit."""
+    length = key_length(component_lengths, columns)
+    if length > MAX_KEY_BYTES:
+        raise InvalidRequest(f"Key length of {length} is longer than maximum of {MAX_KEY_BYTES}")
+
+
+def check_clustering_key(columns: Sequence[Column], ck: Sequence[Any]) -> None:
+    """A clustering key or prefix within the key length limit (InvalidRequest if not).
+
+    Only variable-length values can reach the limit, so fixed-width columns cost nothing.
+    """
+    if all(col.type.fixed_size is not None for col in columns[: len(ck)]):
+        return
+    lengths = [len(col.type.serialize(v)) for col, v in zip(columns, ck)]
+    check_key_length(lengths, len(columns))
 
 
 def bucket_of(token: int, num_buckets: int) -> int:

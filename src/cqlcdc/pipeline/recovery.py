@@ -1,0 +1,189 @@
+"""Who owns a data directory, and what to do when the pipeline cannot apply a write.
+
+One process owns a data directory: ``DataDirLock`` is an exclusive ``flock`` on
+``.engine.lock`` that also records the owner's pid, so a second process is told who holds it.
+
+Writes are validated before they are appended, so the core should never meet a record it
+cannot apply. If it does (a defect), the engine stops at that record instead of skipping an
+acknowledged write, and records the failure in ``failure.json``. ``cqlcdc recover`` shows it
+and, when told to, adds the record's seq to ``skipped.json``: the engine then drops that
+record (reporting it as failed to anyone waiting for it) and applies every other write.
+
+>>> lock = DataDirLock("/tmp/d"); lock.acquire(); lock.release()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from cqlcdc.errors import DataDirLocked, InvalidRequest
+
+LOCK_FILE = ".engine.lock"
+FAILURE_FILE = "failure.json"
+SKIPPED_FILE = "skipped.json"
+# how UnappliedWrite names its records (it may arrive as text from a Spark executor)
+_UNAPPLIED = re.compile(r"cannot apply ingest records? seq=(\d+)(?:\.\.(\d+))?")
+
+
+class DataDirLock:
+    """The exclusive lock of a data directory, held by the process that runs its engine."""
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self.data_dir = Path(data_dir)
+        self._file: IO[str] | None = None
+
+    def acquire(self) -> None:
+        """Take the lock and record this process's pid in it.
+
+        Raises:
+            DataDirLocked: another process holds it (the message names the pid).
+        """
+        if self._file is not None:
+            return
+        handle = open(self.data_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held until release()
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip()
+            handle.close()
+            raise DataDirLocked(self.data_dir, int(holder) if holder.isdigit() else None) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._file = handle
+
+    def release(self) -> None:
+        handle, self._file = self._file, None
+        if handle is not None:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+
+    def __enter__(self) -> DataDirLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The records the engine stopped at: ``first_seq..last_seq`` (one record: equal)."""
+
+    first_seq: int
+    last_seq: int
+    batch_id: int
+    message: str
+
+    def skip_argument(self) -> str:
+        if self.first_seq == self.last_seq:
+            return str(self.first_seq)
+        return f"{self.first_seq}..{self.last_seq}"
+
+
+def unapplied_failure(error_text: str, batch_id: int) -> Failure | None:
+    """The failure an ``UnappliedWrite`` describes, found in an error's text (None: the
+    error is not about a record, e.g. a full disk)."""
+    match = _UNAPPLIED.search(error_text)
+    if match is None:
+        return None
+    first = int(match.group(1))
+    last = int(match.group(2) or first)
+    line = next(ln for ln in error_text.splitlines() if match.group(0) in ln)
+    message = line[line.index(match.group(0)) :].strip()
+    return Failure(first, last, batch_id, message)
+
+
+def save_failure(data_dir: Path, failure: Failure) -> None:
+    _write_json(data_dir / FAILURE_FILE, dataclasses.asdict(failure))
+
+
+def load_failure(data_dir: Path) -> Failure | None:
+    path = data_dir / FAILURE_FILE
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    return Failure(data["first_seq"], data["last_seq"], data["batch_id"], data["message"])
+
+
+def load_skipped(data_dir: Path) -> dict[int, str]:
+    """Seqs of ingest records to drop, with the reason each is reported as failed."""
+    path = data_dir / SKIPPED_FILE
+    if not path.exists():
+        return {}
+    return {int(seq): reason for seq, reason in json.loads(path.read_text()).items()}
+
+
+def parse_seqs(text: str) -> range:
+    """``N`` or ``A..B`` (inclusive) as a range of seqs.
+
+    Raises:
+        InvalidRequest: not of that form.
+    """
+    match = re.fullmatch(r"(\d+)(?:\.\.(\d+))?", text.strip())
+    if match is None:
+        raise InvalidRequest(f"not a seq or a range A..B of seqs: {text!r}")
+    first = int(match.group(1))
+    last = int(match.group(2) or first)
+    if last < first:
+        raise InvalidRequest(f"empty range of seqs: {text!r}")
+    return range(first, last + 1)
+
+
+def skip_records(data_dir: str | Path, seqs: range, committed_seq: int) -> int:
+    """Have the engine drop the ingest records ``seqs`` (under the data directory's lock, so
+    no engine runs meanwhile). Returns how many seqs were added.
+
+    Raises:
+        DataDirLocked: a process holds the data directory.
+        InvalidRequest: a seq is already committed (applied; nothing to skip).
+    """
+    root = Path(data_dir)
+    with DataDirLock(root):
+        if seqs.start <= committed_seq:
+            raise InvalidRequest(
+                f"ingest record seq={seqs.start} is committed already (every seq up to "
+                f"{committed_seq} is): only a write the pipeline has not applied can be skipped"
+            )
+        failure = load_failure(root)
+        reason = failure.message if failure is not None else "skipped by cqlcdc recover"
+        skipped = load_skipped(root)
+        added = [seq for seq in seqs if seq not in skipped]
+        for seq in added:
+            skipped[seq] = f"write seq={seq} skipped by cqlcdc recover: {reason}"
+        _write_json(root / SKIPPED_FILE, {str(k): v for k, v in sorted(skipped.items())})
+        if failure is not None and failure.first_seq in seqs and failure.last_seq in seqs:
+            (root / FAILURE_FILE).unlink()
+        return len(added)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as sink:
+        json.dump(data, sink, indent=1)
+        sink.flush()
+        os.fsync(sink.fileno())
+    tmp.replace(path)
+
+
+__all__ = [
+    "DataDirLock",
+    "Failure",
+    "load_failure",
+    "load_skipped",
+    "parse_seqs",
+    "save_failure",
+    "skip_records",
+    "unapplied_failure",
+]
