@@ -136,6 +136,19 @@ def check_clustering_key(columns: Sequence[Column], ck: Sequence[Any]) -> None:
     check_key_length(lengths, len(columns))
 
 
+def deserialize_partition_key(schema: TableSchema, data: bytes) -> tuple[Any, ...]:
+    cols = schema.partition_key
+    if len(cols) == 1:
+        return (cols[0].type.deserialize(data),)
+    out = []
+    pos = 0
+    for col in cols:
+        n = int.from_bytes(data[pos : pos + 2], "big")
+        out.append(col.type.deserialize(data[pos + 2 : pos + 2 + n]))
+        pos += n + 3
+    return tuple(out)
+
+
 def bucket_of(token: int, num_buckets: int) -> int:
     """Buckets are equal token ranges: bucket i holds the i-th slice of the ring."""
     return ((token - MIN_TOKEN) * num_buckets) >> 64

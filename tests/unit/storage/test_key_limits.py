@@ -95,7 +95,7 @@ def test_range_deletion_bounds_are_keys_too() -> None:
 
 
 def test_an_empty_single_partition_key_is_rejected_but_not_a_compound_one() -> None:
-    with pytest.raises(InvalidRequest, match="^Key may not be empty$"):
+    with pytest.raises(InvalidRequest, match=r"^Key may not be empty$"):
         _insert_key(_table(SINGLE), "INSERT INTO ks.t (p, c) VALUES (?, ?)", ("", "c"))
     key = _insert_key(
         _table(COMPOUND), "INSERT INTO ks.t (p1, p2, c1, c2) VALUES (?, ?, ?, ?)", ("", "", "", "")
