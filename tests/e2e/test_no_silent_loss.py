@@ -1,0 +1,266 @@
+"""Nothing acknowledged is lost and no data directory is wedged: oversized keys are
+rejected on every write path, a record the core cannot apply stops the engine with a name
+and a way out (``cqlcdc recover``), and a second process is told who owns the directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import cqlcdc
+from cqlcdc.cli import main
+from cqlcdc.errors import InvalidRequest, UnappliedWrite
+from cqlcdc.loader import load
+from cqlcdc.pipeline.records import IngestRecord
+from cqlcdc.storage.token import bucket_of, murmur3_token
+
+pytestmark = pytest.mark.spark
+
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+BIG = "x" * 70_000
+TOO_LONG = "Key length of 70000 is longer than maximum of 65535"
+CLI = Path(sys.executable).with_name("cqlcdc")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed console script, as a user runs it."""
+    return subprocess.run(
+        [str(CLI), *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+        check=False,
+    )
+
+
+def _rows(result: Any) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in result)
+
+
+@pytest.fixture
+def data(spark: Any, tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def session(data: Path) -> Iterator[Any]:
+    s = cqlcdc.connect(data_dir=data, master="local[2]")
+    try:
+        s.execute(KS)
+        s.execute(
+            "CREATE TABLE ks.t (pk int, ck text, v int, PRIMARY KEY (pk, ck)) "
+            "WITH cdc = {'enabled': true}"
+        )
+        s.execute("ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON')")
+        s.execute(
+            "CREATE TABLE ks.c (a text, b text, v int, PRIMARY KEY ((a, b))) "
+            "WITH cdc = {'enabled': true}"
+        )
+        yield s
+    finally:
+        s.close()
+
+
+def test_oversized_keys_are_rejected_on_every_write_path(
+    session: Any, data: Path, tmp_path: Path
+) -> None:
+    s = session
+    rejected: list[Any] = []
+
+    def expect_rejected(result: Any) -> None:
+        rejected.append(result)
+        assert isinstance(result, InvalidRequest), result
+        assert result.message.startswith("Key length of 700"), result.message
+
+    def expect_raises(run: Any) -> None:
+        with pytest.raises(InvalidRequest, match="Key length of 700") as info:
+            run()
+        expect_rejected(info.value)
+
+    insert = s.prepare("INSERT INTO ks.t (pk, ck, v) VALUES (?, ?, ?)")
+    compound = s.prepare("INSERT INTO ks.c (a, b, v) VALUES (?, ?, ?)")
+    expect_raises(lambda: s.execute(f"INSERT INTO ks.t (pk, ck, v) VALUES (1, '{BIG}', 1)"))
+    expect_raises(lambda: s.execute(f"INSERT INTO ks.c (a, b, v) VALUES ('{BIG}', 'b', 1)"))
+    expect_raises(lambda: s.execute(insert, (1, BIG, 1)))
+    expect_raises(lambda: s.execute(compound, ("a", BIG, 1)))
+    expect_raises(lambda: s.execute(f"UPDATE ks.t SET v = 1 WHERE pk = 1 AND ck = '{BIG}'"))
+    expect_raises(lambda: s.execute(f"DELETE FROM ks.t WHERE pk = 1 AND ck >= '{BIG}'"))
+    expect_raises(
+        lambda: s.execute(
+            "BEGIN BATCH INSERT INTO ks.t (pk, ck, v) VALUES (2, 'ok', 2); "
+            f"INSERT INTO ks.t (pk, ck, v) VALUES (2, '{BIG}', 2); APPLY BATCH"
+        )
+    )
+    # execute_many: the row path (few writes) and the bulk path (many), each error in its slot
+    few = s.execute_many([insert, insert], [(3, "ok", 3), (3, BIG, 3)])
+    assert few[0].is_write
+    expect_rejected(few[1])
+    params = [(4, f"k{i}", i) for i in range(40)]
+    params[7] = (4, BIG, 7)
+    many = s.execute_many([insert] * 40, params)
+    expect_rejected(many[7])
+    assert all(r.is_write for i, r in enumerate(many) if i != 7)
+    pairs = [(f"a{i}", f"b{i}", i) for i in range(40)]
+    pairs[9] = (BIG, "b", 9)
+    many = s.execute_many([compound] * 40, pairs)
+    expect_rejected(many[9])
+    # execute_arrow, typed columns
+    arrow = pa.table({"pk": [5, 5], "ck": ["ok", BIG], "v": [5, 5]})
+    by_arrow = s.execute_arrow(insert, arrow)
+    expect_rejected(by_arrow[1])
+    # load, from CSV
+    csv = tmp_path / "rows.csv"
+    csv.write_text(f"pk,ck,v\n6,ok,6\n6,{BIG},6\n")
+    loaded = load(s, "ks.t", [csv])
+    assert loaded.rows == 1
+    ((_, row, err),) = loaded.failed
+    assert row == 2
+    expect_rejected(err)
+    assert len(rejected) == 12
+
+    # the session goes on, the rejected writes left no trace, the accepted ones are logged
+    s.execute("INSERT INTO ks.t (pk, ck, v) VALUES (9, 'after', 9)")
+    base = _rows(s.execute("SELECT pk, ck, v FROM ks.t"))
+    expected = [(3, "ok", 3)]  # the batch is rejected whole, (2, 'ok') with it
+    expected += [(4, f"k{i}", i) for i in range(40) if i != 7]
+    expected += [(5, "ok", 5), (6, "ok", 6), (9, "after", 9)]
+    assert base == sorted(expected)
+    logged = _rows(s.execute("SELECT pk, ck, v FROM ks.t_scylla_cdc_log"))
+    assert logged == sorted(expected)
+    assert len(s.execute("SELECT a FROM ks.c").all()) == 39
+    s.close()
+    # a restart of the same data directory works and keeps everything
+    again = cqlcdc.connect(data_dir=data, master="local[2]")
+    try:
+        assert _rows(again.execute("SELECT pk, ck, v FROM ks.t")) == sorted(expected)
+        again.execute("INSERT INTO ks.t (pk, ck, v) VALUES (10, 'later', 10)")
+        assert len(again.execute("SELECT pk FROM ks.t_scylla_cdc_log").all()) == len(expected) + 1
+    finally:
+        again.close()
+    done = _cli("changefeed", "read", "ks.t/f", "--data-dir", str(data))
+    assert done.returncode == 0, done.stderr
+    assert BIG not in done.stdout
+    assert len(done.stdout.splitlines()) == len(expected) + 1
+
+
+def _bad_record(s: Any, table: str) -> IngestRecord:
+    """A durable record the core cannot decode: what a defect would leave in the log."""
+    schema = s.catalog.table("ks", table)
+    pk = (7).to_bytes(4, "big", signed=True)
+    token = murmur3_token(pk)
+    return IngestRecord(
+        seq=s._next_seq,
+        table_id=schema.table_id,
+        schema_version=schema.schema_version,
+        bucket=bucket_of(token, s.num_buckets),
+        token=token,
+        pk=pk,
+        payload=b"\x00not a payload",
+    )
+
+
+def test_a_record_the_core_cannot_apply_stops_the_engine_until_recover_skips_it(
+    spark: Any, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    s = cqlcdc.connect(data_dir=data, master="local[2]")
+    s.execute(KS)
+    s.execute("CREATE TABLE ks.u (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+    s.execute("INSERT INTO ks.u (pk, v) VALUES (1, 1)")
+    with s._lock:
+        bad = _bad_record(s, "u")
+        s._next_seq += 1
+        s._append([bad])
+    s.execute("INSERT INTO ks.u (pk, v) VALUES (2, 2)", wait=False)  # acknowledged, durable
+    with pytest.raises(UnappliedWrite) as info:
+        s.flush()
+    message = info.value.message
+    assert f"seq={bad.seq} (table ks.u" in message
+    assert f"cqlcdc recover --data-dir {data} --skip {bad.seq}" in message
+    _close_failed(s)
+
+    # a restart meets the same record and stops the same way: nothing is skipped silently
+    with pytest.raises(UnappliedWrite, match=f"seq={bad.seq}"):
+        again = cqlcdc.connect(data_dir=data, master="local[2]")
+        try:
+            again.flush()
+        finally:
+            _close_failed(again)
+
+    shown = _cli("recover", "--data-dir", str(data))
+    assert shown.returncode == 0, shown.stderr
+    assert f"--skip {bad.seq}" in shown.stdout
+    skipped = _cli("recover", "--data-dir", str(data), "--skip", str(bad.seq))
+    assert skipped.returncode == 0, skipped.stderr
+    committed = _cli("recover", "--data-dir", str(data), "--skip", "1")
+    assert committed.returncode == 1
+    assert committed.stderr.count("\n") == 1 and "committed already" in committed.stderr
+
+    s = cqlcdc.connect(data_dir=data, master="local[2]")
+    try:
+        assert _rows(s.execute("SELECT pk, v FROM ks.u")) == [(1, 1), (2, 2)]
+        assert len(s.execute("SELECT pk FROM ks.u_scylla_cdc_log").all()) == 2
+        errors = s._pipeline_errors(bad.seq, bad.seq)
+        assert "skipped by cqlcdc recover" in errors[bad.seq].message
+        s.execute("INSERT INTO ks.u (pk, v) VALUES (3, 3)")
+        assert len(s.execute("SELECT pk FROM ks.u").all()) == 3
+    finally:
+        s.close()
+
+
+def _close_failed(s: Any) -> None:
+    """Close a session whose pipeline failed: the engine stops, the flush error is the
+    one already seen."""
+    with pytest.raises(UnappliedWrite):
+        s.close()
+
+
+def test_a_second_process_is_told_who_owns_the_data_directory(
+    session: Any, data: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "s.cql"
+    script.write_text("SELECT * FROM ks.t;\n")
+    rows = tmp_path / "rows.csv"
+    rows.write_text("pk,ck,v\n1,a,1\n")
+    commands = [
+        ["run", str(script)],
+        ["shell"],
+        ["load", "ks.t", str(rows)],
+        ["replay", "ks.t_scylla_cdc_log", "ks.t"],
+        ["recover", "--skip", "99"],
+    ]
+    for command in commands:
+        done = _cli(*command, "--data-dir", str(data))
+        assert done.returncode == 1, (command, done.stderr)
+        assert done.stderr.count("\n") == 1, (command, done.stderr)
+        assert str(data) in done.stderr and f"pid {os.getpid()}" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_changefeed_read_exits_zero_every_time(session: Any, data: Path) -> None:
+    session.execute("INSERT INTO ks.t (pk, ck, v) VALUES (1, 'a', 1)")
+    session.execute("INSERT INTO ks.t (pk, ck, v) VALUES (2, 'b', 2)")
+    session.flush()
+    for _ in range(20):
+        done = _cli("changefeed", "read", "ks.t/f", "--data-dir", str(data))
+        assert done.returncode == 0, done.stderr
+        assert len(done.stdout.splitlines()) == 2
+        assert "terminate called" not in done.stderr
+
+
+def test_recover_says_what_is_wrong_in_one_line(tmp_path: Path, capsys: Any) -> None:
+    assert main(["recover", "--data-dir", str(tmp_path), "--skip", "3"]) == 1
+    assert capsys.readouterr().err == f"cqlcdc: {tmp_path} is not a cqlcdc data directory\n"
+    (tmp_path / "ingest").mkdir()
+    assert main(["recover", "--data-dir", str(tmp_path), "--skip", "3..x"]) == 1
+    assert "not a seq or a range A..B" in capsys.readouterr().err
+    assert main(["recover", "--data-dir", str(tmp_path)]) == 0
+    assert "no stopped write" in capsys.readouterr().out
