@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from cqlcdc.cdc.replay_cli import add_replay_command
 from cqlcdc.cql import ast, parse_statement, split_statements
-from cqlcdc.errors import CqlError, CqlSyntaxError
+from cqlcdc.errors import CqlError, CqlSyntaxError, DataDirLocked
 
 _ERROR_KIND = {
     0x2000: "Syntax error in CQL query",
@@ -384,6 +384,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except DataDirLocked as e:
+        print(f"cqlcdc: {e.message}", file=sys.stderr)
+        return 1
     except CqlError as e:
         print(f"cqlcdc: {e.class_name}: {e.message}", file=sys.stderr)
         return 1
