@@ -167,7 +167,7 @@ class Runner:
 def _connect(args: argparse.Namespace) -> Any:
     from cqlcdc.session import connect
 
-    return connect(data_dir=args.data_dir, master=args.master)
+    return connect(data_dir=args.data_dir, master=args.master, verbose=args.verbose)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -302,6 +302,11 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
         p.add_argument("--format", choices=["table", "json"], default="table")
+        p.add_argument(
+            "--verbose",
+            action="store_true",
+            help="show Spark's and the JVM's console output (default: DATA_DIR/spark.log)",
+        )
 
     run = sub.add_parser("run", help="run the statements of a .cql file, like cqlsh -f")
     run.add_argument("file")

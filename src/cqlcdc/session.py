@@ -235,6 +235,7 @@ class Session:
         keyspace: str | None = None,
         num_buckets: int = DEFAULT_BUCKETS,
         driver_max_rows: int | None = None,
+        verbose: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -242,7 +243,7 @@ class Session:
         lock = DataDirLock(self.data_dir)
         lock.acquire()
         try:
-            self._open(master, keyspace, num_buckets, driver_max_rows, lock)
+            self._open(master, keyspace, num_buckets, driver_max_rows, lock, verbose)
         except BaseException:
             lock.release()
             raise
@@ -254,6 +255,7 @@ class Session:
         num_buckets: int,
         driver_max_rows: int | None,
         lock: DataDirLock,
+        verbose: bool,
     ) -> None:
         from cqlcdc.pipeline.engine import Engine
         from cqlcdc.pipeline.ingest import IngestLog
@@ -266,7 +268,8 @@ class Session:
         )
         self.num_buckets = self.generations.generations[0].num_ranges
         self.processor = CoreProcessor(self.data_dir, self.catalog)
-        self.spark = get_spark(master)
+        # Spark's start-up noise goes to <data_dir>/spark.log unless asked for
+        self.spark = get_spark(master, log_file=None if verbose else self.data_dir / "spark.log")
         self.engine = Engine(self.data_dir, self.processor, self.spark, lock=lock)
         if driver_max_rows is not None:
             self.engine.driver_max_rows = driver_max_rows
@@ -1079,6 +1082,7 @@ def connect(
     keyspace: str | None = None,
     num_buckets: int = DEFAULT_BUCKETS,
     driver_max_rows: int | None = None,
+    verbose: bool = False,
 ) -> Session:
     """Open a session on an embedded engine (Spark in ``master`` mode, data in ``data_dir``).
 
@@ -1089,10 +1093,17 @@ def connect(
         num_buckets: token buckets of a new data directory (the unit of parallelism).
         driver_max_rows: micro-batches up to this many writes run the core in the driver,
             larger ones on executors (None: the engine's default; 0: always executors).
+        verbose: let Spark's and the JVM's console output through to stderr (default: it
+            goes to ``<data_dir>/spark.log``).
 
     Returns:
         A Session shaped like the cassandra-driver's (``execute()``, ``close()``).
     """
     return Session(
-        data_dir or Path.cwd() / "cqlcdc-data", master, keyspace, num_buckets, driver_max_rows
+        data_dir or Path.cwd() / "cqlcdc-data",
+        master,
+        keyspace,
+        num_buckets,
+        driver_max_rows,
+        verbose,
     )

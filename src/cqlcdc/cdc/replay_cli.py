@@ -34,6 +34,11 @@ def add_replay_command(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Spark's and the JVM's console output (default: DATA_DIR/spark.log)",
+    )
+    p.add_argument(
         "--print",
         dest="print_only",
         action="store_true",
@@ -48,7 +53,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from cqlcdc.cdc.replay import read_log, replay, replay_statements
     from cqlcdc.session import connect
 
-    session = connect(data_dir=args.data_dir, master=args.master)
+    session = connect(data_dir=args.data_dir, master=args.master, verbose=args.verbose)
     try:
         if args.print_only:
             base, rows = read_log(session, args.log_table)

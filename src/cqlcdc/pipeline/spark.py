@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -53,7 +54,9 @@ _CONF: dict[str, str] = {
 }
 
 
-def get_spark(master: str = "local[*]", app_name: str = "cqlcdc") -> SparkSession:
+def get_spark(
+    master: str = "local[*]", app_name: str = "cqlcdc", log_file: str | Path | None = None
+) -> SparkSession:
     """Return the active SparkSession, or build one tuned for small local micro-batches.
 
     Works with ``local[N]`` and ``local-cluster[W,C,M]`` (separate executor JVMs on this
@@ -62,6 +65,8 @@ def get_spark(master: str = "local[*]", app_name: str = "cqlcdc") -> SparkSessio
     Args:
         master: the Spark master URL, e.g. ``local[*]`` or ``local-cluster[2,1,1024]``.
         app_name: the Spark application name.
+        log_file: where the JVM's console output goes (its start-up warnings, log4j, the
+            Python workers' stderr), appended; None: this process's stderr.
 
     Returns:
         The active session if there is one (its master is kept), else a new one.
@@ -78,6 +83,23 @@ def get_spark(master: str = "local[*]", app_name: str = "cqlcdc") -> SparkSessio
         # executors are separate JVMs: they find the Python interpreter through the env
         builder = builder.config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
         builder = builder.config("spark.executorEnv.SPARK_LOCAL_IP", "127.0.0.1")
-    spark = builder.getOrCreate()
+    spark = builder.getOrCreate() if log_file is None else _quietly(builder, Path(log_file))
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _quietly(builder: SparkSession.Builder, log_file: Path) -> SparkSession:
+    """Start Spark with file descriptor 2 pointing at ``log_file``: the JVM (and every
+    process it forks) inherits it as its stderr, so its start-up noise and later log lines
+    go there, while this process's stderr is restored at once."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    target = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        os.dup2(target, 2)
+        return builder.getOrCreate()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
