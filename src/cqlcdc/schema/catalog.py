@@ -496,6 +496,18 @@ class Catalog:
             self.data_dir / persist.CATALOG_FILE, persist.dump_document(document)
         )
 
+    def copy(self) -> Catalog:
+        """A catalog equal to this one that DDL can change without touching this one (the
+        coordinator swaps the copy in whole: readers of the old one never see a half-done
+        DDL). Schemas are immutable, so only the containers are copied."""
+        other = Catalog(None)
+        other.data_dir = self.data_dir
+        other._keyspaces = dict(self._keyspaces)
+        other._types = {ks: dict(types) for ks, types in self._types.items()}
+        other._tables = {ks: dict(ids) for ks, ids in self._tables.items()}
+        other._versions = {tid: list(versions) for tid, versions in self._versions.items()}
+        return other
+
     def reload(self) -> None:
         """Re-read the saved catalog (another process may have run DDL since)."""
         if self.data_dir is not None:
