@@ -180,7 +180,7 @@ def load(
     from cqlcdc.session import PreparedStatement
 
     ks, _, name = table.rpartition(".")
-    schema = session._table(ast.QualifiedName(ks or None, name))
+    schema = session.coordinator.table(ast.QualifiedName(ks or None, name), session.keyspace)
     result = LoadResult()
     started = time.monotonic()
     done = 0

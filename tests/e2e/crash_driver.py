@@ -57,9 +57,9 @@ def main() -> None:
     update = session.prepare(PREPARED)
     marker = data_dir / "first_seq.txt"
     if not marker.exists():
-        marker.write_text(str(session.ingest.last_seq() + 1))
+        marker.write_text(str(session.coordinator.ingest.last_seq() + 1))
     first_seq = int(marker.read_text())
-    done = session.ingest.last_seq() - first_seq + 1  # writes durable so far
+    done = session.coordinator.ingest.last_seq() - first_seq + 1  # writes durable so far
     acked = data_dir / "acked.txt"
     i = done
     while i < total:

@@ -65,7 +65,7 @@ def _normalize(value: Any) -> Any:
 def feeds(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     s = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("golden") / "data", master="local[2]")
     try:
-        s.sweep_interval_s = 3600.0
+        s.coordinator.sweep_interval_s = 3600.0
         s.execute(
             "CREATE KEYSPACE ks WITH replication = "
             "{'class': 'SimpleStrategy', 'replication_factor': 1}"

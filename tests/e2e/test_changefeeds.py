@@ -71,7 +71,7 @@ def test_initial_scan_follows_ydb_rules(session: Any) -> None:
     session.execute_many(
         [f"INSERT INTO ks.t (pk, ck, v) VALUES ({pk}, 0, 'old{pk}')" for pk in range(3)]
     )
-    session.autoscan = False
+    session.coordinator.autoscan = False
     session.execute(
         "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'NEW_AND_OLD_IMAGES', "
         "FORMAT = 'DEBEZIUM_JSON', INITIAL_SCAN = TRUE)"
@@ -180,7 +180,7 @@ def test_spark_reads_a_feed_batch_and_streaming(session: Any, spark: Any, tmp_pa
 def test_ttl_expiry_events(session: Any) -> None:
     import time
 
-    session.sweep_interval_s = 3600.0  # the test sweeps by hand
+    session.coordinator.sweep_interval_s = 3600.0  # the test sweeps by hand
     session.execute(
         "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'NEW_AND_OLD_IMAGES', FORMAT = 'JSON', "
         "EXPIRY_EVENTS = TRUE)"
@@ -211,7 +211,7 @@ def test_ttl_expiry_events(session: Any) -> None:
 def test_idle_table_still_gets_barriers(session: Any) -> None:
     import time
 
-    session.sweep_interval_s = 3600.0  # ticks by hand
+    session.coordinator.sweep_interval_s = 3600.0  # ticks by hand
     session.execute(
         "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'KEYS_ONLY', FORMAT = 'JSON', "
         "TOPIC_MIN_ACTIVE_PARTITIONS = 2, BARRIERS_INTERVAL = Interval('PT1S'))"

@@ -65,7 +65,7 @@ from tests.e2e.test_local_cluster import run_workload
 
 s = cqlcdc.connect(data_dir=sys.argv[1], master="local-cluster[2,1,1024]", driver_max_rows=0)
 try:
-    sc = s.spark.sparkContext
+    sc = s.coordinator.spark.sparkContext
     assert sc.master.startswith("local-cluster"), sc.master
     # the driver's block manager plus one per executor JVM
     executors = sc._jsc.sc().getExecutorMemoryStatus().size() - 1

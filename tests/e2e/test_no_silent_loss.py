@@ -19,7 +19,7 @@ from cqlcdc.cli import main
 from cqlcdc.errors import InvalidRequest, UnappliedWrite
 from cqlcdc.loader import load
 from cqlcdc.pipeline.records import IngestRecord
-from cqlcdc.storage.token import bucket_of, murmur3_token
+from cqlcdc.storage.token import murmur3_token
 
 pytestmark = pytest.mark.spark
 
@@ -151,20 +151,11 @@ def test_oversized_keys_are_rejected_on_every_write_path(
     assert len(done.stdout.splitlines()) == len(expected) + 1
 
 
-def _bad_record(s: Any, table: str) -> IngestRecord:
+def _bad_record(c: Any, table: str) -> IngestRecord:
     """A durable record the core cannot decode: what a defect would leave in the log."""
-    schema = s.catalog.table("ks", table)
+    schema = c.catalog.table("ks", table)
     pk = (7).to_bytes(4, "big", signed=True)
-    token = murmur3_token(pk)
-    return IngestRecord(
-        seq=s._next_seq,
-        table_id=schema.table_id,
-        schema_version=schema.schema_version,
-        bucket=bucket_of(token, s.num_buckets),
-        token=token,
-        pk=pk,
-        payload=b"\x00not a payload",
-    )
+    return c.record(schema, murmur3_token(pk), pk, b"\x00not a payload", c.next_seq)
 
 
 def test_a_record_the_core_cannot_apply_stops_the_engine_until_recover_skips_it(
@@ -175,10 +166,10 @@ def test_a_record_the_core_cannot_apply_stops_the_engine_until_recover_skips_it(
     s.execute(KS)
     s.execute("CREATE TABLE ks.u (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
     s.execute("INSERT INTO ks.u (pk, v) VALUES (1, 1)")
-    with s._lock:
-        bad = _bad_record(s, "u")
-        s._next_seq += 1
-        s._append([bad])
+    c = s.coordinator
+    with c.lock:
+        bad = _bad_record(c, "u")
+        c.append([bad])
     s.execute("INSERT INTO ks.u (pk, v) VALUES (2, 2)", wait=False)  # acknowledged, durable
     with pytest.raises(UnappliedWrite) as info:
         s.flush()
@@ -208,7 +199,7 @@ def test_a_record_the_core_cannot_apply_stops_the_engine_until_recover_skips_it(
     try:
         assert _rows(s.execute("SELECT pk, v FROM ks.u")) == [(1, 1), (2, 2)]
         assert len(s.execute("SELECT pk FROM ks.u_scylla_cdc_log").all()) == 2
-        errors = s._pipeline_errors(bad.seq, bad.seq)
+        errors = s.coordinator.pipeline_errors(bad.seq, bad.seq)
         assert "skipped by cqlcdc recover" in errors[bad.seq].message
         s.execute("INSERT INTO ks.u (pk, v) VALUES (3, 3)")
         assert len(s.execute("SELECT pk FROM ks.u").all()) == 3

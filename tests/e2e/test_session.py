@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 import cqlcdc
+from cqlcdc.cql import parse_statement
 from cqlcdc.errors import InvalidRequest
+from cqlcdc.writes import row_records
 
 pytestmark = pytest.mark.spark
 
@@ -38,10 +40,14 @@ def test_a_new_session_reads_writes_made_durable_before_it(spark: Any, tmp_path:
     s = cqlcdc.connect(data_dir=data, master="local[2]")
     s.execute(KS)
     s.execute("CREATE TABLE ks.t (pk int, v int, PRIMARY KEY (pk)) WITH cdc = {'enabled': true}")
-    s._stop.set()  # the process "dies": no sweeper, no engine, nothing flushed
-    s._sweep_thread.join()
-    s.engine.stop()
-    s.execute("INSERT INTO ks.t (pk, v) VALUES (1, 10)", wait=False)  # durable, not applied
+    # the process "dies" right after a durable append: no sweeper, no engine, no flush
+    c = s.coordinator
+    with c.lock:
+        records, _ = row_records(
+            c, parse_statement("INSERT INTO ks.t (pk, v) VALUES (1, 10)"), None, None
+        )
+        c.append(records)
+    c.kill()
     s = cqlcdc.connect(data_dir=data, master="local[2]")
     try:
         assert _rows(s.execute("SELECT pk, v FROM ks.t")) == [(1, 10)]

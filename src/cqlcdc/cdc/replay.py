@@ -355,7 +355,9 @@ class _ReplaySession(Protocol):
     """What ``replay`` needs of a ``cqlcdc.Session``."""
 
     keyspace: str | None
-    catalog: Catalog
+
+    @property
+    def catalog(self) -> Catalog: ...
 
     def execute(self, query: str) -> Any: ...
 

@@ -1,0 +1,546 @@
+"""The coordinator of one data directory: the engine, the lock, seqs, clocks, the catalog.
+
+A process opens a data directory once, as one ``Coordinator``; sessions (``cqlcdc.Session``)
+are cheap facades over it, one per connection, holding only a current keyspace and their
+prepared statements. Every ingest record enters the log through ``Coordinator.append``,
+under one lock, so seqs reach the log in order; DDL builds a new catalog and swaps it in
+whole, so the sweeper, the micro-batches and reads each see one consistent catalog.
+
+>>> coordinator = Coordinator("/tmp/cqlcdc-demo")  # doctest: +SKIP
+>>> session = coordinator.session(keyspace="ks")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
+from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_table
+from cqlcdc.changefeed import parse_feed_options
+from cqlcdc.cql import ast
+from cqlcdc.errors import CqlError, InvalidRequest, ServerError
+from cqlcdc.pipeline.recovery import DataDirLock
+from cqlcdc.schema.catalog import Catalog
+from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_payload
+from cqlcdc.storage.token import bucket_of
+from cqlcdc.storage.uuids import SeededBits
+
+if TYPE_CHECKING:
+    from cqlcdc.pipeline.records import IngestRecord
+    from cqlcdc.session import Session
+
+DEFAULT_BUCKETS = 16
+WRITE_TIMEOUT_S = 120.0
+
+
+class Coordinator:
+    """Owns a data directory in this process (see the module docstring).
+
+    Args:
+        data_dir: the data directory (created if missing).
+        master: any Spark master URL.
+        num_buckets: token buckets of a new data directory.
+        driver_max_rows: micro-batches up to this many writes run the core in the driver.
+        verbose: let Spark's console output through (default: ``<data_dir>/spark.log``).
+
+    Raises:
+        DataDirLocked: another process (or another coordinator here) owns ``data_dir``.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        master: str = "local[*]",
+        num_buckets: int = DEFAULT_BUCKETS,
+        driver_max_rows: int | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # taken before Spark starts, so a second process is told at once who owns the data
+        lock = DataDirLock(self.data_dir)
+        lock.acquire()
+        try:
+            self._open(master, num_buckets, driver_max_rows, lock, verbose)
+        except BaseException:
+            lock.release()
+            raise
+
+    def _open(
+        self,
+        master: str,
+        num_buckets: int,
+        driver_max_rows: int | None,
+        lock: DataDirLock,
+        verbose: bool,
+    ) -> None:
+        from cqlcdc.pipeline.engine import Engine
+        from cqlcdc.pipeline.ingest import IngestLog
+        from cqlcdc.pipeline.spark import get_spark
+
+        self._catalog = Catalog(self.data_dir)
+        self.generations = load_generations(
+            self.data_dir, num_buckets, int.from_bytes(os.urandom(8), "big")
+        )
+        self.num_buckets = self.generations.generations[0].num_ranges
+        # the core reads schemas through this coordinator: always the current snapshot
+        self.processor = CoreProcessor(self.data_dir, self)
+        self.spark = get_spark(master, log_file=None if verbose else self.data_dir / "spark.log")
+        self.engine = Engine(self.data_dir, self.processor, self.spark, lock=lock)
+        if driver_max_rows is not None:
+            self.engine.driver_max_rows = driver_max_rows
+        self.engine.start()
+        self.ingest = IngestLog(self.engine.ingest_dir)
+        self.lock = threading.Lock()
+        self.next_seq = self.ingest.last_seq() + 1
+        self._last_ts = 0
+        self._last_now_us = 0
+        # writes durable before this coordinator began (a crash between an append and its
+        # commit) are applied once the engine runs: the first read waits for them too
+        self._pending_seq = self.ingest.last_seq()
+        self.closed = False
+        self.autoscan = True
+        self._scanners: list[threading.Thread] = []
+        self.sweep_interval_s = 1.0
+        self._sweep_error: Exception | None = None
+        # every write's random bits come from its seed (kept in its ingest record); the seeds
+        # themselves are a keyed stream, one urandom per coordinator instead of one per write
+        self._seeds = SeededBits(int.from_bytes(os.urandom(16), "big"), "write-seeds")
+        self.last_write_ms: dict[str, int] = {}
+        # bulk forms of prepared writes, by (query, keyspace, table_id, schema_version)
+        self.bulk_plans: dict[tuple[str, str | None, str, int], Any] = {}
+        self._last_tick_ms: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._sweep_thread = threading.Thread(target=self._sweeper, name="ttl-sweeper", daemon=True)
+        self._sweep_thread.start()
+
+    def session(self, keyspace: str | None = None) -> Session:
+        """A new session (a connection's facade: its keyspace and prepared statements)."""
+        from cqlcdc.session import Session
+
+        return Session(self, keyspace)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Wait for acknowledged writes to commit, then stop the engine and the sweeper."""
+        if self.closed:
+            return
+        self.closed = True
+        self._stop.set()
+        self._sweep_thread.join()
+        try:
+            for thread in self._scanners:
+                thread.join()
+            self.flush()
+        finally:
+            self.engine.stop()
+
+    def kill(self) -> None:
+        """Stop without flushing, as a crash would (tests of what survives one)."""
+        self.closed = True
+        self._stop.set()
+        self._sweep_thread.join()
+        self.engine.stop()
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise ServerError("Session is closed")
+
+    # -- the catalog -------------------------------------------------------------------------
+
+    @property
+    def catalog(self) -> Catalog:
+        """The current catalog: a snapshot no one mutates (DDL swaps in a new one)."""
+        return self._catalog
+
+    def table_by_id(self, table_id: str, version: int | None = None) -> TableSchema | None:
+        """``SchemaSource`` for the core: a table version from the current snapshot."""
+        return self._catalog.table_by_id(table_id, version)
+
+    def table(self, name: ast.QualifiedName, keyspace: str | None) -> TableSchema:
+        """The schema a statement names (system tables included), with ScyllaDB's errors."""
+        ks = name.keyspace or keyspace
+        if ks in SYSTEM_KEYSPACES:
+            sys_schema = system_table(ks, name.name)
+            if sys_schema is None:
+                raise InvalidRequest(f"unconfigured table {name.name}")
+            return sys_schema
+        if ks is None:
+            raise InvalidRequest(
+                "No keyspace has been specified. USE a keyspace, or explicitly specify "
+                "keyspace.tablename"
+            )
+        catalog = self._catalog
+        if catalog.keyspace(ks) is None:
+            raise InvalidRequest(f"Keyspace {ks} does not exist")
+        schema = catalog.table(ks, name.name)
+        if schema is None:
+            raise InvalidRequest(f"unconfigured table {name.name}")
+        return schema
+
+    def run_ddl(self, stmt: ast.Statement, keyspace: str | None) -> str | None:
+        """Apply a DDL statement (or DESCRIBE) after every earlier write: a new catalog is
+        built from the current one and swapped in whole. Returns DESCRIBE's text."""
+        self.flush()
+        scan: tuple[ast.QualifiedName, str] | None = None
+        if isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.AddChangefeed):
+            options = parse_feed_options(stmt.action)  # YDB's defaults, limits and messages
+            if options.initial_scan:
+                scan = (stmt.name, stmt.action.name)
+        with self.lock:
+            catalog = self._catalog.copy()
+            text = catalog.execute(stmt, keyspace)
+            self._catalog = catalog
+        if scan is not None:
+            scanner = self.start_initial_scan(scan[0], scan[1], keyspace)
+            if self.autoscan:
+                scanner.run_in_background()
+        return text
+
+    def truncate(self, stmt: ast.Truncate, keyspace: str | None) -> None:
+        """Empty the base table (not its CDC log), after every earlier write."""
+        self.flush()
+        with self.lock:
+            catalog = self._catalog.copy()
+            catalog.execute(stmt, keyspace)
+            self._catalog = catalog
+            schema = self.table(stmt.name, keyspace)
+            if schema.log_of is not None:
+                raise InvalidRequest(f"Cannot truncate the CDC log table {schema.name}")
+            self.processor.truncations.truncate(schema.table_id, self.next_seq - 1)
+
+    # -- clocks ------------------------------------------------------------------------------
+
+    def timestamp_us(self) -> int:
+        """A monotonic microsecond clock, like the drivers' timestamp generator (call with
+        ``lock`` held)."""
+        now = time.time_ns() // 1000
+        self._last_ts = max(now, self._last_ts + 1)
+        return self._last_ts
+
+    def timestamps_us(self, count: int) -> int:
+        """The first of ``count`` consecutive write timestamps (call with ``lock`` held)."""
+        first = max(time.time_ns() // 1000, self._last_ts + 1)
+        self._last_ts = first + count - 1
+        return first
+
+    def now_us(self) -> int:
+        """A write's clock (TTL expiry, list keys, a feed's virtual-timestamp step), made
+        monotonic so virtual timestamps follow the order writes are applied in (call with
+        ``lock`` held)."""
+        self._last_now_us = max(time.time_ns() // 1000, self._last_now_us)
+        return self._last_now_us
+
+    def next_seed(self) -> int:
+        """The seed of a write's random bits (call with ``lock`` held)."""
+        return self._seeds.next64()
+
+    # -- the one way into the ingest log ----------------------------------------------------
+
+    def record(
+        self, schema: TableSchema, token: int, pk: bytes, payload: bytes, seq: int
+    ) -> IngestRecord:
+        """An ingest record of ``schema``'s partition ``pk`` (its bucket from its token)."""
+        from cqlcdc.pipeline.records import IngestRecord
+
+        return IngestRecord(
+            seq=seq,
+            table_id=schema.table_id,
+            schema_version=schema.schema_version,
+            bucket=bucket_of(token, self.num_buckets),
+            token=token,
+            pk=pk,
+            payload=payload,
+        )
+
+    def append(self, records: Sequence[IngestRecord]) -> None:
+        """Make records durable in the ingest log: the one way in (call with ``lock`` held;
+        seqs from ``next_seq`` on, increasing). A bulk chunk record stands for several
+        writes and carries its last write's seq, so the next seq follows the last record."""
+        if not records:
+            return
+        if records[0].seq < self.next_seq:
+            raise ServerError(f"ingest seq {records[0].seq} reused (next is {self.next_seq})")
+        self.ingest.append(records)
+        self.next_seq = records[-1].seq + 1
+        self._pending_seq = records[-1].seq
+
+    # -- waiting -----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Wait until every write acknowledged to the ingest log is committed."""
+        if self._sweep_error is not None:
+            err, self._sweep_error = self._sweep_error, None
+            raise ServerError(f"TTL sweeper failed: {err}") from err
+        if self._pending_seq:
+            self.wait(self._pending_seq)
+
+    def wait(self, seq: int) -> None:
+        self.engine.wait_for(seq, WRITE_TIMEOUT_S)
+
+    def pipeline_errors(self, first: int, last: int) -> dict[int, CqlError]:
+        """Errors the pipeline recorded for writes ``first..last`` (e.g. a list index)."""
+        snap = self.engine.snapshot()
+        if snap.version_of("errors") is None:
+            return {}
+        errs = snap.read("errors", [("seq", ">=", first), ("seq", "<=", last)])
+        out: dict[int, CqlError] = {}
+        for row in errs.sort_by("seq").to_pylist():
+            cls = CqlError.by_code.get(row["code"], InvalidRequest)
+            out[row["seq"]] = cls(row["message"])
+        return out
+
+    # -- CDC generations, initial scans, TTL sweeps, clock ticks -----------------------------
+
+    def new_cdc_generation(self) -> int:
+        """Start a new CDC generation now: later writes go to fresh stream ids.
+
+        Earlier writes keep their streams; clients find both generations through
+        ``system_distributed.cdc_generation_timestamps``. Returns its timestamp (ms).
+        """
+        from cqlcdc.cdc.processor import GENERATIONS_FILE
+
+        self.flush()
+        with self.lock:
+            ts_ms = max(
+                self.timestamp_us() // 1000, self.generations.generations[-1].timestamp_ms + 1
+            )
+            self.generations.add(ts_ms, int.from_bytes(os.urandom(8), "big"))
+            self.generations.save(self.data_dir / GENERATIONS_FILE)
+            self._last_ts = max(self._last_ts, ts_ms * 1000)
+            return ts_ms
+
+    def start_initial_scan(
+        self, table: ast.QualifiedName, feed: str, keyspace: str | None = None
+    ) -> InitialScan:
+        """Begin exporting the rows a new feed's table holds now (YDB's initial scan).
+
+        Scan records, one per base partition, enter the ingest log in chunks while other
+        writes go on; ``InitialScan.step()`` appends the next chunk (the background thread
+        calls it until done).
+        """
+        schema = self.table(table, keyspace)
+        snap = self.engine.snapshot()
+        pks: list[tuple[bytes, int]] = []
+        output = base_output(schema)
+        if snap.version_of(output) is not None:
+            truncated = self.processor.truncations.upto(schema.table_id)
+            rows = snap.read(output, [("seq", ">", truncated)], ["pk", "token"])
+            pks = sorted(set(zip(rows["pk"].to_pylist(), rows["token"].to_pylist(), strict=True)))
+        with self.lock:
+            step = self.timestamp_us() // 1000
+            tx_id = self.next_seq - 1
+            self.processor.scans.put(
+                schema.table_id,
+                feed,
+                first_seq=self.next_seq,
+                last_seq=None,
+                step=step,
+                tx_id=tx_id,
+            )
+        return InitialScan(self, schema, feed, pks, step, tx_id)
+
+    def sweep_expired(self, now_s: int | None = None) -> int:
+        """Report TTL expiry to feeds with ``EXPIRY_EVENTS``: one sweep record per partition
+        and expiry second that has passed (the background sweeper calls this every second).
+
+        Returns the number of sweep records appended.
+        """
+        from cqlcdc.cdc.feeds import table_feeds
+        from cqlcdc.cdc.processor import expiry_output
+
+        now = int(time.time()) if now_s is None else now_s
+        path = self.data_dir / "sweeps.json"
+        swept: dict[str, int] = json.loads(path.read_text()) if path.exists() else {}
+        swept_before = dict(swept)  # the file is rewritten only when a sweep moved on
+        snap = self.engine.snapshot()
+        appended = 0
+        with self.lock:
+            for schema in self._catalog.tables():
+                if not any(f.options.ttl_expiry_events for f in table_feeds(schema)):
+                    continue
+                output = expiry_output(schema.table_id)
+                if snap.version_of(output) is None:
+                    continue
+                since = swept.get(schema.table_id, 0)
+                due = snap.read(output, [("expiry_s", ">", since), ("expiry_s", "<=", now)])
+                pairs = sorted(
+                    set(
+                        zip(
+                            due["expiry_s"].to_pylist(),
+                            due["pk"].to_pylist(),
+                            due["token"].to_pylist(),
+                            strict=True,
+                        )
+                    )
+                )
+                records = [
+                    self.record(
+                        schema, token, pk, encode_payload(SweepRequest(expiry_s)), self.next_seq + i
+                    )
+                    for i, (expiry_s, pk, token) in enumerate(pairs)
+                ]
+                if records:
+                    self.append(records)
+                    appended += len(records)
+                    swept[schema.table_id] = now
+            if swept != swept_before:
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(swept))
+                tmp.replace(path)
+        return appended
+
+    def tick_idle_feeds(self, now_ms: int | None = None) -> int:
+        """Let feeds with BARRIERS_INTERVAL emit barriers while their table is idle: one clock
+        tick record per table that had no write for an interval. Returns ticks appended."""
+        from cqlcdc.cdc.feeds import table_feeds
+        from cqlcdc.cdc.processor import TICK_PK
+        from cqlcdc.storage.token import MIN_TOKEN
+
+        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        with self.lock:
+            records: list[IngestRecord] = []
+            for schema in self._catalog.tables():
+                intervals = [
+                    f.options.barriers_interval_ms
+                    for f in table_feeds(schema)
+                    if f.options.barriers_interval_ms
+                ]
+                if not intervals:
+                    continue
+                interval = max(min(intervals), 1000)
+                last = max(
+                    self.last_write_ms.get(schema.table_id, 0),
+                    self._last_tick_ms.get(schema.table_id, 0),
+                )
+                if now - last < interval:
+                    continue
+                payload = encode_payload(TickRequest(now))
+                tick = self.record(
+                    schema, MIN_TOKEN, TICK_PK, payload, self.next_seq + len(records)
+                )
+                records.append(tick)
+                self._last_tick_ms[schema.table_id] = now
+            self.append(records)
+        return len(records)
+
+    def _sweeper(self) -> None:
+        while not self._stop.wait(self.sweep_interval_s):
+            try:
+                self.sweep_expired()
+                self.tick_idle_feeds()
+            except Exception as e:  # surfaced by the next flush(), never dropped
+                self._sweep_error = e
+                return
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def table_location(self, table: str, keyspace: str | None = None) -> Path:
+        """The Delta table directory of a CDC log table (``ks.t_scylla_cdc_log``), for
+        readers outside the engine (deltalake, DuckDB, Polars, Spark).
+
+        Besides the log table's own columns (types in docs/types.md) it holds the internal
+        columns ``_bucket``, ``_pk``, ``_seq`` and ``_expiry_s`` (the second the row's log
+        TTL runs out, 0 for never; expired rows are skipped by SELECT and purged later).
+        Read it at the committed version (``committed_version``) to see whole writes only.
+        """
+        ks, _, name = table.rpartition(".")
+        schema = self.table(ast.QualifiedName(ks or None, name), keyspace)
+        if schema.log_of is None:
+            raise InvalidRequest(f"{schema.qualified_name} is not a CDC log table")
+        base = self._catalog.table(schema.keyspace, schema.log_of)
+        if base is None:
+            raise InvalidRequest(f"the base table of {schema.qualified_name} is gone")
+        return self.engine.tables_dir / log_output(base)
+
+    def committed_version(self, table: str, keyspace: str | None = None) -> int | None:
+        """The Delta version of ``table_location(table)`` holding every committed write."""
+        self.flush()
+        ks, _, name = table.rpartition(".")
+        schema = self.table(ast.QualifiedName(ks or None, name), keyspace)
+        base = self._catalog.table(schema.keyspace, schema.log_of or schema.name)
+        if base is None:
+            return None
+        return self.engine.snapshot().version_of(log_output(base))
+
+    def select(
+        self,
+        stmt: ast.Select,
+        keyspace: str | None,
+        parameters: Sequence[Any] | Mapping[str, Any] | None = None,
+    ) -> Any:
+        """A SELECT's result set, after every earlier write is committed."""
+        from cqlcdc.reads import select
+
+        self.flush()
+        return select(self, self.table(stmt.table, keyspace), stmt, parameters)
+
+
+class InitialScan:
+    """Appends the scan records of one feed's initial scan, a chunk at a time."""
+
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        schema: TableSchema,
+        feed: str,
+        partitions: list[tuple[bytes, int]],
+        step: int,
+        tx_id: int,
+        chunk: int = 256,
+    ) -> None:
+        self.coordinator = coordinator
+        self.schema = schema
+        self.feed = feed
+        self.pending = list(partitions)
+        self.step_ms = step
+        self.tx_id = tx_id
+        self.chunk = chunk
+        self.done = False
+
+    def step(self, count: int | None = None) -> int:
+        """Append scan records for the next ``count`` partitions (default: one chunk)."""
+        c = self.coordinator
+        take = self.pending[: count or self.chunk]
+        del self.pending[: len(take)]
+        with c.lock:
+            payload = encode_payload(ScanRequest(self.feed, self.step_ms, self.tx_id, self.step_ms))
+            records = [
+                c.record(self.schema, token, pk, payload, c.next_seq + i)
+                for i, (pk, token) in enumerate(take)
+            ]
+            c.append(records)
+            if not self.pending and not self.done:
+                self.done = True
+                scans = c.processor.scans
+                entry = scans.get(self.schema.table_id, self.feed) or {}
+                scans.put(
+                    self.schema.table_id,
+                    self.feed,
+                    first_seq=int(entry.get("first_seq") or c.next_seq),
+                    last_seq=c.next_seq - 1,
+                    step=self.step_ms,
+                    tx_id=self.tx_id,
+                )
+        return len(take)
+
+    def run(self) -> None:
+        while not self.done:
+            self.step()
+
+    def run_in_background(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run, name=f"initial-scan-{self.feed}", daemon=True)
+        thread.start()
+        self.coordinator._scanners.append(thread)
+        return thread
+
+
+__all__ = ["DEFAULT_BUCKETS", "WRITE_TIMEOUT_S", "Coordinator", "InitialScan"]

@@ -1,0 +1,281 @@
+"""Writes into ingest records: validated, timestamped, with every random bit fixed.
+
+The row path turns a statement into one mutation per partition (``storage.mutations``) and
+one record each; the bulk path keeps many executions of simple prepared writes column-wise,
+one Arrow chunk per token bucket (``storage.bulk``), with the same meaning. Both run under
+the coordinator's lock, which orders clocks, seeds and seqs, and end in
+``Coordinator.append``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES
+from cqlcdc.cql import ast
+from cqlcdc.errors import CqlError, InvalidRequest
+from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.bulk import (
+    BulkStatement,
+    ChunkWrites,
+    arrow_columns,
+    bound_columns,
+    keys_usable,
+    make_chunks,
+    plan_bulk,
+)
+from cqlcdc.storage.codec import WritePayload, encode_payload
+from cqlcdc.storage.mutations import (
+    Mutation,
+    WriteContext,
+    build_delete,
+    build_insert,
+    build_update,
+    merge_by_partition,
+    using_values,
+    write_key_bytes,
+)
+from cqlcdc.storage.token import murmur3_token
+from cqlcdc.storage.vectorized import splitmix64
+
+if TYPE_CHECKING:
+    from cqlcdc.coordinator import Coordinator
+    from cqlcdc.pipeline.records import IngestRecord
+
+WriteStatement = ast.Insert | ast.Update | ast.Delete | ast.Batch
+Parameters = Sequence[Any] | Mapping[str, Any] | None
+# many executions of at most this many prepared writes of one table may go in bulk
+BULK_MAX_STATEMENTS = 16
+
+
+class Prepared(Protocol):
+    """What the bulk path needs of a prepared statement."""
+
+    @property
+    def query_string(self) -> str: ...
+
+    @property
+    def statement(self) -> ast.Statement: ...
+
+
+def row_records(
+    coordinator: Coordinator,
+    stmt: WriteStatement,
+    parameters: Parameters,
+    keyspace: str | None,
+    first_seq: int | None = None,
+) -> tuple[list[IngestRecord], bool]:
+    """Validate a write and make its ingest records, one per partition, seqs from
+    ``first_seq`` (default ``coordinator.next_seq``; call with ``coordinator.lock`` held).
+
+    Returns:
+        The records, and whether the write's outcome depends on the state (a list index),
+        so its caller must wait for it to learn its error.
+    """
+    seed = coordinator.next_seed()
+    now_us = coordinator.now_us()
+    ts = coordinator.timestamp_us()
+    statements: Sequence[ast.Insert | ast.Update | ast.Delete]
+    if isinstance(stmt, ast.Batch):
+        statements = stmt.statements
+        if stmt.using.ttl is not None:
+            raise InvalidRequest("Global TTL on the BATCH statement is not supported.")
+    else:
+        statements = (stmt,)
+    ctx = WriteContext(ts, now_us, seed, bindings=parameters)
+    if isinstance(stmt, ast.Batch) and stmt.using.timestamp is not None:
+        from cqlcdc.types import native_type
+
+        bts = native_type("bigint").parse_literal(stmt.using.timestamp, "[timestamp]", ctx)
+        ctx.timestamp_us = int(bts)
+    mutations: list[Mutation] = []
+    schemas: dict[str, TableSchema] = {}
+    for s in statements:
+        check_supported(s)
+        schema = coordinator.table(s.table, keyspace)
+        if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES:
+            raise InvalidRequest(f"Cannot modify table {schema.qualified_name} directly")
+        if isinstance(stmt, ast.Batch) and stmt.kind != "COUNTER" and _is_counter(schema):
+            raise InvalidRequest("Counter mutations are only allowed in COUNTER batches")
+        schemas[schema.table_id] = schema
+        default_ttl = default_ttl_s(schema)
+        if isinstance(s, ast.Insert):
+            mutations += build_insert(schema, s, ctx, default_ttl)
+        elif isinstance(s, ast.Update):
+            mutations += build_update(schema, s, ctx, default_ttl)
+        else:
+            mutations += build_delete(schema, s, ctx)
+    records = []
+    seq = coordinator.next_seq if first_seq is None else first_seq
+    for m in merge_by_partition(mutations):
+        schema = schemas[m.table_id]
+        pk_bytes = write_key_bytes(schema, m.partition)
+        payload = encode_payload(WritePayload(m.partition, tuple(m.list_ops), now_us, seed))
+        records.append(coordinator.record(schema, murmur3_token(pk_bytes), pk_bytes, payload, seq))
+        seq += 1
+    for table_id in schemas:
+        coordinator.last_write_ms[table_id] = now_us // 1000
+    return records, any(m.list_ops for m in mutations)
+
+
+def bulk_records(
+    coordinator: Coordinator,
+    statements: Sequence[Prepared],
+    parameters: Sequence[Parameters],
+    keyspace: str | None,
+) -> list[IngestRecord] | None:
+    """Ingest records for many executions of a few prepared writes of one table, as bulk
+    chunks (call with ``coordinator.lock`` held); None when any of them needs the row path
+    (which then runs them one by one and reports each error in its slot)."""
+    index: dict[int, int] = {}
+    prepared: list[Prepared] = []
+    for q in statements:
+        if id(q) not in index:
+            index[id(q)] = len(prepared)
+            prepared.append(q)
+    if len(prepared) > BULK_MAX_STATEMENTS:
+        return None
+    plans = bulk_plans(coordinator, prepared, keyspace)
+    if plans is None:
+        return None
+    schema, bulk_statements = plans
+    if len(prepared) == 1:
+        which = np.zeros(len(statements), np.int8)
+    else:
+        which = np.fromiter(map(index.__getitem__, map(id, statements)), np.int8, len(statements))
+    tables = []
+    for i, plan in enumerate(bulk_statements):
+        positions = np.flatnonzero(which == i)
+        rows = parameters if len(prepared) == 1 else [parameters[j] for j in positions.tolist()]
+        columns = bound_columns(schema, plan, rows)
+        if columns is None:
+            return None
+        columns["_pos"] = pa.array(positions)
+        tables.append(pa.table(columns))
+    merged = pa.concat_tables(tables, promote_options="default")
+    merged = merged.take(pc.sort_indices(merged.column("_pos"))).drop_columns(["_pos"])
+    return chunk_records(coordinator, schema, bulk_statements, which, merged)
+
+
+def arrow_records(
+    coordinator: Coordinator, prepared: Prepared, values: pa.Table, keyspace: str | None
+) -> list[IngestRecord] | None:
+    """Bulk chunk records for one prepared write per row of ``values`` (call with
+    ``coordinator.lock`` held); None when the write or the values need the row path."""
+    plans = bulk_plans(coordinator, [prepared], keyspace)
+    if plans is None:
+        return None
+    schema, (plan,) = plans
+    columns = arrow_columns(schema, plan, values)
+    if columns is None:
+        return None
+    which = np.zeros(values.num_rows, np.int8)
+    return chunk_records(coordinator, schema, (plan,), which, pa.table(columns))
+
+
+def chunk_records(
+    coordinator: Coordinator,
+    schema: TableSchema,
+    bulk_statements: tuple[BulkStatement, ...],
+    which: npt.NDArray[np.int8],
+    merged: pa.Table,
+) -> list[IngestRecord] | None:
+    """Timestamps, seeds and seqs for bulk writes, and their chunk records; None when a key
+    needs the row path's error."""
+    if not keys_usable(schema, merged):
+        return None
+    n = len(which)
+    now_us = coordinator.now_us()
+    first_ts = coordinator.timestamps_us(n)
+    timestamps = np.arange(first_ts, first_ts + n, dtype=np.int64)
+    for i, plan in enumerate(bulk_statements):
+        if plan.timestamp is not None:
+            timestamps[which == i] = plan.timestamp
+    base_seed = np.uint64(coordinator.next_seed())
+    with np.errstate(over="ignore"):
+        seeds = splitmix64(base_seed + np.arange(n, dtype=np.uint64))
+    writes = ChunkWrites(bulk_statements, which, merged, timestamps, seeds)
+    chunks = make_chunks(schema, writes, coordinator.next_seq, now_us, coordinator.num_buckets)
+    if chunks is None:
+        return None
+    coordinator.last_write_ms[schema.table_id] = now_us // 1000
+    return [
+        coordinator.record(schema, token, pk, payload, seq) for seq, _, token, pk, payload in chunks
+    ]
+
+
+def bulk_plans(
+    coordinator: Coordinator, prepared: Sequence[Prepared], keyspace: str | None
+) -> tuple[TableSchema, tuple[BulkStatement, ...]] | None:
+    """The bulk forms of prepared writes to one table (None: not all have one)."""
+    schema: TableSchema | None = None
+    plans = []
+    for q in prepared:
+        stmt = q.statement
+        if not isinstance(stmt, ast.Insert | ast.Update | ast.Delete):
+            return None
+        try:
+            table = coordinator.table(stmt.table, keyspace)
+        except CqlError:
+            return None
+        if schema is not None and table.table_id != schema.table_id:
+            return None
+        schema = table
+        key = (q.query_string, keyspace, table.table_id, table.schema_version)
+        if key not in coordinator.bulk_plans:
+            coordinator.bulk_plans[key] = _bulk_plan(table, stmt)
+        plan = coordinator.bulk_plans[key]
+        if plan is None:
+            return None
+        plans.append(plan)
+    assert schema is not None
+    return schema, tuple(plans)
+
+
+def _bulk_plan(
+    schema: TableSchema, stmt: ast.Insert | ast.Update | ast.Delete
+) -> BulkStatement | None:
+    if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES:
+        return None
+    unset = -(1 << 62)
+    try:
+        check_supported(stmt)
+        ctx = WriteContext(unset, 0, 0)
+        ts, ttl = using_values(
+            stmt.using, ctx, default_ttl_s(schema), allow_ttl=not isinstance(stmt, ast.Delete)
+        )
+    except CqlError:
+        return None
+    return plan_bulk(schema, stmt, None if ts == unset else ts, ttl)
+
+
+def check_supported(stmt: ast.Insert | ast.Update | ast.Delete) -> None:
+    """Forms the parser accepts but the engine does not execute yet fail loudly, never
+    silently as an unconditional write."""
+    if isinstance(stmt, ast.Insert):
+        if stmt.if_not_exists:
+            raise InvalidRequest("Conditional statements (IF NOT EXISTS) are not supported yet")
+        if stmt.json is not None:
+            raise InvalidRequest("INSERT ... JSON is not supported yet")
+    elif stmt.if_exists or stmt.conditions:
+        raise InvalidRequest("Conditional statements (IF ...) are not supported yet")
+
+
+def default_ttl_s(schema: TableSchema) -> int:
+    for name, value in schema.options:
+        if name == "default_time_to_live":
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
+
+
+def _is_counter(schema: TableSchema) -> bool:
+    return any(c.type.cql_name == "counter" for c in schema.columns)
