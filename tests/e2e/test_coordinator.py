@@ -1,0 +1,97 @@
+"""One coordinator per data directory, many sessions over it: each session has its own
+keyspace and prepared statements, all share the engine, and DDL swaps the catalog whole."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cqlcdc
+from cqlcdc.errors import DataDirLocked, InvalidRequest, ServerError
+
+pytestmark = pytest.mark.spark
+
+KS = "CREATE KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+
+
+@pytest.fixture
+def session(spark: Any, tmp_path: Path) -> Iterator[Any]:
+    s = cqlcdc.connect(data_dir=tmp_path / "data", master="local[2]")
+    try:
+        s.execute(KS.format("a"))
+        s.execute(KS.format("b"))
+        s.execute("CREATE TABLE a.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+        s.execute("CREATE TABLE b.t (pk int PRIMARY KEY, v int)")
+        yield s
+    finally:
+        s.close()
+
+
+def test_sessions_have_their_own_keyspace_and_share_the_engine(session: Any) -> None:
+    one = session.coordinator.session("a")
+    two = session.coordinator.session()
+    two.execute("USE b")
+    one.execute("INSERT INTO t (pk, v) VALUES (1, 1)")
+    two.execute("INSERT INTO t (pk, v) VALUES (2, 2)")
+    assert [tuple(r) for r in one.execute("SELECT pk, v FROM t")] == [(1, 1)]
+    assert [tuple(r) for r in two.execute("SELECT pk, v FROM t")] == [(2, 2)]
+    assert one.keyspace == "a" and two.keyspace == "b" and session.keyspace is None
+    one.close()  # a session the coordinator made does not close the engine
+    with pytest.raises(ServerError, match="Session is closed"):
+        one.execute("SELECT * FROM a.t")
+    assert len(two.execute("SELECT pk FROM a.t_scylla_cdc_log").all()) == 1
+
+
+def test_prepared_ids_are_stable_per_query_and_keyspace(session: Any) -> None:
+    one = session.coordinator.session("a")
+    q = "INSERT INTO t (pk, v) VALUES (?, ?)"
+    assert one.prepare(q).query_id == one.prepare(q).query_id
+    assert one.prepare(q).query_id != session.coordinator.session("b").prepare(q).query_id
+    assert len(one.prepare(q).query_id) == 16
+
+
+def test_a_session_has_no_engine_knobs_to_set_by_mistake(session: Any) -> None:
+    with pytest.raises(AttributeError):
+        session.sweep_interval_s = 10.0
+
+
+def test_ddl_swaps_the_catalog_whole(session: Any) -> None:
+    before = session.catalog
+    session.execute("CREATE TABLE a.u (pk int PRIMARY KEY)")
+    assert before.table("a", "u") is None  # a reader's snapshot never changes under it
+    assert session.catalog.table("a", "u") is not None
+    with pytest.raises(InvalidRequest):
+        session.execute("CREATE TABLE a.w (pk int PRIMARY KEY, pk int)")
+    assert session.catalog.table("a", "w") is None
+
+
+def test_concurrent_sessions_write_and_run_ddl(session: Any) -> None:
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        s = session.coordinator.session("a")
+        try:
+            for i in range(20):
+                s.execute(f"INSERT INTO t (pk, v) VALUES ({n * 100 + i}, {i})", wait=False)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for i in range(3):
+        session.execute(f"CREATE TABLE b.x{i} (pk int PRIMARY KEY)")
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(session.execute("SELECT pk FROM a.t").all()) == 80
+    assert len(session.execute("SELECT pk FROM a.t_scylla_cdc_log").all()) == 80
+
+
+def test_a_second_coordinator_on_the_directory_is_refused(session: Any) -> None:
+    with pytest.raises(DataDirLocked, match="pid"):
+        cqlcdc.connect(data_dir=session.data_dir, master="local[2]")
