@@ -100,6 +100,12 @@ class Coordinator:
         self.ingest = IngestLog(self.engine.ingest_dir)
         self.lock = threading.Lock()
         self.next_seq = self.ingest.last_seq() + 1
+        # group commit: records wait here (in seq order) until one writer appends them all
+        self._queue: list[IngestRecord] = []
+        self._durable = threading.Condition()
+        self._durable_seq = self.ingest.last_seq()
+        self._appending = False
+        self._append_error: BaseException | None = None
         self._last_ts = 0
         self._last_now_us = 0
         # writes durable before this coordinator began (a crash between an append and its
@@ -262,16 +268,65 @@ class Coordinator:
         )
 
     def append(self, records: Sequence[IngestRecord]) -> None:
-        """Make records durable in the ingest log: the one way in (call with ``lock`` held;
-        seqs from ``next_seq`` on, increasing). A bulk chunk record stands for several
-        writes and carries its last write's seq, so the next seq follows the last record."""
+        """Queue records for the ingest log: the one way in (call with ``lock`` held; seqs
+        from ``next_seq`` on, increasing). They are durable once ``make_durable`` (or
+        ``wait``) returns for their last seq. A bulk chunk record stands for several writes
+        and carries its last write's seq, so the next seq follows the last record."""
         if not records:
             return
         if records[0].seq < self.next_seq:
             raise ServerError(f"ingest seq {records[0].seq} reused (next is {self.next_seq})")
-        self.ingest.append(records)
+        self._queue.extend(records)
         self.next_seq = records[-1].seq + 1
         self._pending_seq = records[-1].seq
+
+    def make_durable(self, seq: int) -> None:
+        """Return once every record up to ``seq`` is durable in the ingest log (call without
+        ``lock`` held).
+
+        Group commit: the first caller to find records queued appends all of them as one
+        file while later callers wait for it, so concurrent writers share one append (and
+        the micro-batch reads one file instead of one per write).
+
+        Raises:
+            ServerError: an append failed (the disk, most likely); the coordinator refuses
+                every later write, since seqs already handed out can no longer be made
+                durable in order.
+        """
+        while True:
+            with self._durable:
+                while self._appending or self._append_error is not None:
+                    if self._append_error is not None:
+                        raise ServerError(f"Ingest append failed: {self._append_error}")
+                    if self._durable_seq >= seq:
+                        return
+                    self._durable.wait()
+                if self._durable_seq >= seq:
+                    return
+                self._appending = True
+            error: BaseException | None = None
+            with self.lock:
+                batch, self._queue = self._queue, []
+            if not batch or batch[-1].seq < seq:
+                with self.lock:
+                    self._queue[:0] = batch  # put back: seq was never handed out
+                with self._durable:
+                    self._appending = False
+                    self._durable.notify_all()
+                raise ServerError(f"ingest seq {seq} was never queued")
+            try:
+                self.ingest.append(batch)
+            except BaseException as e:
+                error = e
+            with self._durable:
+                self._appending = False
+                if error is not None:
+                    self._append_error = error
+                elif batch:
+                    self._durable_seq = batch[-1].seq
+                self._durable.notify_all()
+            if error is not None:
+                raise ServerError(f"Ingest append failed: {error}") from error
 
     # -- waiting -----------------------------------------------------------------------------
 
@@ -284,6 +339,8 @@ class Coordinator:
             self.wait(self._pending_seq)
 
     def wait(self, seq: int) -> None:
+        """Return once the write with ``seq`` is committed (durable first, then applied)."""
+        self.make_durable(seq)
         self.engine.wait_for(seq, WRITE_TIMEOUT_S)
 
     def pipeline_errors(self, first: int, last: int) -> dict[int, CqlError]:
@@ -392,10 +449,13 @@ class Coordinator:
                     self.append(records)
                     appended += len(records)
                     swept[schema.table_id] = now
-            if swept != swept_before:
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(swept))
-                tmp.replace(path)
+            last = self.next_seq - 1
+        if appended:
+            self.make_durable(last)
+        if swept != swept_before:
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(swept))
+            tmp.replace(path)
         return appended
 
     def tick_idle_feeds(self, now_ms: int | None = None) -> int:
@@ -430,6 +490,8 @@ class Coordinator:
                 records.append(tick)
                 self._last_tick_ms[schema.table_id] = now
             self.append(records)
+        if records:
+            self.make_durable(records[-1].seq)
         return len(records)
 
     def _sweeper(self) -> None:
@@ -530,6 +592,8 @@ class InitialScan:
                     step=self.step_ms,
                     tx_id=self.tx_id,
                 )
+        if records:
+            c.make_durable(records[-1].seq)
         return len(take)
 
     def run(self) -> None:

@@ -281,12 +281,14 @@ class Session:
             if not records:
                 return Rows()
             c.append(records)
-        if wait or needs_state:
-            first, last = records[0].seq, records[-1].seq
-            c.wait(last)
-            errors = c.pipeline_errors(first, last)
-            if errors:
-                raise errors[min(errors)]
+        first, last = records[0].seq, records[-1].seq
+        if not (wait or needs_state):
+            c.make_durable(last)
+            return Rows()
+        c.wait(last)
+        errors = c.pipeline_errors(first, last)
+        if errors:
+            raise errors[min(errors)]
         return Rows()
 
     def execute_many(
@@ -353,6 +355,8 @@ class Session:
             c.wait(batch[-1].seq)
             for seq, err in c.pipeline_errors(batch[0].seq, batch[-1].seq).items():
                 results[slot_of_seq[seq]] = err
+        elif batch:
+            c.make_durable(batch[-1].seq)
         return results
 
     def _bulk_done(self, last_seq: int, count: int, wait: bool) -> list[Rows | CqlError]:
@@ -360,6 +364,8 @@ class Session:
         committed (``wait``) or durable."""
         if wait:
             self.coordinator.wait(last_seq)
+        else:
+            self.coordinator.make_durable(last_seq)
         return [Rows()] * count
 
     def execute_arrow(

@@ -47,6 +47,7 @@ def test_a_new_session_reads_writes_made_durable_before_it(spark: Any, tmp_path:
             c, parse_statement("INSERT INTO ks.t (pk, v) VALUES (1, 10)"), None, None
         )
         c.append(records)
+    c.make_durable(records[-1].seq)
     c.kill()
     s = cqlcdc.connect(data_dir=data, master="local[2]")
     try:
