@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 import cqlcdc
+from cqlcdc.cql import parse_statement
 from cqlcdc.errors import DataDirLocked, InvalidRequest, ServerError
+from cqlcdc.writes import row_records
 
 pytestmark = pytest.mark.spark
 
@@ -95,3 +97,28 @@ def test_concurrent_sessions_write_and_run_ddl(session: Any) -> None:
 def test_a_second_coordinator_on_the_directory_is_refused(session: Any) -> None:
     with pytest.raises(DataDirLocked, match="pid"):
         cqlcdc.connect(data_dir=session.data_dir, master="local[2]")
+
+
+def test_writes_queued_together_become_durable_in_one_append(session: Any) -> None:
+    c = session.coordinator
+    appends: list[int] = []
+    original = c.ingest.append
+
+    def counting(records: Any) -> None:
+        appends.append(len(records))
+        original(records)
+
+    c.ingest.append = counting
+    try:
+        writer = c.session("a")
+        with c.lock:  # three writers queue before any of them asks for durability
+            for pk in range(3):
+                stmt = parse_statement(f"INSERT INTO t (pk, v) VALUES ({pk}, 0)")
+                records, _ = row_records(c, stmt, None, "a")
+                c.append(records)
+        c.make_durable(c.next_seq - 1)
+        c.make_durable(c.next_seq - 1)  # nothing left: no second append
+        assert appends == [3]
+        assert len(writer.execute("SELECT pk FROM t").all()) == 3
+    finally:
+        c.ingest.append = original
