@@ -395,6 +395,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CqlError as e:
         print(f"cqlcdc: {e.class_name}: {e.message}", file=sys.stderr)
         return 1
+    except OSError as e:  # a data directory or file that cannot be used
+        where = f": {e.filename}" if e.filename else ""
+        print(f"cqlcdc: {e.strerror or e}{where}", file=sys.stderr)
+        return 1
 
 
 def entry() -> None:

@@ -99,8 +99,7 @@ def row_records(
     for s in statements:
         check_supported(s)
         schema = coordinator.table(s.table, keyspace)
-        if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES:
-            raise InvalidRequest(f"Cannot modify table {schema.qualified_name} directly")
+        check_table_writable(schema)
         if isinstance(stmt, ast.Batch) and stmt.kind != "COUNTER" and _is_counter(schema):
             raise InvalidRequest("Counter mutations are only allowed in COUNTER batches")
         schemas[schema.table_id] = schema
@@ -241,8 +240,8 @@ def bulk_plans(
 def _bulk_plan(
     schema: TableSchema, stmt: ast.Insert | ast.Update | ast.Delete
 ) -> BulkStatement | None:
-    if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES:
-        return None
+    if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES or schema.compact_storage:
+        return None  # the row path says why
     unset = -(1 << 62)
     try:
         check_supported(stmt)
@@ -253,6 +252,21 @@ def _bulk_plan(
     except CqlError:
         return None
     return plan_bulk(schema, stmt, None if ts == unset else ts, ttl)
+
+
+def check_table_writable(schema: TableSchema) -> None:
+    """Log tables, system tables and (for now) COMPACT STORAGE tables take no writes.
+
+    Raises:
+        InvalidRequest: naming the table and why.
+    """
+    if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES:
+        raise InvalidRequest(f"Cannot modify table {schema.qualified_name} directly")
+    if schema.compact_storage:
+        raise InvalidRequest(
+            f"Cannot modify table {schema.qualified_name}: COMPACT STORAGE tables (made by an "
+            "earlier version) are read-only until their semantics are implemented"
+        )
 
 
 def check_supported(stmt: ast.Insert | ast.Update | ast.Delete) -> None:

@@ -4,6 +4,7 @@ and a way out (``cqlcdc recover``), and a second process is told who owns the di
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -255,3 +256,30 @@ def test_recover_says_what_is_wrong_in_one_line(tmp_path: Path, capsys: Any) -> 
     assert "not a seq or a range A..B" in capsys.readouterr().err
     assert main(["recover", "--data-dir", str(tmp_path)]) == 0
     assert "no stopped write" in capsys.readouterr().out
+
+
+COMPACT = (
+    "CREATE TABLE ks.cs (pk int, ck int, PRIMARY KEY (pk, ck)) "
+    "WITH COMPACT STORAGE AND cdc = {'enabled': true}"
+)
+
+
+def test_compact_storage_is_refused_so_no_write_can_vanish(session: Any) -> None:
+    with pytest.raises(InvalidRequest, match="'CREATE TABLE WITH COMPACT STORAGE' is disabled"):
+        session.execute(COMPACT)
+    with pytest.raises(InvalidRequest, match="unconfigured table cs"):
+        session.execute("INSERT INTO ks.cs (pk, ck) VALUES (2, 22)")
+    assert session.catalog.table("ks", "cs") is None
+
+
+def test_compact_storage_is_refused_by_the_cli(spark: Any, tmp_path: Path, capsys: Any) -> None:
+    script = tmp_path / "cs.cql"
+    script.write_text(
+        f"{KS};\n{COMPACT};\nINSERT INTO ks.cs (pk, ck) VALUES (2, 22);\nSELECT * FROM ks.cs;\n"
+    )
+    code = main(["run", str(script), "--data-dir", str(tmp_path / "d"), "--format", "json"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 1
+    assert [line["ok"] for line in lines] == [True, False, False, False]
+    assert lines[1]["error"]["class"] == "InvalidRequest"
+    assert "enable_create_table_with_compact_storage" in lines[1]["error"]["message"]

@@ -49,6 +49,13 @@ _VALUE_COMPATIBLE = frozenset(
 )
 
 
+COMPACT_STORAGE_DISABLED = (
+    "Support for the deprecated feature of 'CREATE TABLE WITH COMPACT STORAGE' is disabled "
+    "and will eventually be removed in a future version.  To enable, set the "
+    "'enable_create_table_with_compact_storage' config option to 'true'."
+)
+
+
 def validate_name(name: str, what: str) -> None:
     """Table/keyspace names: ``\\w+`` and at most 48 characters.
 
@@ -139,6 +146,11 @@ def build_table(
         _check_udt_column(types[c.name])
     if not stmt.partition_key:
         raise InvalidRequest("No PRIMARY KEY specified (exactly one required)")
+    if stmt.compact_storage:
+        # ScyllaDB's default (enable_create_table_with_compact_storage: false), and ours
+        # until COMPACT STORAGE's semantics are implemented: a compact table would accept
+        # writes it cannot store as ScyllaDB does (rows without a marker vanish)
+        raise InvalidRequest(COMPACT_STORAGE_DISABLED)
     statics = {c.name for c in stmt.columns if c.static}
     key_kind: dict[str, tuple[str, int]] = {}
     for kind, names in (("partition_key", stmt.partition_key), ("clustering", stmt.clustering_key)):
@@ -147,20 +159,6 @@ def build_table(
                 raise InvalidRequest(f"Unknown definition {key} referenced in PRIMARY KEY")
             _check_key_part(key, types[key], key in statics)
             key_kind[key] = (kind, position)
-    values = [c for c in stmt.columns if c.name not in key_kind]
-    if stmt.compact_storage:
-        if statics:
-            raise InvalidRequest("Static columns are not supported in COMPACT STORAGE tables")
-        if any(types[c.name].multicell for c in values):
-            raise InvalidRequest(
-                "Non-frozen collections and UDTs are not supported with COMPACT STORAGE"
-            )
-        if stmt.clustering_key and len(values) > 1:
-            got = ", ".join(sorted(c.name for c in values))
-            raise InvalidRequest(
-                "COMPACT STORAGE with composite PRIMARY KEY allows no more than one column "
-                f"not part of the PRIMARY KEY (got: {got})"
-            )
     if statics and not stmt.clustering_key:
         raise InvalidRequest(
             "Static columns are only useful (and thus allowed) if the table has at least one "
@@ -176,7 +174,7 @@ def build_table(
             )
         else:
             columns.append(Column(c.name, types[c.name], "static" if c.static else "regular"))
-    table = TableSchema(keyspace, name, tuple(columns), compact_storage=stmt.compact_storage)
+    table = TableSchema(keyspace, name, tuple(columns))
     check_counter_mix(table)
     return table
 
