@@ -206,7 +206,7 @@ SETTINGS = {
 }
 
 
-@settings(max_examples=12, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=30, **SETTINGS)  # type: ignore[arg-type]
 @given(shape=shapes(), data=st.data())
 def test_acknowledged_writes_are_stored_and_logged(engine: Any, shape: Shape, data: Any) -> None:
     run_example(engine, shape, data)
