@@ -384,7 +384,10 @@ class Coordinator:
         writes go on; ``InitialScan.step()`` appends the next chunk (the background thread
         calls it until done).
         """
+        from cqlcdc.cdc.feeds import table_feeds
+
         schema = self.table(table, keyspace)
+        topic = next(f.topic for f in table_feeds(schema) if f.name == feed)
         snap = self.engine.snapshot()
         pks: list[tuple[bytes, int]] = []
         output = base_output(schema)
@@ -397,13 +400,13 @@ class Coordinator:
             tx_id = self.next_seq - 1
             self.processor.scans.put(
                 schema.table_id,
-                feed,
+                topic,
                 first_seq=self.next_seq,
                 last_seq=None,
                 step=step,
                 tx_id=tx_id,
             )
-        return InitialScan(self, schema, feed, pks, step, tx_id)
+        return InitialScan(self, schema, topic, pks, step, tx_id)
 
     def sweep_expired(self, now_s: int | None = None) -> int:
         """Report TTL expiry to feeds with ``EXPIRY_EVENTS``: one sweep record per partition
@@ -547,7 +550,8 @@ class Coordinator:
 
 
 class InitialScan:
-    """Appends the scan records of one feed's initial scan, a chunk at a time."""
+    """Appends the scan records of one feed's initial scan, a chunk at a time (``feed`` is
+    the topic of the feed's incarnation)."""
 
     def __init__(
         self,

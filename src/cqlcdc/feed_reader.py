@@ -75,7 +75,7 @@ class FeedReader:
             raise InvalidRequest(f"Changefeed {name} does not exist in table {ks}.{tname}")
         self.name = feed
         self.options = found[0].options
-        self.output = feed_output(schema.table_id, name)
+        self.output = feed_output(schema.table_id, found[0].topic)
         self.path = self.data_dir / "tables" / self.output
 
     @property

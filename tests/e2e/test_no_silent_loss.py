@@ -283,3 +283,64 @@ def test_compact_storage_is_refused_by_the_cli(spark: Any, tmp_path: Path, capsy
     assert [line["ok"] for line in lines] == [True, False, False, False]
     assert lines[1]["error"]["class"] == "InvalidRequest"
     assert "enable_create_table_with_compact_storage" in lines[1]["error"]["message"]
+
+
+FEED = "ALTER TABLE ks.{} ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON'{})"
+
+
+def _feed_lines(data: Path, feed: str) -> list[dict[str, Any]]:
+    done = _cli("changefeed", "read", feed, "--data-dir", str(data))
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_a_feed_added_again_is_a_new_topic(session: Any, data: Path) -> None:
+    from cqlcdc.feed_reader import FeedConsumer, FeedReader
+
+    s = session
+    s.execute("CREATE TABLE ks.u (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+    s.execute(FEED.format("u", ""))
+    s.execute("INSERT INTO ks.u (pk, v) VALUES (1, 1)")
+    s.execute("INSERT INTO ks.u (pk, v) VALUES (2, 2)")
+    s.flush()
+    old = FeedConsumer(data, "ks.u/f", "g")
+    assert len(old.poll()) == 2
+    old.commit()
+    s.execute("ALTER TABLE ks.u DROP CHANGEFEED f")
+    with pytest.raises(InvalidRequest, match="Changefeed f does not exist"):
+        FeedReader(data, "ks.u/f")
+    s.execute(FEED.format("u", ""))
+    s.execute("INSERT INTO ks.u (pk, v) VALUES (3, 3)")
+    s.flush()
+    lines = _feed_lines(data, "ks.u/f")  # the reproduction, through the CLI
+    assert [(m["offset"], m["key"]) for m in lines] == [(0, [3])]
+    again = FeedConsumer(data, "ks.u/f", "g")  # the old feed's committed offsets are gone
+    assert [m.key for m in again.poll()] == [[3]]
+    assert FeedReader(data, "ks.u/f").next_offsets() == {0: 1}
+    # an initial scan of the new incarnation exports the rows; the old records stay gone
+    s.execute("ALTER TABLE ks.u DROP CHANGEFEED f")
+    s.execute(FEED.format("u", ", INITIAL_SCAN = TRUE"))
+    s.coordinator._scanners[-1].join()
+    s.flush()
+    scanned = _feed_lines(data, "ks.u/f")
+    assert sorted(m["key"][0] for m in scanned) == [1, 2, 3]
+    assert [m["offset"] for m in scanned] == list(range(3))
+
+
+@pytest.mark.parametrize("drop", ["DROP TABLE ks.w", "DROP KEYSPACE ks"])
+def test_a_table_made_again_has_new_feeds(session: Any, data: Path, drop: str) -> None:
+    s = session
+    create = "CREATE TABLE ks.w (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}"
+    s.execute(create)
+    s.execute(FEED.format("w", ""))
+    s.execute("INSERT INTO ks.w (pk, v) VALUES (1, 1)")
+    s.flush()
+    assert len(_feed_lines(data, "ks.w/f")) == 1
+    s.execute(drop)
+    if drop.startswith("DROP KEYSPACE"):
+        s.execute(KS)
+    s.execute(create)
+    s.execute(FEED.format("w", ""))
+    s.execute("INSERT INTO ks.w (pk, v) VALUES (5, 5)")
+    s.flush()
+    assert [(m["offset"], m["key"]) for m in _feed_lines(data, "ks.w/f")] == [(0, [5])]

@@ -65,13 +65,13 @@ SCAN_SCHEMA = pa.schema(
 )
 
 
-def feed_output(table_id: str, feed: str) -> str:
-    """The topic of a feed: ``feed/<table_id>/<feed>``."""
-    return f"{FEED_PREFIX}{table_id}/{feed}"
+def feed_output(table_id: str, topic: str) -> str:
+    """The topic table of a feed incarnation: ``feed/<table_id>/<topic>``."""
+    return f"{FEED_PREFIX}{table_id}/{topic}"
 
 
-def stage_output(table_id: str, feed: str) -> str:
-    return f"{STAGE_PREFIX}{table_id}/{feed}"
+def stage_output(table_id: str, topic: str) -> str:
+    return f"{STAGE_PREFIX}{table_id}/{topic}"
 
 
 def scan_output(table_id: str) -> str:
@@ -80,25 +80,34 @@ def scan_output(table_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Feed:
+    """A changefeed: its name, options, and the topic of this incarnation of it (the key of
+    its topic table, staged rows, scan state and consumer offsets)."""
+
     name: str
     options: FeedOptions
+    topic: str
 
 
 def table_feeds(schema: TableSchema) -> list[Feed]:
     """The table's feeds with their options (parsed once per distinct option set: this runs
     for every bucket of every batch and every second in the session's sweeper)."""
-    return list(_parsed_feeds(schema.changefeeds))
+    return list(_parsed_feeds(schema.changefeeds, schema.feed_topics))
 
 
 @functools.lru_cache(maxsize=256)
 def _parsed_feeds(
     changefeeds: tuple[tuple[str, tuple[tuple[str, str], ...]], ...],
+    feed_topics: tuple[tuple[str, str], ...],
 ) -> tuple[Feed, ...]:
-    return tuple(Feed(name, feed_options_from_texts(texts)) for name, texts in changefeeds)
+    topics = dict(feed_topics)
+    return tuple(
+        Feed(name, feed_options_from_texts(texts), topics.get(name, name))
+        for name, texts in changefeeds
+    )
 
 
 class FeedScans:
-    """Initial scans in progress, per ``<table_id>/<feed>``: the seq range of their scan
+    """Initial scans in progress, per ``<table_id>/<topic>``: the seq range of their scan
     records (``last_seq`` None while the scanner is still appending). Kept in
     ``<data_dir>/feedscans.json``; written by the session, read by the pipeline."""
 
@@ -190,7 +199,7 @@ class FeedStager:
             created_ms=created_ms,
             first_index=first_index,
         )
-        out = self.rows.setdefault(stage_output(self.schema.table_id, feed.name), [])
+        out = self.rows.setdefault(stage_output(self.schema.table_id, feed.topic), [])
         expiry = created_ms // 1000 + feed.options.retention_ms // 1000
         for i, rec in enumerate(records):
             out.append(
@@ -202,7 +211,7 @@ class FeedStager:
         """Move the clock of feeds with barriers (a marker row, never delivered)."""
         for feed in self.feeds:
             if feed.options.barriers_interval_ms:
-                out = self.rows.setdefault(stage_output(self.schema.table_id, feed.name), [])
+                out = self.rows.setdefault(stage_output(self.schema.table_id, feed.topic), [])
                 out.append(
                     {
                         "partition": TICK_PARTITION,
@@ -267,8 +276,8 @@ def finalize_feeds(
         table = everything.filter(pc.not_equal(everything["partition"], TICK_PARTITION)).sort_by(
             [("partition", "ascending"), ("_seq", "ascending"), ("_idx", "ascending")]
         )
-        table_id, feed_name = stage_name[len(STAGE_PREFIX) :].rsplit("/", 1)
-        output = feed_output(table_id, feed_name)
+        table_id, topic = stage_name[len(STAGE_PREFIX) :].rsplit("/", 1)
+        output = feed_output(table_id, topic)
         state = dict(feeds_state.get(output, {"next": {}, "barrier_step": 0}))
         nxt: dict[str, int] = dict(state["next"])
         offsets = []
@@ -287,12 +296,12 @@ def finalize_feeds(
             },
             schema=FEED_SCHEMA,
         )
-        feed = _feed(schema_of(table_id), feed_name)
+        feed = _feed(schema_of(table_id), topic)
         if feed is not None and feed.options.barriers_interval_ms and everything.num_rows:
             step = int(pc.max(everything["_step"]).as_py())
             interval = feed.options.barriers_interval_ms
-            scanning = scans.get(table_id, feed_name) is not None and scans.scanning(
-                table_id, feed_name, max_seq
+            scanning = scans.get(table_id, topic) is not None and scans.scanning(
+                table_id, topic, max_seq
             )
             if step // interval > int(state["barrier_step"]) // interval and not scanning:
                 tx_id = int(pc.max(everything["_seq"]).as_py())
@@ -305,11 +314,12 @@ def finalize_feeds(
     return out, {**extra, "feeds": feeds_state}
 
 
-def _feed(schema: TableSchema | None, name: str) -> Feed | None:
+def _feed(schema: TableSchema | None, topic: str) -> Feed | None:
+    """The feed whose current incarnation is ``topic`` (None: dropped since)."""
     if schema is None:
         return None
     for feed in table_feeds(schema):
-        if feed.name == name:
+        if feed.topic == topic:
             return feed
     return None
 

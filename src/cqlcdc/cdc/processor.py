@@ -497,9 +497,9 @@ class CoreProcessor:
         step = now_us // 1000
         for feed in ctx.stager.feeds:
             index = 0
-            if feed.options.initial_scan and self._unscanned(ctx, rec, feed.name):
+            if feed.options.initial_scan and self._unscanned(ctx, rec, feed.topic):
                 # YDB rule 1: a row changed before the scan reached it: its old value first
-                scan = self.scans.get(ctx.schema.table_id, feed.name) or {}
+                scan = self.scans.get(ctx.schema.table_id, feed.topic) or {}
                 index = ctx.stager.add(
                     feed,
                     pk,
@@ -510,7 +510,7 @@ class CoreProcessor:
                     created_ms=step,
                     snapshot=True,
                 )
-                self._mark_scanned(ctx, rec, feed.name)
+                self._mark_scanned(ctx, rec, feed.topic)
             ctx.stager.add(
                 feed,
                 pk,
@@ -542,7 +542,7 @@ class CoreProcessor:
         scan: ScanRequest,
     ) -> None:
         """An initial-scan record: export the partition unless a write already did (rule 2)."""
-        feed = next((f for f in ctx.stager.feeds if f.name == scan.feed), None)
+        feed = next((f for f in ctx.stager.feeds if f.topic == scan.feed), None)
         if feed is None or (rec["pk"], scan.feed) in ctx.scanned:
             return
         now_s = scan.created_ms // 1000

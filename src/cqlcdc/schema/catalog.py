@@ -397,14 +397,20 @@ class Catalog:
                     f"Changefeed {action.name} already exists in table {table.qualified_name}"
                 )
             feed = (action.name, tuple((k, _option_text(v)) for k, v in action.options))
-            new = replace(table, changefeeds=(*table.changefeeds, feed))
+            topic = (action.name, f"{action.name}.{uuid.uuid4().hex[:12]}")
+            new = replace(
+                table,
+                changefeeds=(*table.changefeeds, feed),
+                feed_topics=(*(t for t in table.feed_topics if t[0] != action.name), topic),
+            )
         else:
             if all(name != action.name for name, _ in table.changefeeds):
                 raise InvalidRequest(
                     f"Changefeed {action.name} does not exist in table {table.qualified_name}"
                 )
             feeds = tuple(f for f in table.changefeeds if f[0] != action.name)
-            new = replace(table, changefeeds=feeds)
+            topics = tuple(t for t in table.feed_topics if t[0] != action.name)
+            new = replace(table, changefeeds=feeds, feed_topics=topics)
         new = self._put(new)
         if new.cdc.enabled:
             self._sync_log(new)

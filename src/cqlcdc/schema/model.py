@@ -83,6 +83,10 @@ class TableSchema:
     table_id: str = ""
     schema_version: int = 1
     changefeeds: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    # feed name -> the topic of this incarnation of the feed: a feed dropped and added again
+    # is a new topic (YDB), never the old one's records and offsets. A feed without an entry
+    # (made before topics had ids) uses its name.
+    feed_topics: tuple[tuple[str, str], ...] = ()
     # init=False: dataclasses.replace() must build a fresh index, not share the original's
     _by_name: dict[str, Column] = field(default_factory=dict, init=False, compare=False, repr=False)
     # the key views, computed once (they are on every write's path)

@@ -62,6 +62,7 @@ def table_to_json(t: TableSchema) -> dict[str, Any]:
         "table_id": t.table_id,
         "schema_version": t.schema_version,
         "changefeeds": [[name, [list(p) for p in opts]] for name, opts in t.changefeeds],
+        "feed_topics": [list(p) for p in t.feed_topics],
     }
 
 
@@ -97,6 +98,7 @@ def table_from_json(data: dict[str, Any]) -> TableSchema:
             (str(name), tuple((str(k), str(v)) for k, v in opts))
             for name, opts in data["changefeeds"]
         ),
+        feed_topics=tuple((str(k), str(v)) for k, v in data.get("feed_topics", ())),
     )
 
 
