@@ -288,6 +288,21 @@ def cmd_load(args: argparse.Namespace) -> int:
     return 0 if failures == 0 else 1
 
 
+def engine_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of every command that opens a data directory's engine."""
+    p.add_argument(
+        "--data-dir",
+        default=os.environ.get("CQLCDC_DATA_DIR", "cqlcdc-data"),
+        help="data directory (default: ./cqlcdc-data or $CQLCDC_DATA_DIR)",
+    )
+    p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Spark's and the JVM's console output (default: DATA_DIR/spark.log)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cqlcdc", description="CQL with ScyllaDB-exact CDC logs, computed on Spark."
@@ -295,18 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--data-dir",
-            default=os.environ.get("CQLCDC_DATA_DIR", "cqlcdc-data"),
-            help="data directory (default: ./cqlcdc-data or $CQLCDC_DATA_DIR)",
-        )
-        p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+        engine_arguments(p)
         p.add_argument("--format", choices=["table", "json"], default="table")
-        p.add_argument(
-            "--verbose",
-            action="store_true",
-            help="show Spark's and the JVM's console output (default: DATA_DIR/spark.log)",
-        )
 
     run = sub.add_parser("run", help="run the statements of a .cql file, like cqlsh -f")
     run.add_argument("file")
@@ -324,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--from-offset", type=int, default=0)
     read.add_argument("--follow", action="store_true", help="keep printing new records")
     read.set_defaults(func=cmd_changefeed_read)
-    add_replay_command(sub)
+    add_replay_command(sub, engine_arguments)
     loadp = sub.add_parser(
         "load", help="bulk-load CQL files or CSV/Parquet/JSON-lines rows into a table"
     )

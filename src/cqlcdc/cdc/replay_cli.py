@@ -6,18 +6,21 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from cqlcdc.errors import CqlError
 
 
-def add_replay_command(subparsers: Any) -> argparse.ArgumentParser:
+def add_replay_command(
+    subparsers: Any, engine_arguments: Callable[[argparse.ArgumentParser], None]
+) -> argparse.ArgumentParser:
     """Register ``replay`` on the ``cqlcdc`` command's subparsers.
 
     Args:
         subparsers: what ``ArgumentParser.add_subparsers()`` returned.
+        engine_arguments: adds the options of a command that opens a data directory.
 
     Returns:
         The ``replay`` parser (its ``func`` default runs the command).
@@ -27,17 +30,7 @@ def add_replay_command(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("log_table", help="the log table, ks.<base>_scylla_cdc_log")
     p.add_argument("target_table", help="an existing table with the base table's columns")
-    p.add_argument(
-        "--data-dir",
-        default=os.environ.get("CQLCDC_DATA_DIR", "cqlcdc-data"),
-        help="data directory (default: ./cqlcdc-data or $CQLCDC_DATA_DIR)",
-    )
-    p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    p.add_argument(
-        "--verbose",
-        action="store_true",
-        help="show Spark's and the JVM's console output (default: DATA_DIR/spark.log)",
-    )
+    engine_arguments(p)
     p.add_argument(
         "--print",
         dest="print_only",
