@@ -344,6 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common(loadp)
     loadp.set_defaults(func=cmd_load)
+    serve = sub.add_parser("serve", help="serve the CQL native protocol (cqlsh, drivers)")
+    engine_arguments(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=9042, help="port (default 9042)")
+    serve.set_defaults(func=cmd_serve)
     recover = sub.add_parser(
         "recover", help="show the write the pipeline stopped at, or skip it (--skip SEQ)"
     )
@@ -356,6 +361,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     recover.set_defaults(func=cmd_recover)
     return parser
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the CQL native protocol until SIGTERM or SIGINT: then stop accepting, finish
+    the requests in flight, commit, and exit 0."""
+    import asyncio
+    import signal
+
+    from cqlcdc.server import CqlServer
+
+    session = _connect(args)
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        server = CqlServer(session.coordinator, args.host, args.port)
+        host, port = await server.start()
+        print(f"cqlcdc: serving {session.data_dir} on {host}:{port}", file=sys.stderr, flush=True)
+        await stop.wait()
+        await server.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        session.close()
+    return 0
 
 
 def cmd_recover(args: argparse.Namespace) -> int:

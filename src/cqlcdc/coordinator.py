@@ -16,11 +16,13 @@ import json
 import os
 import threading
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
+from cqlcdc.cdc.system_local import NodeInfo
 from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_table
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
@@ -90,6 +92,8 @@ class Coordinator:
             self.data_dir, num_buckets, int.from_bytes(os.urandom(8), "big")
         )
         self.num_buckets = self.generations.generations[0].num_ranges
+        # who this node is to clients (system.local); the server sets where it listens
+        self.node = NodeInfo(host_id=_host_id(self.data_dir))
         # the core reads schemas through this coordinator: always the current snapshot
         self.processor = CoreProcessor(self.data_dir, self)
         self.spark = get_spark(master, log_file=None if verbose else self.data_dir / "spark.log")
@@ -609,6 +613,18 @@ class InitialScan:
         thread.start()
         self.coordinator._scanners.append(thread)
         return thread
+
+
+def _host_id(data_dir: Path) -> uuid.UUID:
+    """The data directory's host id: made once, the same on every restart."""
+    path = data_dir / "host_id"
+    if path.exists():
+        return uuid.UUID(path.read_text().strip())
+    host_id = uuid.uuid4()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(str(host_id))
+    tmp.replace(path)
+    return host_id
 
 
 __all__ = ["DEFAULT_BUCKETS", "WRITE_TIMEOUT_S", "Coordinator", "InitialScan"]

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.cdc.processor import base_output, log_output, merge_fragments
-from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_rows
+from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, SystemView, system_rows
 from cqlcdc.cql import ast
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
@@ -41,8 +41,14 @@ def select(
     snap = coordinator.engine.snapshot()
     catalog = coordinator.catalog
     if schema.keyspace in SYSTEM_KEYSPACES:
-        cdc_tables = [t for t in catalog.tables() if t.cdc.enabled]
-        parts = system_rows(schema, coordinator.generations, cdc_tables)
+        view = SystemView(
+            coordinator.generations,
+            catalog.tables(),
+            tuple(k.name for k in catalog.keyspaces()),
+            coordinator.node,
+            coordinator.num_buckets,
+        )
+        parts = system_rows(schema, view)
     elif schema.log_of is not None:
         base = catalog.table(schema.keyspace, schema.log_of)
         parts = _log_partitions(base, snap, res, now_s)

@@ -8,9 +8,10 @@ vnode-based discovery queries of ScyllaDB's CDC client libraries), and the table
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from cqlcdc.cdc import system_local
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.schema.model import Column, ColumnKind, TableSchema
 from cqlcdc.storage.select import PartitionRows
@@ -71,7 +72,18 @@ _TABLES: dict[tuple[str, str], TableSchema] = {
 
 
 def system_table(keyspace: str, name: str) -> TableSchema | None:
-    return _TABLES.get((keyspace, name))
+    return _TABLES.get((keyspace, name)) or system_local.TABLES.get((keyspace, name))
+
+
+@dataclass(frozen=True, slots=True)
+class SystemView:
+    """What the virtual system tables are computed from."""
+
+    generations: Generations
+    tables: tuple[TableSchema, ...]  # every live table of the catalog
+    keyspaces: tuple[str, ...]
+    node: system_local.NodeInfo
+    num_buckets: int
 
 
 def _token_of(schema: TableSchema, pk: tuple[Any, ...]) -> int:
@@ -80,14 +92,17 @@ def _token_of(schema: TableSchema, pk: tuple[Any, ...]) -> int:
     return murmur3_token(serialize_partition_key(schema, pk))
 
 
-def system_rows(
-    schema: TableSchema, generations: Generations, cdc_tables: Iterable[TableSchema]
-) -> list[PartitionRows]:
+def system_rows(schema: TableSchema, view: SystemView) -> list[PartitionRows]:
     """The current content of a system table, as partitions of rows in clustering order."""
-    gens = generations.generations
+    gens = view.generations.generations
     key = (schema.keyspace, schema.name)
     parts: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    if key == ("system_distributed", "cdc_generation_timestamps"):
+    cdc_tables = [t for t in view.tables if t.cdc.enabled]
+    if key in system_local.TABLES:
+        if key == ("system", "local"):
+            version = system_local.schema_version(list(view.tables), list(view.keyspaces))
+            parts = system_local.local_rows(view.node, version, view.num_buckets)
+    elif key == ("system_distributed", "cdc_generation_timestamps"):
         parts[("timestamps",)] = [
             {"key": "timestamps", "time": g.timestamp_ms, "expired": None}
             for g in sorted(gens, key=lambda g: -g.timestamp_ms)

@@ -150,6 +150,15 @@ def _selected(
     return out
 
 
+def result_columns(schema: TableSchema, stmt: ast.Select) -> list[tuple[str, CqlType]]:
+    """The names and types of the columns a SELECT returns (a prepared statement's result
+    metadata), known before any value is bound."""
+    from cqlcdc.types import native_type
+
+    text = native_type("text")
+    return [(name, ctype or text) for name, _, ctype, _ in _selected(schema, stmt)]
+
+
 def evaluate(
     schema: TableSchema,
     stmt: ast.Select,

@@ -1,0 +1,180 @@
+"""What each bind marker of a statement receives: the name and CQL type a driver needs to
+serialize the value (PREPARE's bind metadata), found by walking the statement.
+
+>>> from cqlcdc.cql import parse_statement
+>>> [(b.name, b.type.cql_name) for b in bind_receivers(schema, parse_statement(
+...     "UPDATE ks.t USING TTL ? SET v = ? WHERE pk = ?"), lambda n: schema)]  # doctest: +SKIP
+[('[ttl]', 'int'), ('v', 'int'), ('pk', 'int')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cqlcdc.cql import ast
+from cqlcdc.errors import InvalidRequest
+from cqlcdc.schema.model import TableSchema
+from cqlcdc.types import ListType, MapType, SetType, TupleType, UserType, native_type
+from cqlcdc.types.base import CqlType
+
+
+@dataclass(frozen=True, slots=True)
+class Receiver:
+    """The receiver of bind marker number ``index``."""
+
+    index: int
+    name: str
+    type: CqlType
+    table: TableSchema
+
+
+def bind_receivers(
+    stmt: ast.Statement, table_of: Callable[[ast.QualifiedName], TableSchema]
+) -> list[Receiver]:
+    """Every bind marker of ``stmt`` with its receiver, in marker order.
+
+    Raises:
+        InvalidRequest: a marker where the statement cannot take one, or an unknown column.
+    """
+    out: list[Receiver] = []
+    statements = stmt.statements if isinstance(stmt, ast.Batch) else (stmt,)
+    if isinstance(stmt, ast.Batch):
+        _using(out, stmt.using, table_of(stmt.statements[0].table) if stmt.statements else None)
+    for s in statements:
+        if isinstance(s, ast.Insert | ast.Update | ast.Delete | ast.Select):
+            _statement(out, s, table_of(s.table))
+    return sorted(out, key=lambda r: r.index)
+
+
+def _statement(
+    out: list[Receiver], s: ast.Insert | ast.Update | ast.Delete | ast.Select, table: TableSchema
+) -> None:
+    def column(name: str) -> CqlType:
+        col = table.column(name)
+        if col is None:
+            raise InvalidRequest(f"Undefined column name {name}")
+        return col.type
+
+    def term(t: ast.Term | None, name: str, ctype: CqlType) -> None:
+        _term(out, t, name, ctype, table)
+
+    if isinstance(s, ast.Insert):
+        if s.json is not None:
+            term(s.json, "[json]", native_type("text"))
+        for name, value in zip(s.columns, s.values, strict=True):
+            term(value, name, column(name))
+        _using(out, s.using, table)
+    elif isinstance(s, ast.Update):
+        _using(out, s.using, table)
+        for a in s.assignments:
+            ctype = column(a.column)
+            if isinstance(a, ast.SetColumn):
+                term(a.value, a.column, ctype)
+            elif isinstance(a, ast.AddTo | ast.Prepend | ast.RemoveFrom):
+                if isinstance(ctype, MapType) and isinstance(a, ast.RemoveFrom):
+                    ctype = SetType(ctype.key, frozen=True)
+                term(a.value, a.column, ctype)
+            elif isinstance(a, ast.SetElement):
+                if isinstance(ctype, MapType):
+                    term(a.key, f"key({a.column})", ctype.key)
+                    term(a.value, f"value({a.column})", ctype.value)
+                elif isinstance(ctype, ListType):
+                    term(a.key, f"idx({a.column})", native_type("int"))
+                    term(a.value, f"value({a.column})", ctype.elem)
+            elif isinstance(a, ast.SetField) and isinstance(ctype, UserType):
+                index = ctype.field_names.index(a.field) if a.field in ctype.field_names else -1
+                if index >= 0:
+                    term(a.value, f"{a.column}.{a.field}", ctype.field_types[index])
+        _where(out, s.where, table)
+    elif isinstance(s, ast.Delete):
+        for target in s.targets:
+            ctype = column(target.column)
+            if target.key is not None and isinstance(ctype, MapType):
+                term(target.key, f"key({target.column})", ctype.key)
+            elif target.key is not None and isinstance(ctype, ListType):
+                term(target.key, f"idx({target.column})", native_type("int"))
+        _using(out, s.using, table)
+        _where(out, s.where, table)
+    else:
+        _where(out, s.where, table)
+        term(s.per_partition_limit, "[per_partition_limit]", native_type("int"))
+        term(s.limit, "[limit]", native_type("int"))
+
+
+def _using(out: list[Receiver], using: ast.Using, table: TableSchema | None) -> None:
+    if table is None:
+        return
+    _term(out, using.timestamp, "[timestamp]", native_type("bigint"), table)
+    _term(out, using.ttl, "[ttl]", native_type("int"), table)
+
+
+def _where(out: list[Receiver], where: tuple[ast.Relation, ...], table: TableSchema) -> None:
+    for rel in where:
+        if rel.token:
+            _term(out, rel.value, "partition key token", native_type("bigint"), table)
+            continue
+        types = []
+        for name in rel.columns:
+            col = table.column(name)
+            if col is None:
+                raise InvalidRequest(f"Undefined column name {name}")
+            types.append(col.type)
+        ctype = types[0] if len(types) == 1 else TupleType(tuple(types))
+        name = rel.columns[0] if len(rel.columns) == 1 else "(" + ",".join(rel.columns) + ")"
+        op = rel.operator.upper()
+        if op == "CONTAINS" and isinstance(ctype, ListType | SetType):
+            _term(out, rel.value, name, ctype.elem, table)
+        elif op == "CONTAINS" and isinstance(ctype, MapType):
+            _term(out, rel.value, name, ctype.value, table)
+        elif op == "CONTAINS KEY" and isinstance(ctype, MapType):
+            _term(out, rel.value, name, ctype.key, table)
+        elif rel.key is not None and isinstance(ctype, MapType):
+            _term(out, rel.key, f"key({name})", ctype.key, table)
+            _term(out, rel.value, f"value({name})", ctype.value, table)
+        elif op == "IN":
+            _term(out, rel.value, f"in({name})", ListType(ctype, frozen=True), table)
+        else:
+            _term(out, rel.value, name, ctype, table)
+
+
+def _term(out: list[Receiver], t: object, name: str, ctype: CqlType, table: TableSchema) -> None:
+    """The markers inside a term, each receiving its part of ``ctype``."""
+    if t is None:
+        return
+    if isinstance(t, ast.BindMarker):
+        out.append(Receiver(t.index, t.name or name, ctype, table))
+    elif isinstance(t, ast.ListLiteral | ast.SetLiteral):
+        elem = ctype.elem if isinstance(ctype, ListType | SetType) else ctype
+        for item in t.items:
+            _term(out, item, name, elem, table)
+    elif isinstance(t, ast.MapLiteral) and isinstance(ctype, MapType):
+        for k, v in t.entries:
+            _term(out, k, f"key({name})", ctype.key, table)
+            _term(out, v, f"value({name})", ctype.value, table)
+    elif isinstance(t, ast.TupleLiteral):
+        types = ctype.types if isinstance(ctype, TupleType) else None
+        for i, item in enumerate(t.items):
+            item_type = types[i] if types is not None and i < len(types) else ctype
+            if isinstance(ctype, ListType):  # IN (?, ?): each item is one value
+                item_type = ctype.elem
+            _term(out, item, name, item_type, table)
+    elif isinstance(t, ast.UdtLiteral) and isinstance(ctype, UserType):
+        for field, value in t.fields:
+            if field in ctype.field_names:
+                ft = ctype.field_types[ctype.field_names.index(field)]
+                _term(out, value, f"{name}.{field}", ft, table)
+    elif isinstance(t, ast.TypeCast):
+        _term(out, t.term, name, ctype, table)
+    elif isinstance(t, ast.FunctionCall):
+        for arg in t.args:
+            if isinstance(arg, ast.BindMarker):
+                out.append(Receiver(arg.index, arg.name or name, _function_arg(t, ctype), table))
+
+
+def _function_arg(call: ast.FunctionCall, ctype: CqlType) -> CqlType:
+    """The type a function's marker argument takes (the time functions take timestamps)."""
+    fn = call.name.lower()
+    if fn in ("mintimeuuid", "maxtimeuuid"):
+        return native_type("timestamp")
+    return ctype

@@ -1,0 +1,139 @@
+"""``cqlcdc serve``: the CQL native protocol over a data directory's coordinator.
+
+One process owns the data directory and its engine; every client (cqlsh, the drivers, CDC
+consumers) connects here. Binds 127.0.0.1 unless told otherwise.
+
+>>> server = CqlServer(coordinator, port=0)  # doctest: +SKIP
+>>> host, port = server.start_in_thread()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from cqlcdc.server import wire
+
+if TYPE_CHECKING:
+    from cqlcdc.coordinator import Coordinator
+    from cqlcdc.server.connection import Connection, Prepared
+
+log = logging.getLogger(__name__)
+
+
+class CqlServer:
+    """Serves the CQL binary protocol (v4) for one coordinator.
+
+    Args:
+        coordinator: the data directory's coordinator (the server does not close it).
+        host: the address to bind (127.0.0.1: this machine only).
+        port: the port (0: any free one; ``start`` returns it).
+        max_connections: connections beyond this are refused (closed at once).
+        max_in_flight: requests of one connection running at once; more wait.
+        workers: threads running statements (they block until committed).
+    """
+
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        host: str = "127.0.0.1",
+        port: int = 9042,
+        *,
+        max_connections: int = 256,
+        max_in_flight: int = 1024,
+        workers: int = 64,
+    ) -> None:
+        self.coordinator = coordinator
+        self.host = host
+        self.port = port
+        self.max_connections = max_connections
+        self.max_in_flight = max_in_flight
+        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cql")
+        self.prepared: dict[bytes, Prepared] = {}
+        self.connections: set[Connection] = set()
+        self._server: asyncio.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
+
+    async def start(self) -> tuple[str, int]:
+        """Listen; returns the bound address."""
+        self._loop = asyncio.get_running_loop()
+        self._server = await asyncio.start_server(self._accept, self.host, self.port)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        self.port = port
+        self.coordinator.node = dataclasses.replace(self.coordinator.node, address=host, port=port)
+        return host, port
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        from cqlcdc.server.connection import Connection
+
+        if len(self.connections) >= self.max_connections:
+            writer.close()
+            return
+        conn = Connection(self, reader, writer, self.executor)
+        self.connections.add(conn)
+        try:
+            await conn.serve()
+        except Exception:  # a defect in one connection never takes the server down
+            log.exception("connection failed")
+        finally:
+            self.connections.discard(conn)
+
+    def broadcast_schema_change(self, change: str, target: str, keyspace: str, name: str) -> None:
+        """Tell every connection that REGISTERed for SCHEMA_CHANGE (from a worker thread)."""
+        loop = self._loop
+        if loop is None:
+            return
+        body = wire.schema_change_event(change, target, keyspace, name)
+        for conn in list(self.connections):
+            if "SCHEMA_CHANGE" in conn.events and conn.version is not None:
+                frame = wire.encode_header(conn.version, 0, -1, wire.OP_EVENT, len(body)) + body
+                loop.call_soon_threadsafe(conn.writer.write, frame)
+
+    async def serve_until(self, stop: asyncio.Event) -> None:
+        """Serve until ``stop`` is set, then stop accepting and finish in-flight requests."""
+        await self.start()
+        await stop.wait()
+        await self.close()
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for conn in list(self.connections):
+            for task in list(conn.tasks):
+                await task
+            conn.writer.close()
+        self.executor.shutdown(wait=True)
+
+    # -- a server in a thread (tests, embedding) ----------------------------------------
+
+    def start_in_thread(self) -> tuple[str, int]:
+        """Run the server's event loop in a daemon thread; returns the bound address."""
+        ready = threading.Event()
+        address: list[tuple[str, int]] = []
+
+        def run() -> None:
+            async def main() -> None:
+                address.append(await self.start())
+                ready.set()
+                while not self._stopped.is_set():
+                    await asyncio.sleep(0.05)
+                await self.close()
+
+            asyncio.run(main())
+
+        self._thread = threading.Thread(target=run, name="cql-server", daemon=True)
+        self._thread.start()
+        ready.wait(30)
+        return address[0]
+
+    def stop_thread(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(30)

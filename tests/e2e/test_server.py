@@ -1,0 +1,262 @@
+"""The CQL native protocol server, driven by the real cassandra-driver (never our own
+client): connect and negotiate, DDL, simple and prepared statements, batches, every CQL type
+round-tripped, errors as the driver's own classes, hostile frames, ``cqlcdc serve``."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import ipaddress
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cassandra import AlreadyExists, InvalidRequest
+from cassandra.cluster import Cluster, NoHostAvailable
+from cassandra.policies import RoundRobinPolicy
+from cassandra.protocol import SyntaxException
+from cassandra.query import BatchStatement, SimpleStatement
+from cassandra.util import Duration
+
+import cqlcdc
+from cqlcdc.server import CqlServer
+
+pytestmark = pytest.mark.spark
+
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+
+
+@pytest.fixture(scope="module")
+def server(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("srv"), master="local[2]")
+    srv = CqlServer(session.coordinator, port=0)
+    address = srv.start_in_thread()
+    try:
+        yield address
+    finally:
+        srv.stop_thread()
+        session.close()
+
+
+def _cluster(address: tuple[str, int], **kwargs: Any) -> Cluster:
+    # system_schema is not served yet: the driver's schema metadata stays off
+    return Cluster(
+        [address[0]],
+        port=address[1],
+        load_balancing_policy=RoundRobinPolicy(),
+        schema_metadata_enabled=False,
+        token_metadata_enabled=False,
+        **kwargs,
+    )
+
+
+@pytest.fixture(scope="module")
+def cql(server: tuple[str, int]) -> Iterator[Any]:
+    cluster = _cluster(server, protocol_version=4)
+    session = cluster.connect()
+    session.execute(KS)
+    session.set_keyspace("ks")
+    yield session
+    cluster.shutdown()
+
+
+def test_the_driver_negotiates_down_to_v4(server: tuple[str, int]) -> None:
+    cluster = _cluster(server)  # starts at DSE_V2 and downgrades, as against Cassandra 3
+    try:
+        session = cluster.connect()
+        assert cluster.protocol_version == 4
+        row = session.execute("SELECT cluster_name, partitioner FROM system.local").one()
+        assert row.partitioner == "org.apache.cassandra.dht.Murmur3Partitioner"
+    finally:
+        cluster.shutdown()
+
+
+def test_writes_reads_and_the_cdc_log(cql: Any) -> None:
+    cql.execute(
+        "CREATE TABLE w (pk int, ck text, v int, PRIMARY KEY (pk, ck)) "
+        "WITH cdc = {'enabled': true, 'preimage': true}"
+    )
+    cql.execute("INSERT INTO w (pk, ck, v) VALUES (1, 'a', 1)")
+    cql.execute("UPDATE w SET v = %s WHERE pk = %s AND ck = %s", (2, 1, "a"))
+    assert [tuple(r) for r in cql.execute("SELECT pk, ck, v FROM w")] == [(1, "a", 2)]
+    log = cql.execute('SELECT "cdc$operation", v FROM w_scylla_cdc_log')
+    assert [tuple(r) for r in log] == [(2, 1), (0, 1), (1, 2)]  # insert; preimage, update
+    select = cql.prepare("SELECT v FROM w WHERE pk = ? AND ck = ?")
+    assert cql.execute(select, (1, "a")).one().v == 2
+
+
+TYPES = {
+    "a": ("ascii", "ascii!"),
+    "b": ("bigint", -(2**62)),
+    "bl": ("blob", b"\x00\xff"),
+    "bo": ("boolean", True),
+    "d": ("date", datetime.date(2020, 2, 29)),
+    "de": ("decimal", decimal.Decimal("-12.3400")),
+    "do": ("double", 1.5e300),
+    "du": ("duration", Duration(1, 2, 3_000_000_000)),
+    "f": ("float", 0.5),
+    "i": ("inet", "10.1.2.3"),
+    "s": ("smallint", -32768),
+    "t": ("text", "żółw"),
+    "ti": ("time", 3_600_000_000_123),
+    "ts": ("timestamp", datetime.datetime(2021, 5, 4, 3, 2, 1, 123000)),
+    "tu": ("timeuuid", uuid.UUID("0ee8a4a0-33d5-11eb-8080-808080808080")),
+    "ty": ("tinyint", 127),
+    "u": ("uuid", uuid.UUID("01234567-89ab-cdef-0123-456789abcdef")),
+    "vi": ("varint", 10**30),
+    "li": ("list<int>", [3, 1, 3]),
+    "se": ("set<text>", {"x", "y"}),
+    "ma": ("map<int, text>", {1: "one", 2: "two"}),
+    "fr": ("frozen<list<map<int, text>>>", [{1: "a"}, {}]),
+    "tp": ("tuple<int, text, boolean>", (1, "x", None)),
+    "ve": ("vector<float, 3>", [1.0, -2.5, 0.0]),
+    "ud": ("frozen<pair>", ("k", 7)),
+}
+
+
+def test_every_type_round_trips_through_prepared_statements(cql: Any) -> None:
+    cql.execute("CREATE TYPE pair (k text, n int)")
+    columns = ", ".join(f"{name} {ctype}" for name, (ctype, _) in TYPES.items())
+    cql.execute(f"CREATE TABLE types (pk int PRIMARY KEY, {columns})")
+    names = list(TYPES)
+    insert = cql.prepare(
+        f"INSERT INTO types (pk, {', '.join(names)}) VALUES (?, {', '.join('?' * len(names))})"
+    )
+    cql.execute(insert, [1, *(value for _, value in TYPES.values())])
+    row = cql.execute(cql.prepare("SELECT * FROM types WHERE pk = ?"), (1,)).one()
+    for name, (ctype, value) in TYPES.items():
+        got = getattr(row, name)
+        if ctype == "inet":
+            assert ipaddress.ip_address(got) == ipaddress.ip_address(value)
+        elif ctype == "time":
+            assert got.nanosecond_time == value
+        elif ctype == "date":
+            assert got.date() == value
+        elif ctype.startswith(("set", "map", "frozen<list<map")):
+            assert _plain(got) == _plain(value), name
+        elif ctype == "frozen<pair>":
+            assert (got.k, got.n) == value
+        else:
+            assert got == value, name
+    cql.execute(insert, [2, *([None] * len(names))])
+    nulls = cql.execute("SELECT * FROM types WHERE pk = 2").one()
+    assert all(getattr(nulls, name) is None for name in names)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, set | frozenset) or type(value).__name__ == "SortedSet":
+        return sorted(value)
+    return value
+
+
+def test_batches_of_prepared_and_simple_statements(cql: Any) -> None:
+    cql.execute("CREATE TABLE b (pk int, ck int, v text, PRIMARY KEY (pk, ck))")
+    insert = cql.prepare("INSERT INTO b (pk, ck, v) VALUES (?, ?, ?)")
+    batch = BatchStatement()
+    batch.add(insert, (1, 1, "one"))
+    batch.add(SimpleStatement("INSERT INTO b (pk, ck, v) VALUES (%s, %s, %s)"), (1, 2, "two"))
+    batch.add(SimpleStatement("UPDATE b SET v = 'three' WHERE pk = 1 AND ck = 3"))
+    cql.execute(batch)
+    rows = cql.execute("SELECT ck, v FROM b WHERE pk = 1")
+    assert [tuple(r) for r in rows] == [(1, "one"), (2, "two"), (3, "three")]
+
+
+def test_errors_arrive_as_the_drivers_classes(cql: Any) -> None:
+    cql.execute("CREATE TABLE e (pk int, ck text, PRIMARY KEY (pk, ck))")
+    with pytest.raises(SyntaxException):
+        cql.execute("SELEC * FROM e")
+    with pytest.raises(InvalidRequest, match="unconfigured table nope"):
+        cql.execute("SELECT * FROM nope")
+    with pytest.raises(AlreadyExists):
+        cql.execute("CREATE TABLE e (pk int PRIMARY KEY)")
+    with pytest.raises(InvalidRequest, match="Key length of 70000"):
+        cql.execute("INSERT INTO e (pk, ck) VALUES (%s, %s)", (1, "x" * 70_000))
+
+
+def test_an_unknown_prepared_id_is_prepared_again(cql: Any, server: tuple[str, int]) -> None:
+    cql.execute("CREATE TABLE r (pk int PRIMARY KEY, v int)")
+    insert = cql.prepare("INSERT INTO r (pk, v) VALUES (?, ?)")
+    _servers_prepared(cql).clear()  # as after a server restart: EXECUTE gets UNPREPARED
+    cql.execute(insert, (1, 1))
+    assert cql.execute("SELECT v FROM r WHERE pk = 1").one().v == 1
+
+
+def _servers_prepared(cql: Any) -> dict[bytes, Any]:
+    import gc
+
+    servers = [o for o in gc.get_objects() if isinstance(o, CqlServer)]
+    assert servers
+    prepared: dict[bytes, Any] = servers[-1].prepared
+    return prepared
+
+
+def test_hostile_frames_close_only_their_connection(cql: Any, server: tuple[str, int]) -> None:
+    rng = random.Random(7)
+    frames = [
+        b"\x04\x00\x00\x01\x07\x7f\xff\xff\xff",  # a 2 GiB body
+        b"\x04\x00\x00\x01\x07\x00\x00\x00\x05abc",  # truncated
+        b"\x84\x00\x00\x01\x02\x00\x00\x00\x00",  # a response frame
+        b"\x04\x00\x00\x01\x01\x00\x00\x00\x02\xff\xff",  # a bad STARTUP
+        b"\x04\x00\x00\x01\x07\x00\x00\x00\x00",  # QUERY before STARTUP
+    ]
+    frames += [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))) for _ in range(40)]
+    for frame in frames:
+        with socket.create_connection(server, timeout=5) as sock:
+            try:  # the server may answer and close before all of it is sent
+                sock.sendall(frame)
+                sock.shutdown(socket.SHUT_WR)
+                while sock.recv(65536):
+                    pass
+            except OSError:
+                pass
+    cql.execute("CREATE TABLE h (pk int PRIMARY KEY)")
+    cql.execute("INSERT INTO h (pk) VALUES (1)")
+    assert cql.execute("SELECT count(*) FROM h").one().count == 1
+
+
+def test_cqlcdc_serve_stops_cleanly_on_sigterm(spark: Any, tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cli = Path(sys.executable).with_name("cqlcdc")
+    data = tmp_path / "data"
+    proc = subprocess.Popen(
+        [str(cli), "serve", "--data-dir", str(data), "--port", str(port), "--master", "local[1]"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert f"127.0.0.1:{port}" in line, line
+        cluster = _cluster(("127.0.0.1", port), protocol_version=4)
+        session = cluster.connect()
+        session.execute(KS)
+        session.execute("CREATE TABLE ks.t (pk int PRIMARY KEY, v int)")
+        session.execute("INSERT INTO ks.t (pk, v) VALUES (1, 1)")
+        cluster.shutdown()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    again = cqlcdc.connect(data_dir=data, master="local[2]")
+    try:
+        assert [tuple(r) for r in again.execute("SELECT pk, v FROM ks.t")] == [(1, 1)]
+    finally:
+        again.close()
+    with pytest.raises(NoHostAvailable):
+        _cluster(("127.0.0.1", port), protocol_version=4).connect()
