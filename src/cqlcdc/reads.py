@@ -42,11 +42,7 @@ def select(
     catalog = coordinator.catalog
     if schema.keyspace in SYSTEM_KEYSPACES:
         view = SystemView(
-            coordinator.generations,
-            catalog.tables(),
-            tuple(k.name for k in catalog.keyspaces()),
-            coordinator.node,
-            coordinator.num_buckets,
+            coordinator.generations, catalog, coordinator.node, coordinator.num_buckets
         )
         parts = system_rows(schema, view)
     elif schema.log_of is not None:

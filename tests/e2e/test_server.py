@@ -47,14 +47,8 @@ def server(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tup
 
 
 def _cluster(address: tuple[str, int], **kwargs: Any) -> Cluster:
-    # system_schema is not served yet: the driver's schema metadata stays off
     return Cluster(
-        [address[0]],
-        port=address[1],
-        load_balancing_policy=RoundRobinPolicy(),
-        schema_metadata_enabled=False,
-        token_metadata_enabled=False,
-        **kwargs,
+        [address[0]], port=address[1], load_balancing_policy=RoundRobinPolicy(), **kwargs
     )
 
 
@@ -77,6 +71,25 @@ def test_the_driver_negotiates_down_to_v4(server: tuple[str, int]) -> None:
         assert row.partitioner == "org.apache.cassandra.dht.Murmur3Partitioner"
     finally:
         cluster.shutdown()
+
+
+def test_the_drivers_schema_metadata_matches_the_catalog(cql: Any) -> None:
+    cql.execute("CREATE TYPE IF NOT EXISTS pair (k text, n int)")
+    cql.execute(
+        "CREATE TABLE md (pk int, c1 text, c2 int, s int static, v frozen<pair>, "
+        "l list<int>, PRIMARY KEY ((pk), c1, c2)) WITH CLUSTERING ORDER BY (c1 DESC) "
+        "AND comment = 'it''s' AND default_time_to_live = 7"
+    )
+    meta = cql.cluster.metadata.keyspaces["ks"].tables["md"]
+    assert [c.name for c in meta.partition_key] == ["pk"]
+    assert [c.name for c in meta.clustering_key] == ["c1", "c2"]
+    assert meta.clustering_key[0].is_reversed and not meta.clustering_key[1].is_reversed
+    assert meta.columns["s"].is_static and meta.columns["v"].cql_type == "frozen<pair>"
+    assert not meta.is_compact_storage
+    assert meta.options["comment"] == "it's" and meta.options["default_time_to_live"] == 7
+    text = meta.export_as_string()
+    assert "PRIMARY KEY (pk, c1, c2)" in text and "CLUSTERING ORDER BY (c1 DESC, c2 ASC)" in text
+    assert "pair" in cql.cluster.metadata.keyspaces["ks"].user_types
 
 
 def test_writes_reads_and_the_cdc_log(cql: Any) -> None:
@@ -123,7 +136,7 @@ TYPES = {
 
 
 def test_every_type_round_trips_through_prepared_statements(cql: Any) -> None:
-    cql.execute("CREATE TYPE pair (k text, n int)")
+    cql.execute("CREATE TYPE IF NOT EXISTS pair (k text, n int)")
     columns = ", ".join(f"{name} {ctype}" for name, (ctype, _) in TYPES.items())
     cql.execute(f"CREATE TABLE types (pk int PRIMARY KEY, {columns})")
     names = list(TYPES)

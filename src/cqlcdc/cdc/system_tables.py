@@ -11,14 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cqlcdc.cdc import system_local
+from cqlcdc.cdc import system_local, system_schema
 from cqlcdc.cdc.streams import Generations
+from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import Column, ColumnKind, TableSchema
 from cqlcdc.storage.select import PartitionRows
 from cqlcdc.storage.token import murmur3_token
 from cqlcdc.types import SetType, native_type
 
-SYSTEM_KEYSPACES = ("system", "system_distributed")
+SYSTEM_KEYSPACES = ("system", "system_distributed", "system_schema")
 
 
 def _col(name: str, type_name: str, kind: ColumnKind, pos: int = 0, desc: bool = False) -> Column:
@@ -72,7 +73,8 @@ _TABLES: dict[tuple[str, str], TableSchema] = {
 
 
 def system_table(keyspace: str, name: str) -> TableSchema | None:
-    return _TABLES.get((keyspace, name)) or system_local.TABLES.get((keyspace, name))
+    key = (keyspace, name)
+    return _TABLES.get(key) or system_local.TABLES.get(key) or system_schema.TABLES.get(key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +82,7 @@ class SystemView:
     """What the virtual system tables are computed from."""
 
     generations: Generations
-    tables: tuple[TableSchema, ...]  # every live table of the catalog
-    keyspaces: tuple[str, ...]
+    catalog: Catalog
     node: system_local.NodeInfo
     num_buckets: int
 
@@ -97,10 +98,17 @@ def system_rows(schema: TableSchema, view: SystemView) -> list[PartitionRows]:
     gens = view.generations.generations
     key = (schema.keyspace, schema.name)
     parts: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    cdc_tables = [t for t in view.tables if t.cdc.enabled]
-    if key in system_local.TABLES:
+    catalog = view.catalog
+    tables = catalog.tables()
+    cdc_tables = [t for t in tables if t.cdc.enabled]
+    if key in system_schema.TABLES:
+        parts = system_schema.schema_rows(
+            schema.name, catalog.keyspaces(), tables, catalog.user_types
+        )
+    elif key in system_local.TABLES:
         if key == ("system", "local"):
-            version = system_local.schema_version(list(view.tables), list(view.keyspaces))
+            keyspaces = [k.name for k in catalog.keyspaces()]
+            version = system_local.schema_version(list(tables), keyspaces)
             parts = system_local.local_rows(view.node, version, view.num_buckets)
     elif key == ("system_distributed", "cdc_generation_timestamps"):
         parts[("timestamps",)] = [
