@@ -253,8 +253,12 @@ def test_cqlcdc_serve_stops_cleanly_on_sigterm(spark: Any, tmp_path: Path) -> No
     )
     try:
         assert proc.stderr is not None
-        line = proc.stderr.readline()
-        assert f"127.0.0.1:{port}" in line, line
+        said = []
+        for line in proc.stderr:  # the line that says it listens (warnings may come first)
+            said.append(line)
+            if "serving" in line:
+                break
+        assert f"127.0.0.1:{port}" in said[-1], said
         cluster = _cluster(("127.0.0.1", port), protocol_version=4)
         session = cluster.connect()
         session.execute(KS)
@@ -273,3 +277,52 @@ def test_cqlcdc_serve_stops_cleanly_on_sigterm(spark: Any, tmp_path: Path) -> No
         again.close()
     with pytest.raises(NoHostAvailable):
         _cluster(("127.0.0.1", port), protocol_version=4).connect()
+
+
+def _cqlsh(server: tuple[str, int], statement: str) -> subprocess.CompletedProcess[str]:
+    cqlsh = Path(sys.executable).with_name("cqlsh")
+    return subprocess.run(
+        [str(cqlsh), server[0], str(server[1]), "-e", statement],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_cqlsh_select_output_is_cqlcdc_runs(cql: Any, server: tuple[str, int], capsys: Any) -> None:
+    from cqlcdc.cli import Runner
+
+    cql.execute("CREATE TABLE sh (pk int, ck text, v double, PRIMARY KEY (pk, ck))")
+    cql.execute("INSERT INTO sh (pk, ck, v) VALUES (1, 'it''s', 1.5)")
+    cql.execute("INSERT INTO sh (pk, ck, v) VALUES (2, 'b', null)")
+    query = "SELECT pk, ck, v FROM ks.sh"
+    done = _cqlsh(server, query + ";")
+    assert done.returncode == 0, done.stderr
+    runner_session = _embedded_session(cql)
+    runner = Runner(runner_session, "table", sys.stdout, sys.stderr)
+    runner.run_text(query + ";", "<test>")
+    ours = capsys.readouterr().out
+    # cqlsh first warns that it was built against another Cassandra version
+    theirs = [line for line in done.stdout.splitlines() if "cqlsh was built against" not in line]
+    assert "\n".join(theirs).strip("\n") == ours.strip("\n")
+
+
+def _embedded_session(cql: Any) -> Any:
+    import gc
+
+    servers = [o for o in gc.get_objects() if isinstance(o, CqlServer)]
+    return servers[-1].coordinator.session("ks")
+
+
+def test_cqlsh_describe_and_errors(cql: Any, server: tuple[str, int]) -> None:
+    cql.execute("CREATE TABLE IF NOT EXISTS d (pk int PRIMARY KEY, v text) WITH comment = 'x'")
+    done = _cqlsh(server, "DESCRIBE TABLE ks.d;")
+    assert done.returncode == 0, done.stderr
+    assert "CREATE TABLE ks.d (" in done.stdout and "comment = 'x'" in done.stdout
+    listed = _cqlsh(server, "DESCRIBE KEYSPACES;")
+    assert "ks" in listed.stdout.split()
+    failed = _cqlsh(server, "SELECT * FROM ks.nope;")
+    assert failed.returncode != 0
+    assert 'message="unconfigured table nope"' in failed.stderr

@@ -21,7 +21,9 @@ from cqlcdc.storage.token import MIN_TOKEN
 from cqlcdc.types import SetType, native_type
 
 CLUSTER_NAME = "cqlcdc"
-RELEASE_VERSION = "3.0.8"  # what ScyllaDB reports: drivers pick protocol features by it
+# clients pick features by it: cqlsh 6 runs DESCRIBE on the server only from 4.0 on, and
+# the drivers then read system_schema as Cassandra 4 lays it out (which is what we serve)
+RELEASE_VERSION = "4.0.11"
 CQL_VERSION = "3.3.1"
 PARTITIONER = "org.apache.cassandra.dht.Murmur3Partitioner"
 

@@ -269,16 +269,41 @@ class Connection:
         if change is not None:
             self.server.broadcast_schema_change(*change)
             return wire.OP_RESULT, wire.schema_change_result(*change)
-        if isinstance(stmt, ast.Select | ast.Describe):
+        if isinstance(stmt, ast.Describe):
+            return wire.OP_RESULT, self._describe(stmt, rows)
+        if isinstance(stmt, ast.Select):
             return wire.OP_RESULT, self._rows(stmt, rows)
         return wire.OP_RESULT, wire.void_result()
 
-    def _rows(self, stmt: ast.Select | ast.Describe, rows: Rows) -> bytes:
-        if isinstance(stmt, ast.Select):
-            schema = self.session.coordinator.table(stmt.table, self.session.keyspace)
-            ks, table = schema.keyspace, schema.name
+    def _describe(self, stmt: ast.Describe, rows: Rows) -> bytes:
+        """Server-side DESCRIBE as Cassandra 4 answers it (what cqlsh 6 prints): rows of
+        ``keyspace_name, type, name, create_statement``."""
+        catalog, current = self.session.catalog, self.session.keyspace
+        listing: list[tuple[str, str, str, str]] = []
+        if stmt.kind == "KEYSPACES":
+            listing = [(k.name, "keyspace", k.name, "") for k in catalog.keyspaces()]
+        elif stmt.kind in ("TABLES", "TYPES"):
+            spaces = [current] if current else [k.name for k in catalog.keyspaces()]
+            for ks in spaces:
+                if stmt.kind == "TABLES":
+                    listing += [(ks, "table", t.name, "") for t in catalog.tables(ks)]
+                else:
+                    listing += [(ks, "type", u.name, "") for u in catalog.user_types(ks)]
         else:
-            ks, table = self.session.keyspace or "system", "describe"
+            name = stmt.name
+            owner = (name.keyspace if stmt.kind != "KEYSPACE" else name.name) if name else None
+            text = rows.describe or ""
+            listing = [(owner or current or "", stmt.kind.lower(), name.name if name else "", text)]
+        spec = [
+            wire.ColumnSpec("system", "describe", n, type_option(native_type("text")))
+            for n in ("keyspace_name", "type", "name", "create_statement")
+        ]
+        cells = [[v.encode() for v in row] for row in listing]
+        return wire.rows_result(spec, cells)
+
+    def _rows(self, stmt: ast.Select, rows: Rows) -> bytes:
+        schema = self.session.coordinator.table(stmt.table, self.session.keyspace)
+        ks, table = schema.keyspace, schema.name
         text = native_type("text")
         types = [t if t is not None else text for t in rows.column_types]
         columns = [
