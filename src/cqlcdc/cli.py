@@ -348,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     engine_arguments(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=9042, help="port (default 9042)")
+    serve.add_argument("--tls-cert", help="serve TLS with this PEM certificate (chain)")
+    serve.add_argument("--tls-key", help="the certificate's PEM private key")
     serve.set_defaults(func=cmd_serve)
     recover = sub.add_parser(
         "recover", help="show the write the pipeline stopped at, or skip it (--skip SEQ)"
@@ -369,8 +371,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from cqlcdc.server import CqlServer
+    from cqlcdc.errors import InvalidRequest
+    from cqlcdc.server.service import CqlServer, tls_context
 
+    context = None
+    if args.tls_cert or args.tls_key:
+        if not (args.tls_cert and args.tls_key):
+            raise InvalidRequest("--tls-cert and --tls-key go together")
+        context = tls_context(args.tls_cert, args.tls_key)
     session = _connect(args)
 
     async def run() -> None:
@@ -378,9 +386,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        server = CqlServer(session.coordinator, args.host, args.port)
+        server = CqlServer(session.coordinator, args.host, args.port, ssl_context=context)
         host, port = await server.start()
-        print(f"cqlcdc: serving {session.data_dir} on {host}:{port}", file=sys.stderr, flush=True)
+        tls = " (TLS)" if context is not None else ""
+        print(
+            f"cqlcdc: serving {session.data_dir} on {host}:{port}{tls}", file=sys.stderr, flush=True
+        )
         await stop.wait()
         await server.close()
 

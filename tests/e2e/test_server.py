@@ -326,3 +326,39 @@ def test_cqlsh_describe_and_errors(cql: Any, server: tuple[str, int]) -> None:
     failed = _cqlsh(server, "SELECT * FROM ks.nope;")
     assert failed.returncode != 0
     assert 'message="unconfigured table nope"' in failed.stderr
+
+
+def test_tls(server: tuple[str, int], tmp_path: Path) -> None:
+    import ssl
+
+    from cqlcdc.server.service import tls_context
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    servers = [s for s in _all_servers() if s.ssl_context is None]
+    coordinator = servers[-1].coordinator
+    secure = CqlServer(coordinator, port=0, ssl_context=tls_context(str(cert), str(key)))
+    address = secure.start_in_thread()
+    try:
+        client = ssl.create_default_context(cafile=str(cert))
+        cluster = _cluster(address, protocol_version=4, ssl_context=client)
+        try:
+            row = cluster.connect().execute("SELECT cluster_name FROM system.local").one()
+            assert row.cluster_name == "cqlcdc"
+        finally:
+            cluster.shutdown()
+        with pytest.raises(NoHostAvailable):  # plain text against TLS
+            _cluster(address, protocol_version=4, connect_timeout=3).connect()
+    finally:
+        secure.stop_thread()
+
+
+def _all_servers() -> list[CqlServer]:
+    import gc
+
+    return [o for o in gc.get_objects() if isinstance(o, CqlServer)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import ssl
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -25,6 +26,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
+    """A server TLS context from a PEM certificate (chain) and its private key (TLS 1.2+).
+
+    Raises:
+        OSError, ssl.SSLError: the files cannot be read or do not match.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    return context
+
+
 class CqlServer:
     """Serves the CQL binary protocol (v4) for one coordinator.
 
@@ -32,6 +45,7 @@ class CqlServer:
         coordinator: the data directory's coordinator (the server does not close it).
         host: the address to bind (127.0.0.1: this machine only).
         port: the port (0: any free one; ``start`` returns it).
+        ssl_context: serve TLS with it (``tls_context`` makes one from a certificate).
         max_connections: connections beyond this are refused (closed at once).
         max_in_flight: requests of one connection running at once; more wait.
         workers: threads running statements (they block until committed).
@@ -43,6 +57,7 @@ class CqlServer:
         host: str = "127.0.0.1",
         port: int = 9042,
         *,
+        ssl_context: ssl.SSLContext | None = None,
         max_connections: int = 256,
         max_in_flight: int = 1024,
         workers: int = 64,
@@ -50,6 +65,7 @@ class CqlServer:
         self.coordinator = coordinator
         self.host = host
         self.port = port
+        self.ssl_context = ssl_context
         self.max_connections = max_connections
         self.max_in_flight = max_in_flight
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cql")
@@ -63,7 +79,9 @@ class CqlServer:
     async def start(self) -> tuple[str, int]:
         """Listen; returns the bound address."""
         self._loop = asyncio.get_running_loop()
-        self._server = await asyncio.start_server(self._accept, self.host, self.port)
+        self._server = await asyncio.start_server(
+            self._accept, self.host, self.port, ssl=self.ssl_context
+        )
         host, port = self._server.sockets[0].getsockname()[:2]
         self.port = port
         self.coordinator.node = dataclasses.replace(self.coordinator.node, address=host, port=port)

@@ -1,0 +1,214 @@
+"""`cqlcdc serve` through the real cassandra-driver, beside the in-process Session.
+
+Measures single-row prepared INSERTs with 1, 16 and 64 requests in flight (acknowledged =
+committed with their CDC log rows), one-partition reads on a table of `--rows` rows, and the
+stream-window log read a CDC consumer issues. Prints a table, writes
+`benchmarks/results/server.json`; the last line is one JSON object with `writes_per_s_64`,
+`ack_p99_ms_64`, `ack_p50_ms_1`, `read_p50_ms`.
+
+    .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table)
+    .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+import pyarrow as pa
+from cassandra.cluster import Cluster
+from cassandra.policies import RoundRobinPolicy
+
+import cqlcdc
+from cqlcdc.server import CqlServer
+
+RESULTS = Path(__file__).resolve().parent / "results"
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000
+
+
+def driver_writes(session: Any, in_flight: int, seconds: float, base: int) -> dict[str, float]:
+    """Prepared INSERTs, `in_flight` at a time, each timed from send to acknowledgement."""
+    insert = session.prepare("INSERT INTO w (pk, v) VALUES (?, ?)")
+    latencies: list[float] = []
+    lock = threading.Lock()
+    done = threading.Event()
+    deadline = time.monotonic() + seconds
+    counter = iter(range(base, base + 10**9))
+    started = time.monotonic()
+
+    def send() -> None:
+        if time.monotonic() >= deadline:
+            return
+        n = next(counter)
+        t0 = time.perf_counter()
+        future = session.execute_async(insert, (n, n))
+
+        def ok(_: Any) -> None:
+            with lock:
+                latencies.append(time.perf_counter() - t0)
+            send()
+
+        def failed(err: Any) -> None:
+            print("write failed:", err, file=sys.stderr)
+            done.set()
+
+        future.add_callbacks(ok, failed)
+
+    for _ in range(in_flight):
+        send()
+    while time.monotonic() < deadline + 30 and not done.is_set():
+        time.sleep(0.05)
+        with lock:
+            if time.monotonic() >= deadline and len(latencies) and _idle(session):
+                break
+    elapsed = time.monotonic() - started
+    return {
+        "writes_per_s": len(latencies) / elapsed,
+        "ack_p50_ms": _pct(latencies, 0.5),
+        "ack_p99_ms": _pct(latencies, 0.99),
+        "writes": float(len(latencies)),
+    }
+
+
+def _idle(session: Any) -> bool:
+    pools = session.get_pools()
+    return all(pool.open_count == 0 or not pool._connections[0].in_flight for pool in pools)
+
+
+def session_writes(s: Any, threads: int, seconds: float, base: int) -> dict[str, float]:
+    """The same INSERTs from `threads` threads sharing one in-process coordinator."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def work(n: int) -> None:
+        session = s.coordinator.session("ks")
+        insert = session.prepare("INSERT INTO w (pk, v) VALUES (?, ?)")
+        i = 0
+        while time.monotonic() < deadline:
+            t0 = time.perf_counter()
+            session.execute(insert, (base + n * 10**6 + i, i))
+            with lock:
+                latencies.append(time.perf_counter() - t0)
+            i += 1
+
+    started = time.monotonic()
+    pool = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    elapsed = time.monotonic() - started
+    return {
+        "writes_per_s": len(latencies) / elapsed,
+        "ack_p50_ms": _pct(latencies, 0.5),
+        "ack_p99_ms": _pct(latencies, 0.99),
+        "writes": float(len(latencies)),
+    }
+
+
+def timed(fn: Any, count: int) -> float:
+    times = []
+    for i in range(count):
+        t0 = time.perf_counter()
+        fn(i)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rows", type=int, default=None)
+    args = parser.parse_args()
+    rows = args.rows or (20_000 if args.quick else 1_000_000)
+    seconds = 8.0 if args.quick else 20.0
+    data = Path(tempfile.mkdtemp(prefix="cqlcdc-server-bench-"))
+    s = cqlcdc.connect(data_dir=data, master="local[2]")
+    s.execute(KS)
+    s.execute("CREATE TABLE ks.w (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+    s.execute("CREATE TABLE ks.r (pk int, ck int, v int, PRIMARY KEY (pk, ck))")
+    load = s.prepare("INSERT INTO ks.r (pk, ck, v) VALUES (?, ?, ?)")
+    step = 200_000
+    for first in range(0, rows, step):
+        n = min(step, rows - first)
+        ids = pa.array(range(first, first + n), pa.int32())
+        s.execute_arrow(load, pa.table({"pk": pa.compute.divide(ids, 10), "ck": ids, "v": ids}))
+    server = CqlServer(s.coordinator, port=0)
+    host, port = server.start_in_thread()
+    cluster = Cluster(
+        [host], port=port, protocol_version=4, load_balancing_policy=RoundRobinPolicy()
+    )
+    cql = cluster.connect("ks")
+    results: dict[str, Any] = {"rows": rows, "seconds_per_run": seconds}
+    for in_flight in (1, 16, 64):
+        results[f"driver_{in_flight}"] = driver_writes(cql, in_flight, seconds, in_flight * 10**8)
+        results[f"session_{in_flight}"] = session_writes(s, in_flight, seconds, in_flight * 10**7)
+    read = cql.prepare("SELECT * FROM r WHERE pk = ?")
+    results["read_p50_ms"] = timed(
+        lambda i: cql.execute(read, ((i * 7919) % (rows // 10),)).all(), 50
+    )
+    local = s.coordinator.session("ks")
+    local_read = local.prepare("SELECT * FROM r WHERE pk = ?")
+    results["session_read_p50_ms"] = timed(
+        lambda i: local.execute(local_read, ((i * 7919) % (rows // 10),)).all(), 50
+    )
+    streams = [
+        r.streams
+        for r in cql.execute("SELECT streams FROM system_distributed.cdc_streams_descriptions_v2")
+    ]
+    stream_ids = sorted({sid for group in streams for sid in group})[:4]
+    window = cql.prepare(
+        'SELECT * FROM w_scylla_cdc_log WHERE "cdc$stream_id" IN ? '
+        'AND "cdc$time" > minTimeuuid(?) AND "cdc$time" < maxTimeuuid(?)'
+    )
+    now = int(time.time() * 1000)
+    results["log_window_p50_ms"] = timed(
+        lambda i: cql.execute(window, (stream_ids, now - 3_600_000, now)).all(), 10
+    )
+    cluster.shutdown()
+    server.stop_thread()
+    s.close()
+    print(f"{'':24}{'writes/s':>12}{'ack p50 ms':>12}{'ack p99 ms':>12}")
+    for kind in ("driver", "session"):
+        for in_flight in (1, 16, 64):
+            r = results[f"{kind}_{in_flight}"]
+            print(
+                f"{kind + f' ({in_flight} in flight)':24}{r['writes_per_s']:>12.1f}"
+                f"{r['ack_p50_ms']:>12.1f}{r['ack_p99_ms']:>12.1f}"
+            )
+    print(
+        f"one-partition read p50 on {rows:,} rows: driver {results['read_p50_ms']:.1f} ms, "
+        f"session {results['session_read_p50_ms']:.1f} ms"
+    )
+    print(f"stream-window log read p50: {results['log_window_p50_ms']:.1f} ms")
+    RESULTS.mkdir(exist_ok=True)
+    name = "server-quick.json" if args.quick else "server.json"
+    (RESULTS / name).write_text(json.dumps(results, indent=1))
+    summary = {
+        "writes_per_s_64": round(results["driver_64"]["writes_per_s"], 1),
+        "ack_p99_ms_64": round(results["driver_64"]["ack_p99_ms"], 1),
+        "ack_p50_ms_1": round(results["driver_1"]["ack_p50_ms"], 1),
+        "read_p50_ms": round(results["read_p50_ms"], 1),
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
