@@ -46,37 +46,41 @@ def driver_writes(session: Any, in_flight: int, seconds: float, base: int) -> di
     """Prepared INSERTs, `in_flight` at a time, each timed from send to acknowledgement."""
     insert = session.prepare("INSERT INTO w (pk, v) VALUES (?, ?)")
     latencies: list[float] = []
-    lock = threading.Lock()
-    done = threading.Event()
+    failures: list[Any] = []
+    cond = threading.Condition()
+    outstanding = [0]
     deadline = time.monotonic() + seconds
     counter = iter(range(base, base + 10**9))
     started = time.monotonic()
 
     def send() -> None:
-        if time.monotonic() >= deadline:
-            return
-        n = next(counter)
+        with cond:
+            if time.monotonic() >= deadline or failures:
+                cond.notify_all()
+                return
+            outstanding[0] += 1
+            n = next(counter)
         t0 = time.perf_counter()
         future = session.execute_async(insert, (n, n))
 
-        def ok(_: Any) -> None:
-            with lock:
-                latencies.append(time.perf_counter() - t0)
+        def finished(err: Any = None) -> None:
+            with cond:
+                outstanding[0] -= 1
+                if err is None:
+                    latencies.append(time.perf_counter() - t0)
+                else:
+                    failures.append(err)
+                cond.notify_all()
             send()
 
-        def failed(err: Any) -> None:
-            print("write failed:", err, file=sys.stderr)
-            done.set()
-
-        future.add_callbacks(ok, failed)
+        future.add_callbacks(lambda _: finished(), finished)
 
     for _ in range(in_flight):
         send()
-    while time.monotonic() < deadline + 30 and not done.is_set():
-        time.sleep(0.05)
-        with lock:
-            if time.monotonic() >= deadline and len(latencies) and _idle(session):
-                break
+    with cond:
+        cond.wait_for(lambda: time.monotonic() >= deadline and outstanding[0] == 0, seconds + 60)
+    if failures:
+        raise RuntimeError(f"writes failed: {failures[0]}")
     elapsed = time.monotonic() - started
     return {
         "writes_per_s": len(latencies) / elapsed,
@@ -84,11 +88,6 @@ def driver_writes(session: Any, in_flight: int, seconds: float, base: int) -> di
         "ack_p99_ms": _pct(latencies, 0.99),
         "writes": float(len(latencies)),
     }
-
-
-def _idle(session: Any) -> bool:
-    pools = session.get_pools()
-    return all(pool.open_count == 0 or not pool._connections[0].in_flight for pool in pools)
 
 
 def session_writes(s: Any, threads: int, seconds: float, base: int) -> dict[str, float]:
@@ -142,7 +141,7 @@ def main() -> None:
     data = Path(tempfile.mkdtemp(prefix="cqlcdc-server-bench-"))
     s = cqlcdc.connect(data_dir=data, master="local[2]")
     s.execute(KS)
-    s.execute("CREATE TABLE ks.w (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+    s.execute("CREATE TABLE ks.w (pk bigint PRIMARY KEY, v bigint) WITH cdc = {'enabled': true}")
     s.execute("CREATE TABLE ks.r (pk int, ck int, v int, PRIMARY KEY (pk, ck))")
     load = s.prepare("INSERT INTO ks.r (pk, ck, v) VALUES (?, ?, ?)")
     step = 200_000

@@ -362,3 +362,28 @@ def _all_servers() -> list[CqlServer]:
     import gc
 
     return [o for o in gc.get_objects() if isinstance(o, CqlServer)]
+
+
+def test_the_stream_window_query_of_scylla_cdc_readers(cql: Any) -> None:
+    """What ScyllaDB's CDC libraries send: generations, streams, then each window."""
+    cql.execute("CREATE TABLE cw (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+    before = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    for pk in range(6):
+        cql.execute("INSERT INTO cw (pk, v) VALUES (%s, %s)", (pk, pk))
+    after = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + datetime.timedelta(seconds=1)
+    generation = cql.execute(
+        "SELECT time FROM system_distributed.cdc_generation_timestamps WHERE key = 'timestamps'"
+    ).one()
+    described = cql.execute(
+        "SELECT streams FROM system_distributed.cdc_streams_descriptions_v2 WHERE time = %s",
+        (generation.time,),
+    )
+    streams = sorted({sid for row in described for sid in row.streams})
+    window = cql.prepare(
+        'SELECT pk FROM cw_scylla_cdc_log WHERE "cdc$stream_id" IN ? '
+        'AND "cdc$time" > minTimeuuid(?) AND "cdc$time" < maxTimeuuid(?)'
+    )
+    seen = [r.pk for r in cql.execute(window, (streams, before, after))]
+    assert sorted(seen) == list(range(6))
+    assert cql.execute(window, (streams, after, after)).all() == []
+    assert cql.execute(window, ([], before, after)).all() == []

@@ -14,6 +14,7 @@ from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.keys import Bound, ClusteringKey
 from cqlcdc.storage.tuple_slices import tuple_slice_ranges
+from cqlcdc.types import ListType
 from cqlcdc.types.base import CqlType, TermContext
 
 ClusteringRange = tuple[Bound, Bound]
@@ -50,6 +51,15 @@ class KeyRestrictions:
 
 def _term_values(col: Column, rel: ast.Relation, ctx: TermContext | None) -> list[Any]:
     if rel.operator == "IN":
+        if isinstance(rel.value, ast.BindMarker):  # IN ?: one bound list of values
+            values = ListType(col.type.frozen(), frozen=True).parse_literal(
+                rel.value, col.name, ctx
+            )
+            if values is None:
+                raise InvalidRequest(f"Invalid null value for IN restriction on {col.name}")
+            if any(v is None for v in values):
+                raise InvalidRequest(f"Invalid null value in condition for column {col.name}")
+            return list(values)
         if not isinstance(rel.value, ast.TupleLiteral):
             raise InvalidRequest(f"Invalid IN relation on {col.name}")
         return [_value(col.type, col.name, t, ctx) for t in rel.value.items]

@@ -180,6 +180,12 @@ def _argument(
             now_ms = ctx.now_us // 1000 if ctx is not None else None
             return "timestamp", temporal.parse_timestamp(term.text, now_ms)
     if isinstance(term, ast.BindMarker):
+        if name in ("mintimeuuid", "maxtimeuuid") and hasattr(ctx, "bound_value"):
+            # minTimeuuid(?) / maxTimeuuid(?): the window bounds of ScyllaDB's CDC readers
+            from cqlcdc.types.resolve import native_type
+
+            timestamp = native_type("timestamp")
+            return "timestamp", timestamp.parse_literal(term, f"system.{name}", ctx)
         raise bind_marker_error(term, f"system.{name}")
     raise InvalidRequest(
         f"Type error: {term_text(term)} cannot be passed as argument 0 of function system.{name}"
