@@ -387,3 +387,30 @@ def test_the_stream_window_query_of_scylla_cdc_readers(cql: Any) -> None:
     assert sorted(seen) == list(range(6))
     assert cql.execute(window, (streams, after, after)).all() == []
     assert cql.execute(window, ([], before, after)).all() == []
+
+
+def test_the_example_cdc_consumer_rebuilds_the_table(cql: Any, server: tuple[str, int]) -> None:
+    columns = "pk int, ck int, v text, n int, PRIMARY KEY (pk, ck)"
+    cql.execute(f"CREATE TABLE src ({columns}) WITH cdc = {{'enabled': true}}")
+    cql.execute(f"CREATE TABLE dst ({columns})")
+    for pk in range(3):
+        for ck in range(4):
+            cql.execute("INSERT INTO src (pk, ck, v, n) VALUES (%s, %s, %s, %s)", (pk, ck, "x", ck))
+    cql.execute("UPDATE src SET v = 'y', n = null WHERE pk = 0 AND ck = 1")
+    cql.execute("DELETE FROM src WHERE pk = 0 AND ck = 2")
+    cql.execute("DELETE FROM src WHERE pk = 1 AND ck >= 1 AND ck < 3")
+    cql.execute("DELETE FROM src WHERE pk = 2")
+    cql.execute("INSERT INTO src (pk, ck, v) VALUES (2, 9, 'back')")
+    example = Path(__file__).resolve().parents[2] / "examples" / "cdc_consumer.py"
+    done = subprocess.run(
+        [sys.executable, str(example), "ks.src", "ks.dst", "--port", str(server[1])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    query = "SELECT pk, ck, v, n, writetime(v) FROM {}"
+    source = sorted(tuple(r) for r in cql.execute(query.format("src")))
+    assert sorted(tuple(r) for r in cql.execute(query.format("dst"))) == source
+    assert len(source) == 6  # pk 0: ck 0, 1, 3; pk 1: ck 0, 3; pk 2: ck 9
