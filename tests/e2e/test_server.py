@@ -35,15 +35,21 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
 
 
 @pytest.fixture(scope="module")
-def server(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+def served(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CqlServer]:
+    """A server on a free port over its own data directory (its coordinator is ``.coordinator``)."""
     session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("srv"), master="local[2]")
     srv = CqlServer(session.coordinator, port=0)
-    address = srv.start_in_thread()
+    srv.start_in_thread()
     try:
-        yield address
+        yield srv
     finally:
         srv.stop_thread()
         session.close()
+
+
+@pytest.fixture(scope="module")
+def server(served: CqlServer) -> tuple[str, int]:
+    return served.host, served.port
 
 
 def _cluster(address: tuple[str, int], **kwargs: Any) -> Cluster:
@@ -198,21 +204,12 @@ def test_errors_arrive_as_the_drivers_classes(cql: Any) -> None:
         cql.execute("INSERT INTO e (pk, ck) VALUES (%s, %s)", (1, "x" * 70_000))
 
 
-def test_an_unknown_prepared_id_is_prepared_again(cql: Any, server: tuple[str, int]) -> None:
+def test_an_unknown_prepared_id_is_prepared_again(cql: Any, served: CqlServer) -> None:
     cql.execute("CREATE TABLE r (pk int PRIMARY KEY, v int)")
     insert = cql.prepare("INSERT INTO r (pk, v) VALUES (?, ?)")
-    _servers_prepared(cql).clear()  # as after a server restart: EXECUTE gets UNPREPARED
+    served.prepared.clear()  # as after a server restart: EXECUTE gets UNPREPARED
     cql.execute(insert, (1, 1))
     assert cql.execute("SELECT v FROM r WHERE pk = 1").one().v == 1
-
-
-def _servers_prepared(cql: Any) -> dict[bytes, Any]:
-    import gc
-
-    servers = [o for o in gc.get_objects() if isinstance(o, CqlServer)]
-    assert servers
-    prepared: dict[bytes, Any] = servers[-1].prepared
-    return prepared
 
 
 def test_hostile_frames_close_only_their_connection(cql: Any, server: tuple[str, int]) -> None:
@@ -291,7 +288,9 @@ def _cqlsh(server: tuple[str, int], statement: str) -> subprocess.CompletedProce
     )
 
 
-def test_cqlsh_select_output_is_cqlcdc_runs(cql: Any, server: tuple[str, int], capsys: Any) -> None:
+def test_cqlsh_select_output_is_cqlcdc_runs(
+    cql: Any, server: tuple[str, int], served: CqlServer, capsys: Any
+) -> None:
     from cqlcdc.cli import Runner
 
     cql.execute("CREATE TABLE sh (pk int, ck text, v double, PRIMARY KEY (pk, ck))")
@@ -300,20 +299,12 @@ def test_cqlsh_select_output_is_cqlcdc_runs(cql: Any, server: tuple[str, int], c
     query = "SELECT pk, ck, v FROM ks.sh"
     done = _cqlsh(server, query + ";")
     assert done.returncode == 0, done.stderr
-    runner_session = _embedded_session(cql)
-    runner = Runner(runner_session, "table", sys.stdout, sys.stderr)
+    runner = Runner(served.coordinator.session("ks"), "table", sys.stdout, sys.stderr)
     runner.run_text(query + ";", "<test>")
     ours = capsys.readouterr().out
     # cqlsh first warns that it was built against another Cassandra version
     theirs = [line for line in done.stdout.splitlines() if "cqlsh was built against" not in line]
     assert "\n".join(theirs).strip("\n") == ours.strip("\n")
-
-
-def _embedded_session(cql: Any) -> Any:
-    import gc
-
-    servers = [o for o in gc.get_objects() if isinstance(o, CqlServer)]
-    return servers[-1].coordinator.session("ks")
 
 
 def test_cqlsh_describe_and_errors(cql: Any, server: tuple[str, int]) -> None:
@@ -328,7 +319,7 @@ def test_cqlsh_describe_and_errors(cql: Any, server: tuple[str, int]) -> None:
     assert 'message="unconfigured table nope"' in failed.stderr
 
 
-def test_tls(server: tuple[str, int], tmp_path: Path) -> None:
+def test_tls(served: CqlServer, tmp_path: Path) -> None:
     import ssl
 
     from cqlcdc.server.service import tls_context
@@ -340,9 +331,7 @@ def test_tls(server: tuple[str, int], tmp_path: Path) -> None:
          "-keyout", str(key), "-out", str(cert)],
         check=True, capture_output=True,
     )  # fmt: skip
-    servers = [s for s in _all_servers() if s.ssl_context is None]
-    coordinator = servers[-1].coordinator
-    secure = CqlServer(coordinator, port=0, ssl_context=tls_context(str(cert), str(key)))
+    secure = CqlServer(served.coordinator, port=0, ssl_context=tls_context(str(cert), str(key)))
     address = secure.start_in_thread()
     try:
         client = ssl.create_default_context(cafile=str(cert))
@@ -356,12 +345,6 @@ def test_tls(server: tuple[str, int], tmp_path: Path) -> None:
             _cluster(address, protocol_version=4, connect_timeout=3).connect()
     finally:
         secure.stop_thread()
-
-
-def _all_servers() -> list[CqlServer]:
-    import gc
-
-    return [o for o in gc.get_objects() if isinstance(o, CqlServer)]
 
 
 def test_the_stream_window_query_of_scylla_cdc_readers(cql: Any) -> None:
@@ -414,3 +397,30 @@ def test_the_example_cdc_consumer_rebuilds_the_table(cql: Any, server: tuple[str
     source = sorted(tuple(r) for r in cql.execute(query.format("src")))
     assert sorted(tuple(r) for r in cql.execute(query.format("dst"))) == source
     assert len(source) == 6  # pk 0: ck 0, 1, 3; pk 1: ck 0, 3; pk 2: ck 9
+
+
+def test_paging_over_10k_rows(cql: Any, served: CqlServer) -> None:
+    import pyarrow as pa
+
+    cql.execute("CREATE TABLE pg (pk int, ck int, v int, PRIMARY KEY (pk, ck))")
+    local = served.coordinator.session("ks")
+    ids = pa.array(range(10_000), pa.int32())
+    insert = local.prepare("INSERT INTO pg (pk, ck, v) VALUES (?, ?, ?)")
+    local.execute_arrow(insert, pa.table({"pk": pa.compute.divide(ids, 100), "ck": ids, "v": ids}))
+    statement = SimpleStatement("SELECT ck, v FROM pg", fetch_size=1000)
+    result = cql.execute(statement)
+    assert len(result.current_rows) == 1000 and result.has_more_pages
+    pages = 1
+    rows = list(result.current_rows)
+    while result.has_more_pages:
+        result.fetch_next_page()
+        rows += result.current_rows
+        pages += 1
+    assert pages == 10
+    assert sorted(r.ck for r in rows) == list(range(10_000))
+    first = cql.execute(statement)
+    state = first.paging_state
+    again = cql.execute(statement, paging_state=state)  # a state serves once: the next page
+    assert len(again.current_rows) == 1000
+    with pytest.raises(InvalidRequest, match="paging state"):
+        cql.execute(statement, paging_state=state)

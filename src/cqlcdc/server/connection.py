@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -37,6 +40,39 @@ class UnpreparedId(Unprepared):
     def __init__(self, query_id: bytes) -> None:
         super().__init__(f"Prepared query with ID {query_id.hex()} not found")
         self.query_id = query_id
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """The rows of a paged SELECT and where its next page starts."""
+
+    rows: Rows
+    offset: int
+
+
+class Cursors:
+    """Open cursors by paging state, oldest evicted first past ``limit`` (a client that
+    pages too late gets an InvalidRequest and runs its query again)."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self.limit = limit
+        self._open: OrderedDict[bytes, Cursor] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, cursor: Cursor) -> bytes:
+        state = os.urandom(16)
+        with self._lock:
+            self._open[state] = cursor
+            while len(self._open) > self.limit:
+                self._open.popitem(last=False)
+        return state
+
+    def take(self, state: bytes) -> Cursor:
+        with self._lock:
+            cursor = self._open.pop(state, None)
+        if cursor is None:
+            raise InvalidRequest("Invalid or expired paging state: run the query again")
+        return cursor
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +298,11 @@ class Connection:
         self, query: str | PreparedStatement, values: list[Any] | None, params: wire.QueryParams
     ) -> tuple[int, bytes]:
         stmt = query.statement if isinstance(query, PreparedStatement) else parse_statement(query)
+        if params.paging_state is not None:
+            if not isinstance(stmt, ast.Select):
+                raise InvalidRequest("A paging state is only valid for a SELECT")
+            cursor = self.server.cursors.take(params.paging_state)
+            return wire.OP_RESULT, self._page(stmt, cursor, params.page_size)
         rows = self.session.execute(query, values)
         if isinstance(stmt, ast.UseKeyspace):
             return wire.OP_RESULT, wire.set_keyspace_result(stmt.name)
@@ -272,7 +313,7 @@ class Connection:
         if isinstance(stmt, ast.Describe):
             return wire.OP_RESULT, self._describe(stmt, rows)
         if isinstance(stmt, ast.Select):
-            return wire.OP_RESULT, self._rows(stmt, rows)
+            return wire.OP_RESULT, self._page(stmt, Cursor(rows, 0), params.page_size)
         return wire.OP_RESULT, wire.void_result()
 
     def _describe(self, stmt: ast.Describe, rows: Rows) -> bytes:
@@ -301,20 +342,30 @@ class Connection:
         cells = [[v.encode() for v in row] for row in listing]
         return wire.rows_result(spec, cells)
 
-    def _rows(self, stmt: ast.Select, rows: Rows) -> bytes:
+    def _page(self, stmt: ast.Select, cursor: Cursor, page_size: int | None) -> bytes:
+        """The next page of a SELECT's rows (all of them without a page size); the rest
+        waits in a cursor whose id is the paging state, so every page comes from the one
+        snapshot the first page read."""
+        rows = cursor.rows
         schema = self.session.coordinator.table(stmt.table, self.session.keyspace)
-        ks, table = schema.keyspace, schema.name
         text = native_type("text")
         types = [t if t is not None else text for t in rows.column_types]
         columns = [
-            wire.ColumnSpec(ks, table, name, type_option(ctype))
+            wire.ColumnSpec(schema.keyspace, schema.name, name, type_option(ctype))
             for name, ctype in zip(rows.column_names, types, strict=True)
         ]
+        everything = rows.current_rows
+        end = len(everything)
+        if page_size is not None and page_size > 0:
+            end = min(end, cursor.offset + page_size)
         cells = [
             [None if v is None else bytes(t.serialize(v)) for v, t in zip(row, types, strict=True)]
-            for row in rows
+            for row in everything[cursor.offset : end]
         ]
-        return wire.rows_result(columns, cells)
+        state = None
+        if end < len(everything):
+            state = self.server.cursors.put(Cursor(rows, end))
+        return wire.rows_result(columns, cells, paging_state=state)
 
 
 def stream_of(header: bytes) -> int:

@@ -18,10 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from cqlcdc.server import wire
+from cqlcdc.server.connection import Connection, Cursors, Prepared
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator
-    from cqlcdc.server.connection import Connection, Prepared
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,7 @@ class CqlServer:
         self.max_in_flight = max_in_flight
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cql")
         self.prepared: dict[bytes, Prepared] = {}
+        self.cursors = Cursors()
         self.connections: set[Connection] = set()
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -88,8 +89,6 @@ class CqlServer:
         return host, port
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        from cqlcdc.server.connection import Connection
-
         if len(self.connections) >= self.max_connections:
             writer.close()
             return
