@@ -10,12 +10,15 @@ export SPARK_LOCAL_IP := 127.0.0.1
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tests/node/package-lock.json
 	@command -v java >/dev/null 2>&1 || { echo "installing a Java runtime (apt-get)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null; }
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	@command -v npm >/dev/null 2>&1 || { echo "installing Node.js (apt-get), for the second-client test"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	npm ci --prefix tests/node --no-audit --no-fund --silent
 	@touch $(STAMP)
 
 demo: setup

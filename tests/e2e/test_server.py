@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import ipaddress
+import json
 import os
 import random
 import signal
@@ -424,3 +425,18 @@ def test_paging_over_10k_rows(cql: Any, served: CqlServer) -> None:
     assert len(again.current_rows) == 1000
     with pytest.raises(InvalidRequest, match="paging state"):
         cql.execute(statement, paging_state=state)
+
+
+def test_a_second_client_the_nodejs_driver(server: tuple[str, int]) -> None:
+    node_dir = Path(__file__).resolve().parents[1] / "node"
+    done = subprocess.run(
+        ["node", str(node_dir / "smoke.js"), server[0], str(server[1])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["rows"] == [[1, "a", 2.5]]
+    assert result["log"] == [[2, 1, "a", 1.5], [1, 1, "a", 2.5]]
