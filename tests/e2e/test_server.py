@@ -264,7 +264,8 @@ def test_cqlcdc_serve_stops_cleanly_on_sigterm(spark: Any, tmp_path: Path) -> No
         session.execute("INSERT INTO ks.t (pk, v) VALUES (1, 1)")
         cluster.shutdown()
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=120) == 0
+        code = proc.wait(timeout=120)
+        assert code == 0, proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -133,8 +133,9 @@ class Connection:
         except (asyncio.IncompleteReadError, ConnectionError):
             return
         finally:
-            for task in list(self.tasks):
-                await asyncio.shield(task)
+            # requests in flight finish (their writes commit) even though no one will read
+            # the answers; each one's errors stay its own
+            await asyncio.gather(*self.tasks, return_exceptions=True)
             self.session.close()
             self.writer.close()
 
@@ -202,13 +203,19 @@ class Connection:
 
     async def _reply(self, stream: int, opcode: int, body: bytes) -> None:
         assert self.version is not None
-        self.writer.write(wire.encode_header(self.version, 0, stream, opcode, len(body)) + body)
-        await self.writer.drain()
+        await self._write(wire.encode_header(self.version, 0, stream, opcode, len(body)) + body)
 
     async def _send(self, version: int, stream: int, err: CqlError) -> None:
         body = wire.error_body(err)
-        self.writer.write(wire.encode_header(version, 0, stream, wire.OP_ERROR, len(body)) + body)
-        await self.writer.drain()
+        await self._write(wire.encode_header(version, 0, stream, wire.OP_ERROR, len(body)) + body)
+
+    async def _write(self, frame: bytes) -> None:
+        """Send a frame; a client that went away just does not get it."""
+        try:
+            self.writer.write(frame)
+            await self.writer.drain()
+        except ConnectionError:
+            pass
 
     # -- requests (worker threads) -------------------------------------------------------
 

@@ -72,6 +72,7 @@ class CqlServer:
         self.prepared: dict[bytes, Prepared] = {}
         self.cursors = Cursors()
         self.connections: set[Connection] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -94,12 +95,17 @@ class CqlServer:
             return
         conn = Connection(self, reader, writer, self.executor)
         self.connections.add(conn)
+        handler = asyncio.current_task()
+        if handler is not None:
+            self._handlers.add(handler)
         try:
             await conn.serve()
         except Exception:  # a defect in one connection never takes the server down
             log.exception("connection failed")
         finally:
             self.connections.discard(conn)
+            if handler is not None:
+                self._handlers.discard(handler)
 
     def broadcast_schema_change(self, change: str, target: str, keyspace: str, name: str) -> None:
         """Tell every connection that REGISTERed for SCHEMA_CHANGE (from a worker thread)."""
@@ -119,13 +125,15 @@ class CqlServer:
         await self.close()
 
     async def close(self) -> None:
+        """Stop accepting, let every request in flight finish (and commit), close the
+        connections, and wait for their handlers to end."""
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
         for conn in list(self.connections):
-            for task in list(conn.tasks):
-                await task
+            await asyncio.gather(*conn.tasks, return_exceptions=True)
             conn.writer.close()
+        await asyncio.gather(*self._handlers, return_exceptions=True)
         self.executor.shutdown(wait=True)
 
     # -- a server in a thread (tests, embedding) ----------------------------------------
