@@ -42,6 +42,15 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000
 
 
+def _summary(latencies: list[float], elapsed: float) -> dict[str, float]:
+    return {
+        "writes_per_s": len(latencies) / elapsed,
+        "ack_p50_ms": _pct(latencies, 0.5),
+        "ack_p99_ms": _pct(latencies, 0.99),
+        "writes": float(len(latencies)),
+    }
+
+
 def driver_writes(session: Any, in_flight: int, seconds: float, base: int) -> dict[str, float]:
     """Prepared INSERTs, `in_flight` at a time, each timed from send to acknowledgement."""
     insert = session.prepare("INSERT INTO w (pk, v) VALUES (?, ?)")
@@ -81,13 +90,7 @@ def driver_writes(session: Any, in_flight: int, seconds: float, base: int) -> di
         cond.wait_for(lambda: time.monotonic() >= deadline and outstanding[0] == 0, seconds + 60)
     if failures:
         raise RuntimeError(f"writes failed: {failures[0]}")
-    elapsed = time.monotonic() - started
-    return {
-        "writes_per_s": len(latencies) / elapsed,
-        "ack_p50_ms": _pct(latencies, 0.5),
-        "ack_p99_ms": _pct(latencies, 0.99),
-        "writes": float(len(latencies)),
-    }
+    return _summary(latencies, time.monotonic() - started)
 
 
 def session_writes(s: Any, threads: int, seconds: float, base: int) -> dict[str, float]:
@@ -113,13 +116,7 @@ def session_writes(s: Any, threads: int, seconds: float, base: int) -> dict[str,
         t.start()
     for t in pool:
         t.join()
-    elapsed = time.monotonic() - started
-    return {
-        "writes_per_s": len(latencies) / elapsed,
-        "ack_p50_ms": _pct(latencies, 0.5),
-        "ack_p99_ms": _pct(latencies, 0.99),
-        "writes": float(len(latencies)),
-    }
+    return _summary(latencies, time.monotonic() - started)
 
 
 def timed(fn: Any, count: int) -> float:
