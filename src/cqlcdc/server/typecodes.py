@@ -1,16 +1,25 @@
 """CQL types as the protocol's ``[option]``: the type ids of native_protocol_v4.spec 4.2.5.2.
 
+Both ways: ``type_option`` writes a type into result and bind metadata; ``decode_type_option``
+and ``parse_marshal_class`` read one back (an option does not say whether a collection or
+UDT is frozen: nested ones come back frozen, as CQL requires, the outermost not).
+
 >>> from cqlcdc.types import native_type
 >>> type_option(native_type("int")).hex()
 '0009'
+>>> decode_type_option(bytes.fromhex("0020000d")).cql_name
+'list<text>'
 """
 
 from __future__ import annotations
 
 import io
+import re
 
 from cassandra import protocol as p
 
+from cqlcdc.errors import ProtocolError
+from cqlcdc.server.notations import BodyReader, decode_body
 from cqlcdc.types import (
     ListType,
     MapType,
@@ -19,6 +28,7 @@ from cqlcdc.types import (
     TupleType,
     UserType,
     VectorType,
+    native_type,
 )
 from cqlcdc.types.base import CqlType
 
@@ -131,3 +141,138 @@ def marshal_class(ctype: CqlType) -> str:
         raise TypeError(f"no marshal class for {ctype.cql_name}")
     frozen = getattr(ctype, "is_frozen", True)
     return f"{_MARSHAL}FrozenType({inner})" if frozen else inner
+
+
+# -- the reverse: [option] and marshal class names -> CqlType ----------------------------
+
+CUSTOM = 0x0000
+MAX_NESTING = 32  # deeper options are hostile, not schemas
+_BY_ID: dict[int, CqlType] = {code: native_type(name) for name, code in NATIVE_IDS.items()}
+_BY_CLASS: dict[str, CqlType] = {cls: native_type(name) for name, cls in MARSHAL_CLASSES.items()}
+_BY_CLASS["CounterColumnType"] = native_type("counter")
+_CLASS_TOKEN = re.compile(r"\s*([^(),\s]+|[(),])\s*")
+
+
+def decode_type_option(data: bytes) -> CqlType:
+    """The type an encoded ``[option]`` describes.
+
+    Raises:
+        ProtocolError: an unknown type id or class name, a malformed or truncated option.
+    """
+    return decode_body(data, "type option", read_type_option)
+
+
+def read_type_option(reader: BodyReader, depth: int = 0) -> CqlType:
+    """Read one ``[option]`` (and the options nested in it) from ``reader``."""
+    if depth > MAX_NESTING:
+        raise ProtocolError(f"Type option nested deeper than {MAX_NESTING}")
+    code = reader.read_short()
+    native = _BY_ID.get(code)
+    if native is not None:
+        return native
+
+    def inner() -> CqlType:
+        return read_type_option(reader, depth + 1).frozen()
+
+    if code in (LIST, SET):
+        elem = inner()
+        return ListType(elem) if code == LIST else SetType(elem)
+    if code == MAP:
+        return MapType(inner(), inner())
+    if code == TUPLE:
+        return TupleType(tuple(inner() for _ in range(reader.read_short())))
+    if code == UDT:
+        keyspace, name = reader.read_string(), reader.read_string()
+        fields = [(reader.read_string(), inner()) for _ in range(reader.read_short())]
+        return UserType(keyspace, name, [f for f, _ in fields], [t for _, t in fields])
+    if code == CUSTOM:
+        return parse_marshal_class(reader.read_string())
+    raise ProtocolError(f"Unknown type option id {code:#06x}")
+
+
+def parse_marshal_class(name: str) -> CqlType:
+    """The type a Java marshal class name describes (custom options, vectors), e.g.
+    ``org.apache.cassandra.db.marshal.VectorType(org.apache.cassandra.db.marshal.FloatType, 3)``.
+
+    Raises:
+        ProtocolError: a class this server has no type for, or a malformed name.
+    """
+    tokens: list[str] = _CLASS_TOKEN.findall(name)
+    tree, end = _class_tree(tokens, 0, 0)
+    if end != len(tokens):
+        raise ProtocolError(f"Malformed type class name {name!r}")
+    return _class_type(tree, name, 0)
+
+
+_Tree = tuple[str, list["_Tree"]]
+
+
+def _class_tree(tokens: list[str], i: int, depth: int) -> tuple[_Tree, int]:
+    """``Name(arg, ...)`` as (name, args), from tokens[i]; returns the index after it."""
+    if depth > MAX_NESTING or i >= len(tokens) or tokens[i] in "(),":
+        raise ProtocolError("Malformed type class name")
+    head, i = tokens[i], i + 1
+    args: list[_Tree] = []
+    if i < len(tokens) and tokens[i] == "(":
+        i += 1
+        while True:
+            arg, i = _class_tree(tokens, i, depth + 1)
+            args.append(arg)
+            if i < len(tokens) and tokens[i] == ",":
+                i += 1
+                continue
+            if i < len(tokens) and tokens[i] == ")":
+                return (head, args), i + 1
+            raise ProtocolError("Malformed type class name")
+    return (head, args), i
+
+
+def _class_type(tree: _Tree, name: str, depth: int) -> CqlType:
+    head, args = tree
+    short = head.removeprefix(_MARSHAL)
+
+    def arg(i: int) -> CqlType:
+        return _class_type(args[i], name, depth + 1).frozen()
+
+    def count(n: int) -> None:
+        if len(args) != n:
+            raise ProtocolError(f"{short} takes {n} parameters in {name!r}")
+
+    if not args and short in _BY_CLASS:
+        return _BY_CLASS[short]
+    if short in ("FrozenType", "ReversedType"):
+        count(1)
+        inner = _class_type(args[0], name, depth + 1)
+        return inner.frozen() if short == "FrozenType" else inner
+    if short in ("ListType", "SetType"):
+        count(1)
+        return ListType(arg(0)) if short == "ListType" else SetType(arg(0))
+    if short == "MapType":
+        count(2)
+        return MapType(arg(0), arg(1))
+    if short == "TupleType" and args:
+        return TupleType(tuple(arg(i) for i in range(len(args))))
+    if short == "VectorType":
+        count(2)
+        size = args[1][0]
+        if not size.isdigit() or args[1][1] or int(size) < 1:
+            raise ProtocolError(f"Invalid vector dimension {size!r} in {name!r}")
+        return VectorType(arg(0), int(size))
+    if short == "UserType" and len(args) >= 2:
+        return _user_type(args, name, depth)
+    raise ProtocolError(f"Unknown type class {head!r}")
+
+
+def _user_type(args: list[_Tree], name: str, depth: int) -> CqlType:
+    """``UserType(keyspace, hex name, hex field:type, ...)``."""
+    try:
+        keyspace, type_name = args[0][0], bytes.fromhex(args[1][0]).decode()
+        names, types = [], []
+        for field_name, field_args in args[2:]:
+            hex_name, _, type_head = field_name.partition(":")
+            names.append(bytes.fromhex(hex_name).decode())
+            field_type = _class_type((type_head, field_args), name, depth + 1)
+            types.append(field_type.frozen())
+    except (ValueError, UnicodeDecodeError):
+        raise ProtocolError(f"Malformed user type class name {name!r}") from None
+    return UserType(keyspace, type_name, names, types)
