@@ -20,7 +20,14 @@ import enum
 from collections.abc import Sequence
 
 from cqlcdc.errors import ProtocolError
-from cqlcdc.server.frames import FLAG_COMPRESSED, FrameHeader, Opcode, opcode_name
+from cqlcdc.server.frames import (
+    CURRENT_VERSION,
+    FLAG_COMPRESSED,
+    FrameHeader,
+    Opcode,
+    opcode_name,
+    reply_version,
+)
 from cqlcdc.server.framing import FIRST_SEGMENTED_VERSION, Framing
 from cqlcdc.server.requests import Startup
 from cqlcdc.server.responses import CQL_VERSION, Authenticate, Ready
@@ -92,6 +99,18 @@ class Handshake:
     def reply_version(self, header: FrameHeader) -> int:
         """The version to answer ``header``'s frame in (the connection's, once fixed)."""
         return self.version if self.version is not None else header.version
+
+    def reply_to(self, rejected: FrameHeader | None) -> tuple[int, int]:
+        """``(version, stream)`` for the ERROR answering a ProtocolError of the framing:
+        ``rejected`` is ``Framing.rejected``, None when no header could be read (a bad
+        segment checksum)."""
+        if self.version is not None:
+            version = self.version
+        elif rejected is not None:
+            version = reply_version(rejected.version)
+        else:
+            version = CURRENT_VERSION
+        return version, rejected.stream if rejected is not None else 0
 
     def startup(self, startup: Startup, version: int) -> Ready | Authenticate:
         """The answer to STARTUP; fixes the connection's version.

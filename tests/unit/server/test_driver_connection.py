@@ -21,7 +21,7 @@ from cassandra.protocol import PrepareMessage, QueryMessage, ResultMessage
 
 from cqlcdc.errors import CqlError, InvalidRequest, ProtocolError
 from cqlcdc.server.error_responses import error_response
-from cqlcdc.server.frames import Frame, Opcode, reply_version
+from cqlcdc.server.frames import Frame, Opcode
 from cqlcdc.server.framing import FrameReader, Framing
 from cqlcdc.server.handshake import Handshake
 from cqlcdc.server.requests import (
@@ -87,10 +87,8 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
         while True:
             try:
                 frame: Frame | None = await frames.read()
-            except ProtocolError as e:  # unanswerable framing: say why, then close
-                rejected = framing.rejected
-                version = reply_version(rejected.version) if rejected else 4
-                send(version, rejected.stream if rejected else 0, error_response(e))
+            except ProtocolError as e:  # the framing is broken: say why, then close
+                send(*handshake.reply_to(framing.rejected), error_response(e))
                 return
             if frame is None:
                 return

@@ -98,3 +98,13 @@ def test_switch_framing() -> None:
     failed, framing = Handshake(), Framing()
     failed.switch_framing(framing)  # STARTUP was refused: stay plain
     assert not framing.segmented
+
+
+def test_where_framing_errors_are_answered() -> None:
+    hs = Handshake()
+    assert hs.reply_to(None) == (4, 0)
+    assert hs.reply_to(FrameHeader(0x42, 0, 5, Opcode.OPTIONS, 0)) == (4, 5)
+    assert hs.reply_to(FrameHeader(2, 0, 6, Opcode.OPTIONS, 0)) == (2, 6)
+    hs.startup(STARTUP, 5)
+    assert hs.reply_to(None) == (5, 0)  # a bad segment: in segments, at the connection's version
+    assert hs.reply_to(FrameHeader(5, 0, 7, Opcode.QUERY, 2**30)) == (5, 7)

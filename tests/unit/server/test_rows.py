@@ -65,7 +65,7 @@ TYPES: list[tuple[CqlType, Any, str, Any]] = [
     (native_type("time"), 3_600_000_000_001, "time", Time(3_600_000_000_001)),
     (native_type("smallint"), -300, "smallint", -300),
     (native_type("tinyint"), 127, "tinyint", 127),
-    (native_type("duration"), Duration(1, -2, 3), "duration", DriverDuration(1, -2, 3)),
+    (native_type("duration"), Duration(-1, -2, -3), "duration", DriverDuration(-1, -2, -3)),
     (ListType(INT), (3, 1, 3), "list<int>", [3, 1, 3]),
     (SetType(TEXT), frozenset({"a"}), "set<varchar>", {"a"}),
     (
@@ -113,6 +113,8 @@ def test_type_option_and_cell_bytes_match_the_driver(
     cell = ctype.serialize(value)
     assert cell == driver_type.serialize(driver_value, 5)
     assert _normal(driver_type.from_binary(cell, 5)) == _normal(driver_value)
+    # and bound values, which the driver serializes, read back as cqlcdc values
+    assert ctype.deserialize(driver_type.serialize(driver_value, 5)) == value
 
 
 @pytest.mark.parametrize("handler", HANDLERS, ids=["cython", "python"])
