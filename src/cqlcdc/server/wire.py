@@ -16,7 +16,7 @@ import io
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from cassandra import protocol as p
 
@@ -477,10 +477,3 @@ def _write_schema_change(
         p.write_string(f, name)
     if target in ("FUNCTION", "AGGREGATE"):
         p.write_short(f, 0)
-
-
-def consistency_name(level: int) -> str:
-    return str(p.ConsistencyLevel.value_to_name.get(level, level))
-
-
-__all__: list[Any] = []
