@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from cqlcdc.coordinator import DEFAULT_BUCKETS, Coordinator
-from cqlcdc.cql import ast, parse_statement
+from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.storage.select import ResultSet
 from cqlcdc.writes import Parameters, arrow_records, bulk_records, row_records
@@ -215,11 +215,16 @@ class Session:
     def prepare(self, query: str) -> PreparedStatement:
         """Parse a statement with ``?`` or ``:name`` bind markers once, for many executions.
 
+        Its unqualified tables are bound to the current keyspace, as Cassandra binds them: a
+        later ``USE`` does not move the statement to another keyspace's table.
+
         Example:
             >>> insert = session.prepare("INSERT INTO ks.t (pk, v) VALUES (?, ?)")  # doctest: +SKIP
             >>> session.execute(insert, (1, "one"))  # doctest: +SKIP
         """
-        return PreparedStatement(query, parse_statement(query), self.keyspace)
+        return PreparedStatement(
+            query, with_keyspace(parse_statement(query), self.keyspace), self.keyspace
+        )
 
     def execute(
         self,

@@ -96,12 +96,16 @@ def row_records(
         ctx.timestamp_us = int(bts)
     mutations: list[Mutation] = []
     schemas: dict[str, TableSchema] = {}
+    targets: list[TableSchema] = []
     for s in statements:
         check_supported(s)
         schema = coordinator.table(s.table, keyspace)
         check_table_writable(schema)
-        if isinstance(stmt, ast.Batch) and stmt.kind != "COUNTER" and _is_counter(schema):
-            raise InvalidRequest("Counter mutations are only allowed in COUNTER batches")
+        targets.append(schema)
+    if isinstance(stmt, ast.Batch):
+        check_batch(stmt, targets)
+    for s, schema in zip(statements, targets, strict=True):
+        check_counter_attributes(s, schema)
         schemas[schema.table_id] = schema
         default_ttl = default_ttl_s(schema)
         if isinstance(s, ast.Insert):
@@ -281,13 +285,72 @@ def check_supported(stmt: ast.Insert | ast.Update | ast.Delete) -> None:
         raise InvalidRequest("Conditional statements (IF ...) are not supported yet")
 
 
+def check_batch(batch: ast.Batch, schemas: Sequence[TableSchema]) -> None:
+    """ScyllaDB's checks of a batch as a whole (``batch_statement::validate``), in its order:
+    a timestamp on the batch and on a statement, or counter and non-counter writes mixed,
+    would otherwise be applied as something the client did not ask for.
+
+    Args:
+        batch: the batch.
+        schemas: the table each of its statements writes, in order.
+
+    Raises:
+        InvalidRequest: ScyllaDB's message.
+    """
+    timestamp_set = batch.using.timestamp is not None
+    if timestamp_set and batch.kind == "COUNTER":
+        raise InvalidRequest("Cannot provide custom timestamp for counter BATCH")
+    counters = [_is_counter(schema) for schema in schemas]
+    has_counters, has_non_counters = any(counters), not all(counters)
+    if timestamp_set and has_counters:
+        raise InvalidRequest("Cannot provide custom timestamp for a BATCH containing counters")
+    if timestamp_set and any(s.using.timestamp is not None for s in batch.statements):
+        raise InvalidRequest("Timestamp must be set either on BATCH or individual statements")
+    if batch.kind == "COUNTER" and has_non_counters:
+        raise InvalidRequest("Cannot include non-counter statement in a counter batch")
+    if batch.kind == "LOGGED" and has_counters:
+        raise InvalidRequest("Cannot include a counter statement in a logged batch")
+    if has_counters and has_non_counters:
+        raise InvalidRequest("Counter and non-counter mutations cannot exist in the same batch")
+
+
+def check_counter_attributes(
+    stmt: ast.Insert | ast.Update | ast.Delete, schema: TableSchema
+) -> None:
+    """A write to a counter table takes no ``USING TIMESTAMP`` or ``TTL``
+    (``modification_statement::validate``): counters cannot expire, so a TTL would be
+    acknowledged and ignored.
+
+    Raises:
+        InvalidRequest: ScyllaDB's message.
+    """
+    if not _is_counter(schema):
+        return
+    if stmt.using.timestamp is not None:
+        raise InvalidRequest("Cannot provide custom timestamp for counter updates")
+    if stmt.using.ttl is not None:
+        raise InvalidRequest("Cannot provide custom TTL for counter updates")
+
+
 def default_ttl_s(schema: TableSchema) -> int:
+    """The table's ``default_time_to_live`` in seconds (0: none).
+
+    Raises:
+        InvalidRequest: a negative one (DDL refuses it now; a table made before could still
+            hold one): every write would expire as it is acknowledged.
+    """
     for name, value in schema.options:
         if name == "default_time_to_live":
             try:
-                return int(value)
+                ttl_s = int(value)
             except ValueError:
                 return 0
+            if ttl_s < 0:
+                raise InvalidRequest(
+                    f"Cannot modify table {schema.qualified_name}: its default_time_to_live is "
+                    f"{ttl_s}; set it to 0 or more with ALTER TABLE ... WITH default_time_to_live"
+                )
+            return ttl_s
     return 0
 
 

@@ -193,6 +193,47 @@ def test_batches_of_prepared_and_simple_statements(cql: Any) -> None:
     assert [tuple(r) for r in rows] == [(1, "one"), (2, "two"), (3, "three")]
 
 
+def test_the_drivers_client_timestamps_are_the_write_timestamps(cql: Any) -> None:
+    # the default timestamp of QUERY, EXECUTE and BATCH used to be read and dropped: the
+    # server's clock decided which write won
+    cql.execute("CREATE TABLE cts (pk int PRIMARY KEY, v int)")
+    cql.execute("CREATE TABLE ctn (pk int PRIMARY KEY, n counter)")
+    update = cql.prepare("UPDATE cts SET v = ? WHERE pk = ?")
+    generator = cql.cluster.timestamp_generator
+    try:
+        cql.cluster.timestamp_generator = lambda: 1_000_000
+        cql.execute("INSERT INTO cts (pk, v) VALUES (1, 1)")
+        cql.execute(update, (2, 2))
+        batch = BatchStatement()
+        batch.add(SimpleStatement("INSERT INTO cts (pk, v) VALUES (3, 3)"))
+        batch.add(update, (4, 4))
+        batch.add(SimpleStatement("INSERT INTO cts (pk, v) VALUES (5, 5) USING TIMESTAMP 7"))
+        cql.execute(batch)
+        cql.execute("UPDATE ctn SET n = n + 1 WHERE pk = 1")  # counters take no timestamp
+        cql.cluster.timestamp_generator = lambda: 999_999  # older: loses, as in ScyllaDB
+        cql.execute("INSERT INTO cts (pk, v) VALUES (1, 100)")
+    finally:
+        cql.cluster.timestamp_generator = generator
+    rows = {r.pk: (r.v, r.w) for r in cql.execute("SELECT pk, v, WRITETIME(v) AS w FROM cts")}
+    at = 1_000_000
+    assert rows == {1: (1, at), 2: (2, at), 3: (3, at), 4: (4, at), 5: (5, 7)}
+    assert cql.execute("SELECT n FROM ctn WHERE pk = 1").one().n == 1
+
+
+def test_a_statement_prepared_in_a_keyspace_keeps_it(cql: Any) -> None:
+    cql.execute(KS.replace("ks", "ks2"))
+    cql.execute("CREATE TABLE ks.pk (pk int PRIMARY KEY)")
+    cql.execute("CREATE TABLE ks2.pk (pk int PRIMARY KEY)")
+    insert = cql.prepare("INSERT INTO pk (pk) VALUES (?)")  # prepared in ks
+    cql.set_keyspace("ks2")
+    try:
+        cql.execute(insert, (1,))
+    finally:
+        cql.set_keyspace("ks")
+    assert [r.pk for r in cql.execute("SELECT pk FROM ks.pk")] == [1]
+    assert [r.pk for r in cql.execute("SELECT pk FROM ks2.pk")] == []
+
+
 def test_errors_arrive_as_the_drivers_classes(cql: Any) -> None:
     cql.execute("CREATE TABLE e (pk int, ck text, PRIMARY KEY (pk, ck))")
     with pytest.raises(SyntaxException):

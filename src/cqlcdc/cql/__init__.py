@@ -8,8 +8,19 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeVar
 
-from cqlcdc.cql.ast import BindMarker, Statement, Term
+from cqlcdc.cql.ast import (
+    Batch,
+    BindMarker,
+    Delete,
+    Insert,
+    QualifiedName,
+    Select,
+    Statement,
+    Term,
+    Update,
+)
 from cqlcdc.cql.parser import Parser
 from cqlcdc.cql.render import quote_identifier, render, render_term, render_type
 from cqlcdc.cql.script import StatementText, parse_script, split_statements
@@ -67,6 +78,34 @@ def bind_markers(node: object) -> list[BindMarker]:
     return sorted(found, key=lambda m: m.index)
 
 
+def with_keyspace(stmt: Statement, keyspace: str | None) -> Statement:
+    """The statement with the tables its writes and reads name without a keyspace put in
+    ``keyspace``: a prepared statement keeps the keyspace it was prepared in, as in
+    Cassandra and ScyllaDB, whatever ``USE`` runs before it is executed.
+
+    Example:
+        >>> render(with_keyspace(parse_statement("SELECT * FROM t"), "ks"))
+        'SELECT * FROM ks.t'
+    """
+    if keyspace is None:
+        return stmt
+    if isinstance(stmt, Batch):
+        children = tuple(_in_keyspace(s, keyspace) for s in stmt.statements)
+        return dataclasses.replace(stmt, statements=children)
+    if isinstance(stmt, Insert | Update | Delete | Select):
+        return _in_keyspace(stmt, keyspace)
+    return stmt
+
+
+_Named = TypeVar("_Named", bound=Insert | Update | Delete | Select)
+
+
+def _in_keyspace(stmt: _Named, keyspace: str) -> _Named:
+    if stmt.table.keyspace is not None:
+        return stmt
+    return dataclasses.replace(stmt, table=QualifiedName(keyspace, stmt.table.name))
+
+
 __all__ = [
     "StatementText",
     "bind_markers",
@@ -78,4 +117,5 @@ __all__ = [
     "render_term",
     "render_type",
     "split_statements",
+    "with_keyspace",
 ]

@@ -78,7 +78,9 @@ class TableMixin(TermsMixin):
                 if self._match_words("compact", "storage"):
                     compact_storage = True
                 elif self._match_words("clustering", "order", "by"):
-                    clustering_order = self._parse_clustering_order()
+                    # a second clause adds to the first, as in ScyllaDB (``cf_properties::
+                    # set_ordering``), so a contradicting one fails validation, never wins
+                    clustering_order += self._parse_clustering_order()
                 else:
                     self._parse_option(options)
                 if not self._match_word("and"):

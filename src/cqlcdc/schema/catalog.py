@@ -419,7 +419,7 @@ class Catalog:
     def _set_options(
         self, table: TableSchema, action: ast.SetOptions, attached: bool
     ) -> TableSchema:
-        options = validate_table_options(action.options)
+        options = validate_table_options(action.options, altering=True)
         cdc = table.cdc
         cdc_term = dict(action.options).get("cdc")
         if cdc_term is not None:

@@ -9,6 +9,8 @@ over the defaults, in ScyllaDB's print order.
 
 from __future__ import annotations
 
+import uuid
+
 from cqlcdc.cql.ast import Constant, OptionValue
 from cqlcdc.errors import ConfigurationError, CqlSyntaxError, InvalidRequest
 from cqlcdc.schema.cdc_options import option_map
@@ -54,6 +56,9 @@ _OBSOLETE_OPTIONS = frozenset(
         "dclocal_read_repair_chance",
     }
 )
+# cf_prop_defs::validate_minimum_int: (minimum, default) of the options it checks
+_MINIMUM_INT_OPTIONS = {"default_time_to_live": (0, 0), "paxos_grace_seconds": (0, 864000)}
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _COMPACTION_PREFIX = "org.apache.cassandra.db.compaction."
 _LOG_CACHING = "{'enabled': 'false', 'keys': 'NONE', 'rows_per_partition': 'NONE'}"
 
@@ -102,26 +107,45 @@ def _format_option(name: str, value: OptionValue) -> str:
         return single_quote(text)
     if name in _INT_OPTIONS:
         try:
-            return str(int(text))
+            value_int = int(text)
         except ValueError:
-            raise CqlSyntaxError(f"Invalid integer value {text} for '{name}'") from None
+            value_int = None
+        # std::stoi: a value that is not a 32-bit int is a syntax error
+        if value_int is None or not _INT32_MIN <= value_int <= _INT32_MAX:
+            raise CqlSyntaxError(f"Invalid integer value {text} for '{name}'")
+        return str(value_int)
     try:
         return format_double(float(text))
     except ValueError:
         raise CqlSyntaxError(f"Invalid double value {text} for '{name}'") from None
 
 
+def _check_table_id(value: OptionValue) -> None:
+    """``WITH ID = <uuid>``: validated as ScyllaDB validates it (``cf_prop_defs::get_id``)."""
+    try:
+        uuid.UUID(_constant("id", value, "string"))
+    except ValueError:
+        raise ConfigurationError("Invalid table id") from None
+
+
 def validate_table_options(
-    options: tuple[tuple[str, OptionValue], ...],
+    options: tuple[tuple[str, OptionValue], ...], *, altering: bool = False
 ) -> tuple[tuple[str, str], ...]:
     """The ``WITH`` options other than ``cdc``, validated, as (name, DESCRIBE text).
 
+    Args:
+        options: the options as parsed.
+        altering: they come from ``ALTER TABLE ... WITH`` (a table id cannot change).
+
     Raises:
         CqlSyntaxError: an unknown property or a malformed value (ScyllaDB's messages).
-        ConfigurationError: a map option missing its mandatory sub-option.
+        ConfigurationError: a map option missing its mandatory sub-option, a value out of
+            its range (a negative ``default_time_to_live`` would make every write expire as
+            it is acknowledged), an invalid table id or an ALTER of it.
         InvalidRequest: an option not allowed on a base table.
     """
     result: dict[str, str] = {}
+    table_id: OptionValue | None = None
     for name, value in options:
         if name == "cdc" or name in _OBSOLETE_OPTIONS:
             continue
@@ -131,15 +155,28 @@ def validate_table_options(
                 "not to base tables"
             )
         if name == "id":
-            # CREATE TABLE ... WITH ID restores a table id; our ids are our own
+            table_id = value
             continue
         if name not in _INT_OPTIONS | _DOUBLE_OPTIONS | _STRING_OPTIONS | _MAP_OPTIONS:
             raise CqlSyntaxError(f"Unknown property '{name}'")
         if name in result:
             raise CqlSyntaxError(f"Multiple definition for property '{name}'")
         result[name] = _format_option(name, value)
-    if int(result.get("min_index_interval", "128")) <= 0:
+    if table_id is not None:
+        # CREATE TABLE ... WITH ID restores a table id for SSTables; our ids are our own
+        _check_table_id(table_id)
+    for name, (minimum, default) in _MINIMUM_INT_OPTIONS.items():
+        if int(result.get(name, default)) < minimum:
+            raise ConfigurationError(
+                f"{name} cannot be smaller than {minimum}, (default {default})"
+            )
+    min_index_interval = int(result.get("min_index_interval", "128"))
+    if min_index_interval <= 0:
         raise ConfigurationError("min_index_interval must be greater than 0")
+    if int(result.get("max_index_interval", "2048")) < min_index_interval:
+        raise ConfigurationError("max_index_interval must be greater than min_index_interval")
+    if altering and table_id is not None:
+        raise ConfigurationError("Cannot alter table id.")
     return tuple(result.items())
 
 

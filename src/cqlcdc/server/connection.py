@@ -271,8 +271,39 @@ class Connection:
         if kind is None:
             raise ProtocolError(f"Unknown BATCH type {request.kind}")
         batch = ast.Batch(kind, tuple(statements))  # type: ignore[arg-type]
-        self.session.execute(batch, values)
+        self.session.execute(self._with_default_timestamp(batch, request.params), values)
         return wire.OP_RESULT, wire.void_result()
+
+    def _with_default_timestamp(
+        self, stmt: ast.ModificationStatement | ast.Batch, params: wire.QueryParams
+    ) -> ast.ModificationStatement | ast.Batch:
+        """The write with the request's default timestamp (the drivers' client-side
+        timestamp, flag 0x20) as ``USING TIMESTAMP`` of each statement that has none, as
+        ScyllaDB applies it (``query_options::get_timestamp``); a batch's own ``USING
+        TIMESTAMP`` wins. Without this a client's chosen timestamp would be replaced by the
+        server's clock, changing which write wins. Writes to counter tables keep the server's
+        clock (a counter takes no ``USING TIMESTAMP``)."""
+        ts = params.timestamp_us
+        if ts is None:
+            return stmt
+        if isinstance(stmt, ast.Batch):
+            if stmt.using.timestamp is not None:
+                return stmt
+            children = tuple(self._timestamped(s, ts) for s in stmt.statements)
+            return dataclasses.replace(stmt, statements=children)
+        return self._timestamped(stmt, ts)
+
+    def _timestamped(self, stmt: ast.ModificationStatement, ts: int) -> ast.ModificationStatement:
+        if stmt.using.timestamp is not None:
+            return stmt
+        try:
+            schema = self.session.coordinator.table(stmt.table, self.session.keyspace)
+        except CqlError:
+            return stmt  # the write reports the unknown table itself
+        if any(c.type.is_counter for c in schema.columns):
+            return stmt
+        using = dataclasses.replace(stmt.using, timestamp=ast.Constant("integer", str(ts)))
+        return dataclasses.replace(stmt, using=using)
 
     def _prepare_statement(self, query: str) -> Prepared:
         statement = self.session.prepare(query)
@@ -310,7 +341,17 @@ class Connection:
                 raise InvalidRequest("A paging state is only valid for a SELECT")
             cursor = self.server.cursors.take(params.paging_state)
             return wire.OP_RESULT, self._page(stmt, cursor, params.page_size)
-        rows = self.session.execute(query, values)
+        run: str | ast.Statement | PreparedStatement = query
+        if params.timestamp_us is not None and isinstance(
+            stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch
+        ):
+            timed = self._with_default_timestamp(stmt, params)
+            run = (
+                PreparedStatement(query.query_string, timed, query.keyspace)
+                if isinstance(query, PreparedStatement)
+                else timed
+            )
+        rows = self.session.execute(run, values)
         if isinstance(stmt, ast.UseKeyspace):
             return wire.OP_RESULT, wire.set_keyspace_result(stmt.name)
         change = _schema_change(stmt, self.session.keyspace)
