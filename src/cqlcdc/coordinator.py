@@ -210,6 +210,10 @@ class Coordinator:
             text = catalog.execute(stmt, keyspace)
             self._catalog = catalog
         if scan is not None:
+            # writes validated before the ADD (appended by other connections after the flush
+            # above) are not changes of the new feed: commit them so the scan's snapshot holds
+            # their partitions
+            self.flush()
             scanner = self.start_initial_scan(scan[0], scan[1], keyspace)
             if self.autoscan:
                 scanner.run_in_background()

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import cqlcdc
+from cqlcdc.cli import main
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.feed_reader import FeedConsumer, FeedReader, OffsetOutOfRange
 
@@ -223,3 +225,220 @@ def test_idle_table_still_gets_barriers(session: Any) -> None:
     for p in range(2):
         last = values(session, "ks.t/f", p)[-1]
         assert last == {"resolved": [later, last["resolved"][1]]}
+
+
+# -- incarnations: a feed dropped and added again is a new topic (YDB) -----------------------
+
+KV = "CREATE TABLE ks.kv (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}"
+ADD_F = "ALTER TABLE ks.kv ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON'{})"
+DROP_F = "ALTER TABLE ks.kv DROP CHANGEFEED f"
+
+
+def cli_read(data_dir: Path, feed: str, capsys: Any) -> list[dict[str, Any]]:
+    """``cqlcdc changefeed read <feed> --data-dir <data_dir>``: its JSON lines."""
+    capsys.readouterr()
+    code = main(["changefeed", "read", feed, "--data-dir", str(data_dir)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def write(text: str) -> Any:
+    """A parsed write statement (``row_records`` takes the AST)."""
+    from cqlcdc.cql import ast, parse_statement
+
+    stmt = parse_statement(text)
+    assert isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch)
+    return stmt
+
+
+def updates(lines: list[dict[str, Any]]) -> list[tuple[int, Any, Any]]:
+    return [(m["offset"], m["key"], m["value"].get("update")) for m in lines]
+
+
+def test_a_feed_added_again_starts_empty_at_offset_0(session: Any, capsys: Any) -> None:
+    s = session
+    s.execute(KV)
+    s.execute(ADD_F.format(""))
+    s.execute("INSERT INTO ks.kv (pk, v) VALUES (1, 1)")
+    s.execute("INSERT INTO ks.kv (pk, v) VALUES (2, 2)")
+    s.flush()
+    old = FeedConsumer(s.data_dir, "ks.kv/f", "g")
+    assert [m.key for m in old.poll()] == [[1], [2]]
+    old.commit()
+    old_topic = FeedReader(s.data_dir, "ks.kv/f").path
+    s.execute(DROP_F)
+    with pytest.raises(InvalidRequest, match=r"Changefeed f does not exist in table ks\.kv"):
+        FeedReader(s.data_dir, "ks.kv/f")
+    s.execute(ADD_F.format(""))
+    s.execute("INSERT INTO ks.kv (pk, v) VALUES (3, 3)")
+    s.flush()
+    # the issue's reproduction (it printed offsets 0, 1, 2, the dropped feed's records first)
+    assert updates(cli_read(s.data_dir, "ks.kv/f", capsys)) == [(0, [3], {"v": 3})]
+    reader = FeedReader(s.data_dir, "ks.kv/f")
+    assert reader.path != old_topic and reader.path.parent == old_topic.parent
+    assert [(m.offset, m.key) for m in reader.read()] == [(0, [3])]
+    assert reader.next_offsets() == {0: 1} and reader.earliest_offsets() == {0: 0}
+    # the old incarnation's committed offset (2) does not apply to the new topic
+    again = FeedConsumer(s.data_dir, "ks.kv/f", "g")
+    assert again.committed == {0: 0}
+    assert [(m.offset, m.key) for m in again.poll()] == [(0, [3])]
+
+
+def test_a_new_incarnation_scans_again(session: Any, capsys: Any) -> None:
+    """The old feed's initial-scan state (the partitions it exported) is not the new one's:
+    a new feed with INITIAL_SCAN exports every row again, and only its own records."""
+    s = session
+    s.execute(KV)
+    s.execute_many([f"INSERT INTO ks.kv (pk, v) VALUES ({i}, {i})" for i in (1, 2)])
+    scan = ", INITIAL_SCAN = TRUE"
+    s.execute(ADD_F.format(scan))
+    s.coordinator._scanners[-1].join()
+    s.execute("UPDATE ks.kv SET v = 20 WHERE pk = 2")
+    s.flush()
+    assert len(cli_read(s.data_dir, "ks.kv/f", capsys)) == 3
+    s.execute(DROP_F)
+    s.execute(ADD_F.format(scan))
+    s.coordinator._scanners[-1].join()
+    s.flush()
+    lines = cli_read(s.data_dir, "ks.kv/f", capsys)
+    assert [m["offset"] for m in lines] == [0, 1]
+    assert sorted((m["key"], m["value"]["update"]) for m in lines) == [
+        ([1], {"v": 1}),
+        ([2], {"v": 20}),
+    ]
+
+
+def test_writes_validated_before_the_drop_never_reach_the_new_feed(session: Any) -> None:
+    """Writes made against the old feed's schema but applied after DROP + ADD (another
+    connection's writes that the DDL's flush did not see) belong to the dropped incarnation,
+    even when they share a micro-batch and a bucket with the new incarnation's writes: row
+    writes and bulk chunks alike."""
+    from cqlcdc.writes import bulk_records, row_records
+
+    s, c = session, session.coordinator
+    s.execute(KV)
+    s.execute(ADD_F.format(""))
+    s.execute("INSERT INTO ks.kv (pk, v) VALUES (1, 1)")
+    insert = s.prepare("INSERT INTO ks.kv (pk, v) VALUES (?, ?)")
+    with c.lock:  # validated now, appended after the DDL below
+        next_seq = c.next_seq
+        bulk = bulk_records(c, [insert, insert], [(2, 2), (4, 4)], None)
+        assert bulk is not None
+        row, _ = row_records(
+            c, write("UPDATE ks.kv SET v = 44 WHERE pk = 4"), None, None, bulk[-1].seq + 1
+        )
+        early = [*bulk, *row]
+    s.execute(DROP_F)
+    s.execute(ADD_F.format(""))
+    with c.lock:  # one append: one ingest file, one micro-batch
+        assert c.next_seq == next_seq  # the DDL took no seq: these are still the next ones
+        late, _ = row_records(
+            c,
+            write(
+                "BEGIN BATCH INSERT INTO ks.kv (pk, v) VALUES (2, 3); "
+                "INSERT INTO ks.kv (pk, v) VALUES (4, 5); APPLY BATCH"
+            ),
+            None,
+            None,
+            early[-1].seq + 1,
+        )
+        assert {r.schema_version for r in late} == {max(r.schema_version for r in early) + 2}
+        c.append([*early, *late])
+    c.wait(late[-1].seq)
+    messages = list(FeedReader(s.data_dir, "ks.kv/f").read())
+    assert [m.offset for m in messages] == [0, 1]
+    assert sorted((m.key, m.value["update"]) for m in messages) == [
+        ([2], {"v": 3}),
+        ([4], {"v": 5}),
+    ]
+    assert sorted(tuple(r) for r in s.execute("SELECT pk, v FROM ks.kv")) == [
+        (1, 1),
+        (2, 3),
+        (4, 5),
+    ]
+
+
+@pytest.mark.parametrize("drop", ["DROP TABLE ks.kv", "DROP KEYSPACE ks"])
+def test_a_table_made_again_has_new_feeds(session: Any, capsys: Any, drop: str) -> None:
+    s = session
+    s.execute(KV)
+    s.execute(ADD_F.format(""))
+    s.execute("INSERT INTO ks.kv (pk, v) VALUES (1, 1)")
+    s.flush()
+    old = FeedConsumer(s.data_dir, "ks.kv/f", "g")
+    assert len(old.poll()) == 1
+    old.commit()
+    s.execute(drop)
+    capsys.readouterr()
+    assert main(["changefeed", "read", "ks.kv/f", "--data-dir", str(s.data_dir)]) == 1
+    assert capsys.readouterr().err == "cqlcdc: InvalidRequest: unconfigured table kv\n"
+    if drop.startswith("DROP KEYSPACE"):
+        s.execute(KS)
+    s.execute(KV)
+    s.execute(ADD_F.format(""))
+    s.execute("INSERT INTO ks.kv (pk, v) VALUES (5, 5)")
+    s.flush()
+    assert updates(cli_read(s.data_dir, "ks.kv/f", capsys)) == [(0, [5], {"v": 5})]
+    again = FeedConsumer(s.data_dir, "ks.kv/f", "g")
+    assert [(m.offset, m.key) for m in again.poll()] == [(0, [5])]
+
+
+def test_topic_ids_survive_a_restart_and_old_directories_stay_readable(
+    spark: Any, tmp_path: Path, capsys: Any
+) -> None:
+    """A feed keeps its topic across sessions; a data directory whose catalog predates topic
+    ids (no ``feed_topics``, topics at ``feed/<table_id>/<feed name>``) reads as before."""
+    data = tmp_path / "data"
+    s = cqlcdc.connect(data_dir=data, master="local[2]")
+    try:
+        s.execute(KS)
+        s.execute(KV)
+        s.execute(ADD_F.format(""))
+        s.execute("INSERT INTO ks.kv (pk, v) VALUES (1, 1)")
+        topic = FeedReader(data, "ks.kv/f").output
+    finally:
+        s.close()
+    assert updates(cli_read(data, "ks.kv/f", capsys)) == [(0, [1], {"v": 1})]
+    # make the directory what an older cqlcdc wrote: the topic named after the feed
+    legacy = topic.rsplit("/", 1)[0] + "/f"
+    catalog = json.loads((data / "catalog.json").read_text())
+    _strip_feed_topics(catalog)
+    (data / "catalog.json").write_text(json.dumps(catalog))
+    manifest = data / "manifest.json"
+    manifest.write_text(manifest.read_text().replace(f'"{topic}"', f'"{legacy}"'))
+    (data / "tables" / topic).rename(data / "tables" / legacy)
+    assert FeedReader(data, "ks.kv/f").output == legacy
+    assert updates(cli_read(data, "ks.kv/f", capsys)) == [(0, [1], {"v": 1})]
+    consumer = FeedConsumer(data, "ks.kv/f", "g")
+    assert len(consumer.poll()) == 1
+    consumer.commit()
+    assert (data / "consumers" / legacy / "g.json").exists()
+    s = cqlcdc.connect(data_dir=data, master="local[2]")
+    try:
+        s.execute("INSERT INTO ks.kv (pk, v) VALUES (2, 2)")
+        s.flush()
+        assert updates(cli_read(data, "ks.kv/f", capsys)) == [
+            (0, [1], {"v": 1}),
+            (1, [2], {"v": 2}),
+        ]
+        assert [m.offset for m in FeedConsumer(data, "ks.kv/f", "g").poll()] == [1]
+        s.execute(DROP_F)  # dropped and added again: a topic id of its own from now on
+        s.execute(ADD_F.format(""))
+        s.execute("INSERT INTO ks.kv (pk, v) VALUES (3, 3)")
+        s.flush()
+        assert FeedReader(data, "ks.kv/f").output not in (legacy, topic)
+        assert updates(cli_read(data, "ks.kv/f", capsys)) == [(0, [3], {"v": 3})]
+    finally:
+        s.close()
+
+
+def _strip_feed_topics(node: Any) -> None:
+    """Remove every ``feed_topics`` entry of a saved catalog document, in place."""
+    if isinstance(node, dict):
+        node.pop("feed_topics", None)
+        for value in node.values():
+            _strip_feed_topics(value)
+    elif isinstance(node, list):
+        for value in node:
+            _strip_feed_topics(value)

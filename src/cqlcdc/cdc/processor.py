@@ -25,6 +25,7 @@ from cqlcdc.cdc.feeds import (
     FEED_PREFIX,
     SCAN_SCHEMA,
     STAGE_PREFIX,
+    Feed,
     FeedScans,
     FeedStager,
     finalize_feeds,
@@ -259,14 +260,21 @@ class CoreProcessor:
         latest = self._schema(table_id, max(r["schema_version"] for r in recs))
         if latest is None:  # the table was dropped before its writes were applied
             return {}
-        chunks = [decode_chunk(r["payload"]) for r in recs if is_chunk(r["payload"])]
-        if chunks:
+        chunk_recs = [r for r in recs if is_chunk(r["payload"])]
+        if chunk_recs:
+            chunks = [decode_chunk(r["payload"]) for r in chunk_recs]
             writes, statements = concat_chunks(chunks)
             if len(chunks) == len(recs) and bulk_log_applies(latest):
                 return self._bulk_bucket(latest, bucket, writes, statements)
-            # the log needs state (images, feeds) or other records interleave: one by one
+            # the log needs state (images, feeds) or other records interleave: one by one,
+            # each write keeping its chunk's schema version (the feeds it belongs to)
+            versions = [
+                int(r["schema_version"])
+                for r, chunk in zip(chunk_recs, chunks, strict=True)
+                for _ in range(chunk.table.num_rows)
+            ]
             recs = [r for r in recs if not is_chunk(r["payload"])]
-            recs += _expanded(latest, writes, statements)
+            recs += _expanded(latest, writes, statements, versions)
         pks = sorted({r["pk"] for r in recs})
         prior = state.read(base_output(latest), bucket, pks)
         fragments: dict[bytes, list[tuple[int, bytes]]] = {}
@@ -278,6 +286,7 @@ class CoreProcessor:
                 fragments.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
         feeds = table_feeds(latest)
         ctx = _BucketContext(latest, bucket, _Outputs([], [], []), FeedStager(latest, feeds))
+        ctx.topics[latest.schema_version] = frozenset(f.topic for f in feeds)
         if any(f.options.initial_scan for f in feeds):
             scanned = state.read(scan_output(table_id), bucket, pks)
             if scanned.num_rows:
@@ -470,7 +479,7 @@ class CoreProcessor:
     ) -> None:
         """A TTL sweep: erase (or update) records marked as expiry for rows that expired."""
         events = expiry_events(ctx.schema, current, sweep.at_s - 1, sweep.at_s)
-        for feed in ctx.stager.feeds:
+        for feed in self._feeds_of(ctx, rec):
             if feed.options.ttl_expiry_events:
                 ctx.stager.add(
                     feed,
@@ -495,7 +504,7 @@ class CoreProcessor:
         now_s = now_us // 1_000_000
         events = row_events(ctx.schema, before, mutation, after, now_s)
         step = now_us // 1000
-        for feed in ctx.stager.feeds:
+        for feed in self._feeds_of(ctx, rec):
             index = 0
             if feed.options.initial_scan and self._unscanned(ctx, rec, feed.topic):
                 # YDB rule 1: a row changed before the scan reached it: its old value first
@@ -522,6 +531,23 @@ class CoreProcessor:
                 first_index=index,
             )
 
+    def _feeds_of(self, ctx: _BucketContext, rec: dict[str, Any]) -> list[Feed]:
+        """The feed incarnations a record's changes go to: those of the bucket's schema that
+        the record's own schema version already had.
+
+        A bucket applies its records with its newest schema, but a write validated before
+        ``DROP CHANGEFEED f`` + ``ADD CHANGEFEED f`` (appended by another connection after
+        the DDL's flush) belongs to the dropped incarnation, never to the new topic; and a
+        write validated before ``ADD CHANGEFEED`` was ordered before the feed existed.
+        """
+        version = int(rec["schema_version"])
+        topics = ctx.topics.get(version)
+        if topics is None:
+            schema = self._schema(ctx.schema.table_id, version)
+            topics = frozenset(f.topic for f in table_feeds(schema)) if schema else frozenset()
+            ctx.topics[version] = topics
+        return [f for f in ctx.stager.feeds if f.topic in topics]
+
     def _unscanned(self, ctx: _BucketContext, rec: dict[str, Any], feed: str) -> bool:
         return self.scans.scanning(ctx.schema.table_id, feed, rec["seq"]) and (
             (rec["pk"], feed) not in ctx.scanned
@@ -542,7 +568,7 @@ class CoreProcessor:
         scan: ScanRequest,
     ) -> None:
         """An initial-scan record: export the partition unless a write already did (rule 2)."""
-        feed = next((f for f in ctx.stager.feeds if f.topic == scan.feed), None)
+        feed = next((f for f in self._feeds_of(ctx, rec) if f.topic == scan.feed), None)
         if feed is None or (rec["pk"], scan.feed) in ctx.scanned:
             return
         now_s = scan.created_ms // 1000
@@ -625,9 +651,13 @@ def bulk_log_applies(schema: TableSchema) -> bool:
 
 
 def _expanded(
-    schema: TableSchema, writes: pa.Table, statements: tuple[BulkStatement, ...]
+    schema: TableSchema,
+    writes: pa.Table,
+    statements: tuple[BulkStatement, ...],
+    versions: list[int] | None = None,
 ) -> list[dict[str, Any]]:
-    """Bulk writes as ordinary records, their payloads already decoded."""
+    """Bulk writes as ordinary records, their payloads already decoded (``versions``: each
+    write's schema version, default ``schema``'s)."""
     mutations = chunk_mutations(schema, writes, statements)
     fragments = bulk_fragments(schema, writes, statements).to_pylist()
     seqs = writes.column(SEQ).to_pylist()
@@ -640,7 +670,7 @@ def _expanded(
             "seq": seqs[i],
             "pk": pks[i],
             "token": tokens[i],
-            "schema_version": schema.schema_version,
+            "schema_version": schema.schema_version if versions is None else versions[i],
             "payload": b"",
             "decoded": WritePayload(m, (), now[i], seeds[i] & 0xFFFFFFFFFFFFFFFF),
             "fragment": fragments[i],
@@ -660,6 +690,8 @@ class _BucketContext:
     scanned: set[tuple[bytes, str]] = field(default_factory=set)
     new_scans: list[dict[str, Any]] = field(default_factory=list)
     expiries: list[dict[str, Any]] = field(default_factory=list)
+    # schema version -> the feed topics it has (``CoreProcessor._feeds_of``)
+    topics: dict[int, frozenset[str]] = field(default_factory=dict)
 
 
 class Truncations:
