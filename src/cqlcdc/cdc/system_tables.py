@@ -1,9 +1,14 @@
-"""The system tables CDC clients use to discover generations and streams (reference 6).
+"""The system tables: virtual, read-only, computed from the catalog, the data directory's
+CDC generations and the node's address, and read by the normal CQL evaluator.
 
-Virtual, read-only tables computed from the data directory's generations and the catalog:
-``system_distributed.cdc_generation_timestamps`` and ``cdc_streams_descriptions_v2`` (the
-vnode-based discovery queries of ScyllaDB's CDC client libraries), and the tablets-style
-``system.cdc_timestamps`` and ``system.cdc_streams``.
+This module dispatches to ``system_local`` (``system.local``/``peers``/``peers_v2``) and
+``system_schema`` (the schema tables), and serves the tables CDC clients discover
+generations and streams with (reference 6): ``system_distributed.cdc_generation_timestamps``
+and ``cdc_streams_descriptions_v2`` (the vnode-based discovery queries of ScyllaDB's CDC
+client libraries), and the tablets-style ``system.cdc_timestamps`` and ``system.cdc_streams``.
+
+>>> [c.name for c in system_table("system_schema", "tables").primary_key]
+['keyspace_name', 'table_name']
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any
 from cqlcdc.cdc import system_local, system_schema
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.schema.catalog import Catalog
-from cqlcdc.schema.model import Column, ColumnKind, TableSchema
+from cqlcdc.schema.model import Column, ColumnKind, Keyspace, TableSchema
 from cqlcdc.storage.select import PartitionRows
 from cqlcdc.storage.token import murmur3_token
 from cqlcdc.types import SetType, native_type
@@ -73,13 +78,32 @@ _TABLES: dict[tuple[str, str], TableSchema] = {
 
 
 def system_table(keyspace: str, name: str) -> TableSchema | None:
+    """The schema of a system table, or None when there is no such table."""
     key = (keyspace, name)
     return _TABLES.get(key) or system_local.TABLES.get(key) or system_schema.TABLES.get(key)
 
 
+_LOCAL = (("class", "org.apache.cassandra.locator.LocalStrategy"),)
+# as ScyllaDB makes them (system_distributed_keyspace.cc: SimpleStrategy, RF 3)
+SYSTEM_KEYSPACE_SCHEMAS = (
+    Keyspace("system", _LOCAL),
+    Keyspace(
+        "system_distributed",
+        (("class", "org.apache.cassandra.locator.SimpleStrategy"), ("replication_factor", "3")),
+    ),
+    Keyspace("system_schema", _LOCAL),
+)
+SYSTEM_TABLES: tuple[TableSchema, ...] = (
+    *_TABLES.values(),
+    *system_local.TABLES.values(),
+    *system_schema.TABLES.values(),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class SystemView:
-    """What the virtual system tables are computed from."""
+    """What the virtual system tables are computed from: the CDC generations, the catalog
+    (a snapshot), the node clients see (host id, address, port) and the token buckets."""
 
     generations: Generations
     catalog: Catalog
@@ -101,14 +125,14 @@ def system_rows(schema: TableSchema, view: SystemView) -> list[PartitionRows]:
     catalog = view.catalog
     tables = catalog.tables()
     cdc_tables = [t for t in tables if t.cdc.enabled]
+    source = system_schema.SchemaSource(
+        catalog.keyspaces(), tables, catalog.user_types, SYSTEM_KEYSPACE_SCHEMAS, SYSTEM_TABLES
+    )
     if key in system_schema.TABLES:
-        parts = system_schema.schema_rows(
-            schema.name, catalog.keyspaces(), tables, catalog.user_types
-        )
+        parts = system_schema.schema_rows(schema.name, source)
     elif key in system_local.TABLES:
         if key == ("system", "local"):
-            keyspaces = [k.name for k in catalog.keyspaces()]
-            version = system_local.schema_version(list(tables), keyspaces)
+            version = system_schema.schema_version(source)
             parts = system_local.local_rows(view.node, version, view.num_buckets)
     elif key == ("system_distributed", "cdc_generation_timestamps"):
         parts[("timestamps",)] = [
