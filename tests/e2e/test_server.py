@@ -61,23 +61,71 @@ def _cluster(address: tuple[str, int], **kwargs: Any) -> Cluster:
 
 @pytest.fixture(scope="module")
 def cql(server: tuple[str, int]) -> Iterator[Any]:
-    cluster = _cluster(server, protocol_version=4)
+    cluster = _cluster(server)  # what a driver negotiates by default: v5 with LZ4
     session = cluster.connect()
-    session.execute(KS)
+    session.execute(KS.replace("KEYSPACE ks", "KEYSPACE IF NOT EXISTS ks"))
     session.set_keyspace("ks")
     yield session
     cluster.shutdown()
 
 
-def test_the_driver_negotiates_down_to_v4(server: tuple[str, int]) -> None:
-    cluster = _cluster(server)  # starts at DSE_V2 and downgrades, as against Cassandra 3
+def test_the_driver_negotiates_v5_with_lz4(server: tuple[str, int]) -> None:
+    cluster = _cluster(server)  # starts at DSE_V2 and downgrades, as against Cassandra 4
     try:
         session = cluster.connect()
-        assert cluster.protocol_version == 4
+        assert cluster.protocol_version == 5
+        assert cluster.control_connection._connection.compressor is not None  # LZ4 agreed
         row = session.execute("SELECT cluster_name, partitioner FROM system.local").one()
         assert row.partitioner == "org.apache.cassandra.dht.Murmur3Partitioner"
     finally:
         cluster.shutdown()
+
+
+@pytest.mark.parametrize(("version", "compression"), [(4, True), (4, False), (5, False)])
+def test_v4_and_v5_with_and_without_compression(
+    server: tuple[str, int], version: int, compression: bool
+) -> None:
+    cluster = _cluster(server, protocol_version=version, compression=compression)
+    try:
+        session = cluster.connect()
+        table = f"ks.framing_v{version}_{int(compression)}"
+        session.execute(KS.replace("KEYSPACE ks", "KEYSPACE IF NOT EXISTS ks"))
+        session.execute(f"CREATE TABLE {table} (pk int PRIMARY KEY, v text)")
+        insert = session.prepare(f"INSERT INTO {table} (pk, v) VALUES (?, ?)")
+        big = "x" * 200_000  # a v5 frame over two segments
+        session.execute(insert, (1, big))
+        session.execute(insert, (2, "small"))
+        rows = sorted(tuple(r) for r in session.execute(f"SELECT pk, v FROM {table}"))
+        assert rows == [(1, big), (2, "small")]
+        connection = cluster.control_connection._connection
+        assert (connection.compressor is not None) is compression
+    finally:
+        cluster.shutdown()
+
+
+def test_unset_values_leave_columns_alone(cql: Any) -> None:
+    """The driver's UNSET_VALUE: an INSERT or UPDATE does not write that column, an unset
+    TTL is no TTL, an unset key is an error (Cassandra's behaviour)."""
+    from cassandra.query import UNSET_VALUE
+
+    cql.execute("CREATE TABLE unset_t (pk int, ck int, a int, b text, PRIMARY KEY (pk, ck))")
+    cql.execute("INSERT INTO unset_t (pk, ck, a, b) VALUES (1, 1, 10, 'ten')")
+    insert = cql.prepare("INSERT INTO unset_t (pk, ck, a, b) VALUES (?, ?, ?, ?) USING TTL ?")
+    cql.execute(insert, (1, 1, 11, UNSET_VALUE, UNSET_VALUE))
+    update = cql.prepare("UPDATE unset_t SET a = ?, b = ? WHERE pk = ? AND ck = ?")
+    cql.execute(update, (UNSET_VALUE, "new", 1, 1))
+    cql.execute(update, (UNSET_VALUE, UNSET_VALUE, 1, 1))  # nothing to write
+    assert [tuple(r) for r in cql.execute("SELECT a, b, ttl(a) FROM unset_t")] == [
+        (11, "new", None)
+    ]
+    with pytest.raises(InvalidRequest, match="Invalid unset value for column ck"):
+        cql.execute(insert, (1, UNSET_VALUE, 1, "x", 5))
+    batch = BatchStatement()
+    batch.add(insert, (2, 1, UNSET_VALUE, "two", UNSET_VALUE))
+    batch.add(update, (20, UNSET_VALUE, 2, 1))
+    cql.execute(batch)
+    row = cql.execute("SELECT a, b FROM unset_t WHERE pk = 2").one()
+    assert tuple(row) == (20, "two")
 
 
 def test_the_drivers_schema_metadata_matches_the_catalog(cql: Any) -> None:

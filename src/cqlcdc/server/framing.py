@@ -17,16 +17,22 @@ import asyncio
 from collections import deque
 from collections.abc import Sequence
 
+from cassandra.marshal import int32_pack
+from cassandra.segment import SegmentCodec
+
 from cqlcdc.errors import ProtocolError
+from cqlcdc.server import compression
 from cqlcdc.server.frames import (
+    FLAG_COMPRESSED,
     MAX_BODY_BYTES,
     SUPPORTED_VERSIONS,
     Frame,
     FrameHeader,
     FrameParser,
     Opcode,
+    header_size,
 )
-from cqlcdc.server.segments import SegmentParser, encode_segments
+from cqlcdc.server.segments import MAX_PAYLOAD_BYTES, SegmentParser, encode_segments
 
 FIRST_SEGMENTED_VERSION = 5
 
@@ -52,6 +58,22 @@ class Framing:
         self._frames = FrameParser(max_body_bytes=max_body_bytes, versions=versions)
         self._segments: SegmentParser | None = None
         self._held = False
+        self._max_body_bytes = max_body_bytes
+        self._compressed = False  # an algorithm agreed in STARTUP (LZ4)
+        self._compress_out = False  # v4: bodies going out are compressed (after READY)
+        self._codec: SegmentCodec | None = None
+
+    def use_compression(self, algorithm: str) -> None:
+        """STARTUP agreed on ``algorithm``: compressed v4 frames are read from now on, and
+        after STARTUP's answer (``start_segments``/``keep_plain``) frames out are compressed
+        too (v4 bodies, or v5 segments both ways).
+
+        Raises:
+            ProtocolError: an algorithm this server does not have.
+        """
+        if algorithm not in compression.ALGORITHMS:
+            raise ProtocolError(f"Unsupported compression algorithm: {algorithm}")
+        self._compressed = True
 
     @property
     def segmented(self) -> bool:
@@ -76,6 +98,8 @@ class Framing:
         self._frames.append(data)
         frames: list[Frame] = []
         while not self._held and (frame := self._frames.next_frame()) is not None:
+            if frame.header.flags & FLAG_COMPRESSED and frame.header.version < 5:
+                frame = self._decompressed(frame)
             frames.append(frame)
             header = frame.header
             if header.opcode == Opcode.STARTUP and header.version >= FIRST_SEGMENTED_VERSION:
@@ -88,19 +112,38 @@ class Framing:
         if self._segments is not None:
             return
         leftover = self._frames.take_buffer()
-        self._segments = SegmentParser()
+        if self._compressed:
+            self._codec = compression.segment_codec(MAX_PAYLOAD_BYTES)
+            self._segments = SegmentParser(self._codec)
+        else:
+            self._segments = SegmentParser()
         self._segments.append(leftover)
         self._held = False
 
     def keep_plain(self) -> None:
-        """Go on without segments (a v5 STARTUP was answered with an ERROR)."""
+        """Go on without segments (a v4 STARTUP was answered, or a v5 one with an ERROR)."""
         self._held = False
+        self._compress_out = self._compressed
 
     def encode(self, frames: Sequence[bytes]) -> bytes:
         """The bytes to send for ``frames`` (encoded by ``encode_frame``/``encode_response``)."""
         if self._segments is None:
+            if self._compress_out:
+                return b"".join(_compress_frame(f) for f in frames)
             return b"".join(frames)
+        if self._codec is not None:
+            return encode_segments(frames, self._codec)
         return encode_segments(frames)
+
+    def _decompressed(self, frame: Frame) -> Frame:
+        if not self._compressed:
+            raise ProtocolError("Received a compressed frame, but no compression was agreed")
+        body = compression.decompress(frame.body, self._max_body_bytes)
+        h = frame.header
+        header = FrameHeader(
+            h.version, h.flags & ~FLAG_COMPRESSED, h.stream, h.opcode, len(body), h.is_response
+        )
+        return Frame(header, body)
 
     def _feed_segments(self, data: bytes) -> list[Frame]:
         assert self._segments is not None
@@ -122,6 +165,17 @@ class Framing:
                     )
                 frames += done
         return frames
+
+
+def _compress_frame(frame: bytes) -> bytes:
+    """A v4 frame with its body compressed (flag 0x01); an empty body stays as it is."""
+    size = header_size(frame[0] & 0x7F)
+    body = frame[size:]
+    if not body:
+        return frame
+    packed = compression.compress(body)
+    header = bytes([frame[0], frame[1] | FLAG_COMPRESSED]) + frame[2 : size - 4]
+    return header + bytes(int32_pack(len(packed))) + packed
 
 
 class FrameReader:

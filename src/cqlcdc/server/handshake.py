@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from cqlcdc.errors import ProtocolError
 from cqlcdc.server.frames import (
     CURRENT_VERSION,
-    FLAG_COMPRESSED,
     FrameHeader,
     Opcode,
     opcode_name,
@@ -66,7 +65,7 @@ class Handshake:
     Args:
         authenticator: the Java class name AUTHENTICATE announces; None answers STARTUP
             with READY.
-        compression: the compression algorithms SUPPORTED offers (none is implemented).
+        compression: the compression algorithms STARTUP may choose (``Framing`` does them).
     """
 
     def __init__(self, *, authenticator: str | None = None, compression: Sequence[str] = ()):
@@ -80,16 +79,13 @@ class Handshake:
         """Whether a request frame may come now.
 
         Raises:
-            ProtocolError: a version other than STARTUP's, a compressed v4 frame (no
-                compression was agreed), or an opcode out of turn.
+            ProtocolError: a version other than STARTUP's, or an opcode out of turn.
         """
         if self.version is not None and header.version != self.version:
             raise ProtocolError(
                 f"Invalid message version. Got {header.version} but previous messages on "
                 f"this connection had version {self.version}"
             )
-        if header.flags & FLAG_COMPRESSED and header.version < FIRST_SEGMENTED_VERSION:
-            raise ProtocolError("Received a compressed frame, but no compression was agreed")
         if header.opcode not in _ALLOWED[self.phase]:
             raise ProtocolError(
                 f"Unexpected message {opcode_name(header.opcode)}, "

@@ -3,8 +3,7 @@
 
 A self-contained segment holds one or more whole frames; a frame longer than a segment's
 128 KiB payload is cut over a run of segments that are not. The segment codec (header
-layout, CRCs) is the cassandra-driver's ``SegmentCodec``, uncompressed: this server offers
-no compression.
+layout, CRCs, LZ4 when agreed) is the cassandra-driver's ``SegmentCodec``.
 
 >>> wire = encode_segments([b"frame one", b"frame two"])
 >>> [(s.payload, s.self_contained) for s in SegmentParser().feed(wire)]
@@ -41,8 +40,10 @@ class SegmentParser:
     cannot be trusted past it, so close the connection.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, codec: SegmentCodec = _CODEC) -> None:
         self._buf = bytearray()
+        self._codec = codec
+        self._header_bytes: int = codec.header_length_with_crc
 
     @property
     def pending(self) -> int:
@@ -59,35 +60,39 @@ class SegmentParser:
         return segments
 
     def next_segment(self) -> Segment | None:
-        if len(self._buf) < HEADER_BYTES:
+        size = self._header_bytes
+        if len(self._buf) < size:
             return None
         try:
-            header = _CODEC.decode_header(io.BytesIO(bytes(self._buf[:HEADER_BYTES])))
-            if len(self._buf) < header.segment_length:
+            header = self._codec.decode_header(io.BytesIO(bytes(self._buf[:size])))
+            # not header.segment_length: it counts a compressed codec's uncompressed-payload
+            # segment with the short header
+            length = size + header.payload_length + TRAILER_BYTES
+            if len(self._buf) < length:
                 return None
-            body = io.BytesIO(bytes(self._buf[HEADER_BYTES : header.segment_length]))
-            segment = _CODEC.decode(body, header)
+            body = io.BytesIO(bytes(self._buf[size:length]))
+            segment = self._codec.decode(body, header)
         except CrcException as e:
             raise ProtocolError(f"Segment checksum mismatch: {e}") from None
-        del self._buf[: header.segment_length]
+        del self._buf[:length]
         return Segment(bytes(segment.payload), bool(segment.is_self_contained))
 
 
-def encode_segments(frames: Iterable[bytes]) -> bytes:
+def encode_segments(frames: Iterable[bytes], codec: SegmentCodec = _CODEC) -> bytes:
     """Wrap encoded frames in segments: consecutive frames share self-contained segments up
     to the payload limit; a frame over the limit gets a run of its own (not self-contained)."""
     out = io.BytesIO()
     batch = bytearray()
     for frame in frames:
         if len(batch) + len(frame) > MAX_PAYLOAD_BYTES and batch:
-            _CODEC.encode(out, bytes(batch))
+            codec.encode(out, bytes(batch))
             batch.clear()
         if len(frame) > MAX_PAYLOAD_BYTES:
-            _CODEC.encode(out, frame)  # the driver's codec cuts it into a non-self-contained run
+            codec.encode(out, frame)  # the driver's codec cuts it into a non-self-contained run
         else:
             batch += frame
     if batch:
-        _CODEC.encode(out, bytes(batch))
+        codec.encode(out, bytes(batch))
     return out.getvalue()
 
 

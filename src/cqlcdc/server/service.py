@@ -17,8 +17,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from cqlcdc.server import wire
-from cqlcdc.server.connection import Connection, Cursors, Prepared
+from cqlcdc.server.compression import ALGORITHMS
+from cqlcdc.server.connection import PASSWORD_AUTHENTICATOR, Connection
+from cqlcdc.server.frames import MAX_BODY_BYTES
+from cqlcdc.server.results import SchemaChange
+from cqlcdc.server.statements import Cursors, Prepared
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator
@@ -39,7 +42,7 @@ def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
 
 
 class CqlServer:
-    """Serves the CQL binary protocol (v4) for one coordinator.
+    """Serves the CQL binary protocol (v4 and v5) for one coordinator.
 
     Args:
         coordinator: the data directory's coordinator (the server does not close it).
@@ -49,6 +52,11 @@ class CqlServer:
         max_connections: connections beyond this are refused (closed at once).
         max_in_flight: requests of one connection running at once; more wait.
         workers: threads running statements (they block until committed).
+        max_frame_bytes: the largest request body accepted (a larger one is a protocol
+            error and closes the connection).
+        auth: require a login (PasswordAuthenticator, SASL PLAIN) checked against the data
+            directory's roles, and enforce their permissions.
+        compression: the algorithms clients may choose in STARTUP (LZ4; () for none).
     """
 
     def __init__(
@@ -61,6 +69,9 @@ class CqlServer:
         max_connections: int = 256,
         max_in_flight: int = 1024,
         workers: int = 64,
+        max_frame_bytes: int = MAX_BODY_BYTES,
+        auth: bool = False,
+        compression: tuple[str, ...] = ALGORITHMS,
     ) -> None:
         self.coordinator = coordinator
         self.host = host
@@ -68,6 +79,12 @@ class CqlServer:
         self.ssl_context = ssl_context
         self.max_connections = max_connections
         self.max_in_flight = max_in_flight
+        self.max_frame_bytes = max_frame_bytes
+        self.authenticator = PASSWORD_AUTHENTICATOR if auth else None
+        self.compression = compression
+        if auth:
+            coordinator.auth_enabled = True
+            coordinator.roles.ensure_default_superuser()
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cql")
         self.prepared: dict[bytes, Prepared] = {}
         self.cursors = Cursors()
@@ -93,7 +110,7 @@ class CqlServer:
         if len(self.connections) >= self.max_connections:
             writer.close()
             return
-        conn = Connection(self, reader, writer, self.executor)
+        conn = Connection(self, reader, writer)
         self.connections.add(conn)
         handler = asyncio.current_task()
         if handler is not None:
@@ -107,16 +124,13 @@ class CqlServer:
             if handler is not None:
                 self._handlers.discard(handler)
 
-    def broadcast_schema_change(self, change: str, target: str, keyspace: str, name: str) -> None:
+    def broadcast_schema_change(self, change: SchemaChange) -> None:
         """Tell every connection that REGISTERed for SCHEMA_CHANGE (from a worker thread)."""
         loop = self._loop
         if loop is None:
             return
-        body = wire.schema_change_event(change, target, keyspace, name)
         for conn in list(self.connections):
-            if "SCHEMA_CHANGE" in conn.events and conn.version is not None:
-                frame = wire.encode_header(conn.version, 0, -1, wire.OP_EVENT, len(body)) + body
-                loop.call_soon_threadsafe(conn.writer.write, frame)
+            loop.call_soon_threadsafe(conn.push_event, change)
 
     async def serve_until(self, stop: asyncio.Event) -> None:
         """Serve until ``stop`` is set, then stop accepting and finish in-flight requests."""
