@@ -326,26 +326,69 @@ def test_hostile_frames_close_only_their_connection(cql: Any, server: tuple[str,
     assert cql.execute("SELECT count(*) FROM h").one().count == 1
 
 
-def test_cqlcdc_serve_stops_cleanly_on_sigterm(spark: Any, tmp_path: Path) -> None:
+def _serve(data: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
+    """``cqlcdc serve`` as a process on a free port, once it says it listens."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     cli = Path(sys.executable).with_name("cqlcdc")
-    data = tmp_path / "data"
     proc = subprocess.Popen(
-        [str(cli), "serve", "--data-dir", str(data), "--port", str(port), "--master", "local[1]"],
+        [str(cli), "serve", "--data-dir", str(data), "--port", str(port), "--master", "local[1]"]
+        + list(extra),
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ},
     )
+    assert proc.stderr is not None
+    said = []
+    for line in proc.stderr:  # the line that says it listens (warnings may come first)
+        said.append(line)
+        if "serving" in line:
+            break
+    assert said and f"127.0.0.1:{port}" in said[-1], said
+    return proc, port
+
+
+def test_kill_9_loses_no_acknowledged_write(spark: Any, tmp_path: Path) -> None:
+    """Writes are acknowledged once durable in the ingest log: a server killed with
+    SIGKILL right after acknowledging them has every one, with its CDC log row, once."""
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    data = tmp_path / "data"
+    proc, port = _serve(data)
+    try:
+        cluster = _cluster(("127.0.0.1", port))
+        session = cluster.connect()
+        session.execute(KS)
+        session.execute(
+            "CREATE TABLE ks.k (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}"
+        )
+        insert = session.prepare("INSERT INTO ks.k (pk, v) VALUES (?, ?)")
+        results = execute_concurrent_with_args(
+            session, insert, [(i, i) for i in range(400)], concurrency=64
+        )
+        assert all(ok for ok, _ in results)
+        proc.kill()  # SIGKILL: no flush, no shutdown
+        proc.wait(timeout=60)
+        cluster.shutdown()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    again = cqlcdc.connect(data_dir=data, master="local[2]")
+    try:
+        rows = sorted(tuple(r) for r in again.execute("SELECT pk, v FROM ks.k"))
+        assert rows == [(i, i) for i in range(400)]
+        log = [r.pk for r in again.execute("SELECT pk FROM ks.k_scylla_cdc_log")]
+        assert sorted(log) == list(range(400))
+    finally:
+        again.close()
+
+
+def test_cqlcdc_serve_stops_cleanly_on_sigterm(spark: Any, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    proc, port = _serve(data)
     try:
         assert proc.stderr is not None
-        said = []
-        for line in proc.stderr:  # the line that says it listens (warnings may come first)
-            said.append(line)
-            if "serving" in line:
-                break
-        assert f"127.0.0.1:{port}" in said[-1], said
         cluster = _cluster(("127.0.0.1", port), protocol_version=4)
         session = cluster.connect()
         session.execute(KS)

@@ -3,7 +3,10 @@
 Frames come in through the connection's ``Framing`` (plain, then v5 segments once STARTUP
 is answered); the ``Handshake`` says which request may come when. Requests of one
 connection run concurrently (a driver multiplexes by stream id), each in a worker thread
-since statements block until committed; responses go out as they finish. Prepared
+since statements block until durable; responses go out as they finish. A write is
+acknowledged once it is durable in the ingest log, as Cassandra acknowledges once its
+commit log has it: concurrent writes share one append (group commit), a crash replays
+them, and every read waits until the writes acknowledged before it are applied. Prepared
 statements are shared by all connections (drivers prepare on one connection and execute
 on any), keyed by the id ``PreparedStatement`` gives them.
 """
@@ -263,7 +266,7 @@ class Connection:
     def _batch(self, request: Batch) -> ResponseMessage:
         batch, values = batch_statement(self.server.prepared, self.session, request)
         if batch is not None:
-            self.session.execute(batch, values)
+            self.session.execute(batch, values, wait=False)
         return VoidResult()
 
     def _prepared(self, query: str, keyspace: str | None) -> Prepared:
@@ -304,7 +307,10 @@ class Connection:
             stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch
         ):
             run = with_default_timestamp(self.session, stmt, params.timestamp_us)
-        rows = self.session.execute(run, values)
+        # a write is acknowledged once durable in the ingest log (the commit log): its
+        # outcome is fixed then, a crash replays it, and every read waits for it to be
+        # applied; writes whose outcome depends on the state (Session._write) still wait
+        rows = self.session.execute(run, values, wait=False)
         if isinstance(stmt, ast.UseKeyspace):
             return SetKeyspaceResult(stmt.name)
         change = schema_change(stmt, self.session.keyspace)
