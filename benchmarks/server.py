@@ -1,10 +1,12 @@
 """`cqlcdc serve` through the real cassandra-driver, beside the in-process Session.
 
 Measures single-row prepared INSERTs with 1, 16 and 64 requests in flight (acknowledged =
-committed with their CDC log rows), one-partition reads on a table of `--rows` rows, and the
-stream-window log read a CDC consumer issues. Prints a table, writes
-`benchmarks/results/server.json`; the last line is one JSON object with `writes_per_s_64`,
-`ack_p99_ms_64`, `ack_p50_ms_1`, `read_p50_ms`.
+durable in the ingest log, as the server acknowledges; the in-process Session is measured
+the same way, `execute(..., wait=False)`), one-partition reads on a table of `--rows` rows,
+and the stream-window log read a CDC consumer issues. The driver runs in a process of its
+own, as a client application does (in the server's process it would share its GIL).
+Prints a table, writes `benchmarks/results/server.json`; the last line is one JSON object
+with `writes_per_s_64`, `ack_p99_ms_64`, `ack_p50_ms_1`, `read_p50_ms`.
 
     .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table)
     .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs
@@ -16,6 +18,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -105,7 +108,7 @@ def session_writes(s: Any, threads: int, seconds: float, base: int) -> dict[str,
         i = 0
         while time.monotonic() < deadline:
             t0 = time.perf_counter()
-            session.execute(insert, (base + n * 10**6 + i, i))
+            session.execute(insert, (base + n * 10**6 + i, i), wait=False)
             with lock:
                 latencies.append(time.perf_counter() - t0)
             i += 1
@@ -128,11 +131,38 @@ def timed(fn: Any, count: int) -> float:
     return statistics.median(times) * 1000
 
 
+def client(host: str, port: int, in_flight: int, seconds: float) -> None:
+    """The driver's side of one write run, in its own process: prints its summary as JSON."""
+    cluster = Cluster(
+        [host], port=port, load_balancing_policy=RoundRobinPolicy(), protocol_version=5
+    )
+    cql = cluster.connect("ks")
+    print(json.dumps(driver_writes(cql, in_flight, seconds, in_flight * 10**8)))
+    cluster.shutdown()
+
+
+def driver_process(host: str, port: int, in_flight: int, seconds: float) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--client", f"{host}:{port}:{in_flight}:{seconds}"],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the driver process failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rows", type=int, default=None)
+    parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.client:
+        host, port, in_flight, seconds = args.client.split(":")
+        client(host, int(port), int(in_flight), float(seconds))
+        return
     rows = args.rows or (20_000 if args.quick else 1_000_000)
     seconds = 8.0 if args.quick else 20.0
     data = Path(tempfile.mkdtemp(prefix="cqlcdc-server-bench-"))
@@ -149,12 +179,12 @@ def main() -> None:
     server = CqlServer(s.coordinator, port=0)
     host, port = server.start_in_thread()
     cluster = Cluster(
-        [host], port=port, protocol_version=4, load_balancing_policy=RoundRobinPolicy()
+        [host], port=port, protocol_version=5, load_balancing_policy=RoundRobinPolicy()
     )
     cql = cluster.connect("ks")
     results: dict[str, Any] = {"rows": rows, "seconds_per_run": seconds}
     for in_flight in (1, 16, 64):
-        results[f"driver_{in_flight}"] = driver_writes(cql, in_flight, seconds, in_flight * 10**8)
+        results[f"driver_{in_flight}"] = driver_process(host, port, in_flight, seconds)
         results[f"session_{in_flight}"] = session_writes(s, in_flight, seconds, in_flight * 10**7)
     read = cql.prepare("SELECT * FROM r WHERE pk = ?")
     results["read_p50_ms"] = timed(

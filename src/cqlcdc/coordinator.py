@@ -17,6 +17,7 @@ import os
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,11 @@ if TYPE_CHECKING:
 
 DEFAULT_BUCKETS = 16
 WRITE_TIMEOUT_S = 120.0
+# backpressure: a writer acknowledged at durability waits while the pipeline is this far
+# behind (in writes, or in ingest files, each of which a micro-batch reads), so a backlog,
+# and the wait of the reads behind it, stays bounded
+MAX_UNAPPLIED_WRITES = 50_000
+MAX_UNAPPLIED_FILES = 400
 
 
 class Coordinator:
@@ -108,6 +114,7 @@ class Coordinator:
         self._queue: list[IngestRecord] = []
         self._durable = threading.Condition()
         self._durable_seq = self.ingest.last_seq()
+        self._file_ends: deque[int] = deque()  # last seq of each ingest file appended
         self._appending = False
         self._append_error: BaseException | None = None
         self._last_ts = 0
@@ -332,6 +339,7 @@ class Coordinator:
                     self._append_error = error
                 elif batch:
                     self._durable_seq = batch[-1].seq
+                    self._file_ends.append(batch[-1].seq)
                 self._durable.notify_all()
             if error is not None:
                 raise ServerError(f"Ingest append failed: {error}") from error
@@ -345,6 +353,28 @@ class Coordinator:
             raise ServerError(f"TTL sweeper failed: {err}") from err
         if self._pending_seq:
             self.wait(self._pending_seq)
+
+    def acknowledge(self, seq: int) -> None:
+        """Return once the write with ``seq`` may be acknowledged: durable in the ingest log
+        (its outcome fixed, a crash replays it), and the pipeline no further behind than
+        ``MAX_UNAPPLIED_WRITES`` writes or ``MAX_UNAPPLIED_FILES`` ingest files.
+
+        Raises:
+            WriteTimeout: the pipeline did not catch up within ``WRITE_TIMEOUT_S``.
+        """
+        self.make_durable(seq)
+        committed = self.engine.committed_seq()
+        with self._durable:
+            while self._file_ends and self._file_ends[0] <= committed:
+                self._file_ends.popleft()
+            behind = len(self._file_ends)
+            target = 0
+            if behind > MAX_UNAPPLIED_FILES:  # wait until half of them are applied
+                target = self._file_ends[behind - MAX_UNAPPLIED_FILES // 2]
+        if seq - committed > MAX_UNAPPLIED_WRITES:
+            target = max(target, seq - MAX_UNAPPLIED_WRITES // 2)
+        if target:
+            self.engine.wait_for(target, WRITE_TIMEOUT_S)
 
     def wait(self, seq: int) -> None:
         """Return once the write with ``seq`` is committed (durable first, then applied)."""
@@ -550,11 +580,14 @@ class Coordinator:
         keyspace: str | None,
         parameters: Sequence[Any] | Mapping[str, Any] | None = None,
     ) -> Any:
-        """A SELECT's result set, after every earlier write is committed."""
+        """A SELECT's result set, after every earlier write is committed (the system
+        tables, which no write changes, answer at once)."""
         from cqlcdc.reads import select
 
-        self.flush()
-        return select(self, self.table(stmt.table, keyspace), stmt, parameters)
+        schema = self.table(stmt.table, keyspace)
+        if schema.keyspace not in SYSTEM_KEYSPACES:
+            self.flush()
+        return select(self, schema, stmt, parameters)
 
 
 class InitialScan:

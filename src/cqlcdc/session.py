@@ -288,7 +288,7 @@ class Session:
             c.append(records)
         first, last = records[0].seq, records[-1].seq
         if not (wait or needs_state):
-            c.make_durable(last)
+            c.acknowledge(last)
             return Rows()
         c.wait(last)
         errors = c.pipeline_errors(first, last)

@@ -122,3 +122,24 @@ def test_writes_queued_together_become_durable_in_one_append(session: Any) -> No
         assert len(writer.execute("SELECT pk FROM t").all()) == 3
     finally:
         c.ingest.append = original
+
+
+def test_writes_acknowledged_at_durability_wait_when_the_pipeline_is_far_behind(
+    session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Backpressure: a write acknowledged once durable (``wait=False``, as the server
+    acknowledges) waits while the pipeline is more than the bound behind, so the backlog,
+    and the reads waiting behind it, stay bounded; the system tables answer at once."""
+    import cqlcdc.coordinator as coordinator_module
+
+    monkeypatch.setattr(coordinator_module, "MAX_UNAPPLIED_FILES", 6)
+    monkeypatch.setattr(coordinator_module, "MAX_UNAPPLIED_WRITES", 10)
+    c = session.coordinator
+    insert = session.prepare("INSERT INTO a.t (pk, v) VALUES (?, ?)")
+    worst = 0
+    for i in range(40):
+        session.execute(insert, (i, i), wait=False)  # one ingest file each
+        worst = max(worst, c.next_seq - 1 - c.engine.committed_seq())
+        assert session.execute("SELECT key FROM system.local").one() is not None
+    assert worst <= 10
+    assert len(session.execute("SELECT pk FROM a.t").all()) == 40
