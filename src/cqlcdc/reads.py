@@ -14,13 +14,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.cdc.processor import base_output, log_output, merge_fragments
+from cqlcdc.cdc.streams import STREAM_VERSION
 from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, SystemView, system_rows
 from cqlcdc.cql import ast
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.select import PartitionRows, ResultSet, base_partition_rows, evaluate, prepare
-from cqlcdc.storage.token import deserialize_partition_key, serialize_partition_key
+from cqlcdc.storage.token import (
+    bucket_of,
+    deserialize_partition_key,
+    murmur3_token,
+    serialize_partition_key,
+)
+from cqlcdc.storage.vectorized import timeuuid_ticks
 from cqlcdc.storage.view import PartitionView
 
 if TYPE_CHECKING:
@@ -47,26 +54,31 @@ def select(
         parts = system_rows(schema, view)
     elif schema.log_of is not None:
         base = catalog.table(schema.keyspace, schema.log_of)
-        parts = _log_partitions(base, snap, res, now_s)
+        parts = _log_partitions(base, snap, res, now_s, coordinator.num_buckets)
     else:
         truncated = coordinator.processor.truncations.upto(schema.table_id)
-        parts = _base_partitions(schema, snap, res, now_s, truncated)
+        parts = _base_partitions(schema, snap, res, now_s, truncated, coordinator.num_buckets)
     return evaluate(schema, stmt, res, parts, now_s, ctx)
 
 
 def _base_partitions(
-    schema: TableSchema, snap: Any, res: Any, now_s: int, truncated: int
+    schema: TableSchema, snap: Any, res: Any, now_s: int, truncated: int, num_buckets: int
 ) -> list[PartitionRows]:
     output = base_output(schema)
     if snap.version_of(output) is None:
         return []
     filters: list[tuple[str, str, Any]] | None = None
+    prune: list[tuple[str, str, Any]] | None = None
     if res.partition_keys is not None:
+        # the bucket picks the files, the token the row groups (files are sorted by it)
         keys = [serialize_partition_key(schema, pk) for pk in res.partition_keys]
-        filters = [("pk", "in", keys)]
+        wanted = sorted({murmur3_token(k) for k in keys})
+        buckets = sorted({bucket_of(t, num_buckets) for t in wanted})
+        prune = [("bucket", "in", buckets)]
+        filters = [("bucket", "in", buckets), ("token", "in", wanted), ("pk", "in", keys)]
     if truncated:
         filters = [*(filters or []), ("seq", ">", truncated)]
-    table = snap.read(output, filters, ["pk", "token", "seq", "fragment"])
+    table = snap.read(output, filters, ["pk", "token", "seq", "fragment"], prune)
     frags: dict[bytes, list[tuple[int, bytes]]] = {}
     tokens: dict[bytes, int] = {}
     for row in table.to_pylist():
@@ -82,21 +94,30 @@ def _base_partitions(
 
 
 def _log_partitions(
-    base: TableSchema | None, snap: Any, res: Any, now_s: int
+    base: TableSchema | None, snap: Any, res: Any, now_s: int, num_buckets: int
 ) -> list[PartitionRows]:
+    """The log rows a SELECT can return, by stream: a stream-id restriction picks the files
+    (by bucket) and the rows, a ``cdc$time`` slice narrows them column-wise, and only the
+    rows left become Python values (``evaluate`` then applies the exact WHERE)."""
     if base is None:
         return []
     output = log_output(base)
     if snap.version_of(output) is None:
         return []
-    table = snap.read(output)
+    condition = (pc.field("_expiry_s") == 0) | (pc.field("_expiry_s") > now_s)
+    prune: list[tuple[str, str, Any]] | None = None
     if res.partition_keys is not None:
-        wanted = [pk[0] for pk in res.partition_keys]
-        table = table.filter(
-            pc.is_in(table["cdc$stream_id"], value_set=pa.array(wanted, type=pa.binary()))
-        )
-    expiry = table["_expiry_s"]
-    table = table.filter(pc.or_(pc.equal(expiry, 0), pc.greater(expiry, now_s)))
+        wanted = sorted({pk[0] for pk in res.partition_keys})
+        condition &= pc.field("cdc$stream_id").isin(pa.array(wanted, type=pa.binary()))
+        buckets = _stream_buckets(wanted, num_buckets)
+        if buckets is not None:
+            prune = [("_bucket", "in", buckets)]
+            condition &= pc.field("_bucket").isin(pa.array(buckets, type=pa.int32()))
+    table = snap.read(output, condition, None, prune)
+    window = _time_window(res)
+    if window is not None and table.num_rows:
+        ticks = timeuuid_ticks(table["cdc$time"])
+        table = table.filter(pa.array((ticks >= window[0]) & (ticks <= window[1])))
     current = log_table_schema(base)
     by_stream: dict[bytes, list[dict[str, Any]]] = {}
     names = set(table.column_names)
@@ -115,3 +136,37 @@ def _log_partitions(
         token = int.from_bytes(stream[:8], "big", signed=True)
         out.append(PartitionRows(token, (stream,), rows))
     return out
+
+
+def _stream_buckets(streams: Sequence[bytes], num_buckets: int) -> list[int] | None:
+    """The buckets whose log files hold these streams' rows: a stream's token lies in the
+    token range it serves, which is the bucket of the writes logged to it (generations
+    have one range per bucket). None (no pruning) for an id that is not a stream's."""
+    buckets = set()
+    for stream in streams:
+        if len(stream) != 16 or (stream[15] & 0x0F) != STREAM_VERSION:
+            return None
+        index = int.from_bytes(stream[8:], "big") >> 4 & ((1 << 22) - 1)
+        token = int.from_bytes(stream[:8], "big", signed=True)
+        if bucket_of(token, num_buckets) != index:  # ranges other than the buckets
+            return None
+        buckets.add(index)
+    return sorted(buckets)
+
+
+def _time_window(res: Any) -> tuple[int, int] | None:
+    """The ``cdc$time`` ticks (100 ns since 1582) every selected row lies within, from the
+    clustering ranges; None when some range is open on both sides or has no time."""
+    low: int | None = None
+    high: int | None = None
+    lows, highs = [], []
+    for lower, upper in res.clustering_ranges():
+        lows.append(lower.prefix[0].time if lower.prefix else None)
+        highs.append(upper.prefix[0].time if upper.prefix else None)
+    if lows and None not in lows:
+        low = min(t for t in lows if t is not None)
+    if highs and None not in highs:
+        high = max(t for t in highs if t is not None)
+    if low is None and high is None:
+        return None
+    return (low if low is not None else -(1 << 62), high if high is not None else 1 << 62)

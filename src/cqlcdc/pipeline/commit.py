@@ -10,6 +10,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -278,6 +279,13 @@ class Manifest:
 FilterType = list[tuple[str, str, Any]]
 
 
+@functools.lru_cache(maxsize=128)
+def open_table(path: str, version: int) -> DeltaTable:
+    """The Delta table at ``path`` as of ``version``, opened once: a version never changes,
+    and opening one replays its log (milliseconds a read would otherwise pay each time)."""
+    return DeltaTable(path, version=version)
+
+
 class VersionedReader:
     """Reads output tables at fixed versions; picklable, so executors can use it too.
 
@@ -314,7 +322,7 @@ class VersionedReader:
             return None
         table = self._tables.get(output)
         if table is None:
-            table = DeltaTable(str(table_dir(self.tables_dir, output)), version=version)
+            table = open_table(str(table_dir(self.tables_dir, output)), version)
             self._tables[output] = table
         return table
 
@@ -333,13 +341,18 @@ class VersionedReader:
         output: str,
         filters: FilterType | ds.Expression | None = None,
         columns: list[str] | None = None,
+        prune: FilterType | None = None,
     ) -> pa.Table:
-        """All rows of `output` at its version matching `filters` (tuples or an expression)."""
+        """All rows of `output` at its version matching `filters` (tuples or an expression);
+        ``prune`` (tuples) skips the files whose statistics cannot match it."""
         table = self._table(output)
         if table is None:
             return pa.table({})
-        if isinstance(filters, ds.Expression):
-            return table.to_pyarrow_dataset().to_table(filter=filters, columns=columns)
+        if isinstance(filters, ds.Expression) or prune is not None:
+            dataset = table.to_pyarrow_dataset(file_pruning_predicate=prune)
+            if filters is not None and not isinstance(filters, ds.Expression):
+                filters = pq.filters_to_expression(filters)
+            return dataset.to_table(filter=filters, columns=columns)
         return table.to_pyarrow_table(filters=filters, columns=columns)
 
 
@@ -376,6 +389,7 @@ class Snapshot:
         output: str,
         filters: FilterType | ds.Expression | None = None,
         columns: list[str] | None = None,
+        prune: FilterType | None = None,
     ) -> pa.Table:
         """Rows of `output` at this snapshot's version (an empty table if it does not exist).
 
@@ -383,7 +397,8 @@ class Snapshot:
             output: the output table name.
             filters: DNF tuples as for ``DeltaTable.to_pyarrow_table`` or a pyarrow expression.
             columns: the columns to read (all if None).
+            prune: DNF tuples selecting files by their statistics (e.g. the bucket).
         """
         return VersionedReader(self.tables_dir, self.manifest.versions).scan(
-            output, filters, columns
+            output, filters, columns, prune
         )

@@ -212,3 +212,45 @@ def timeuuid_strings(micros: I64, low: U64) -> pa.Array:
     text[:, list(_DASHES)] = ord("-")
     offsets = np.arange(0, 36 * (n + 1), 36, dtype=np.int32)
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text.tobytes()))
+
+
+_HEX_VALUE = np.full(256, 255, np.uint8)  # ASCII hex digit -> its value (255: not one)
+for _i, _c in enumerate(b"0123456789abcdef"):
+    _HEX_VALUE[_c] = _i
+for _i, _c in enumerate(b"ABCDEF"):
+    _HEX_VALUE[_c] = 10 + _i
+
+
+def timeuuid_ticks(column: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int64]:
+    """The 60-bit timestamps (100 ns since 1582) of timeuuids stored as canonical strings
+    (``xxxxxxxx-xxxx-1xxx-...``), without a Python object per value: the strings are
+    fixed width, so their bytes are read as one (n, 36) matrix of hex digits.
+
+    >>> timeuuid_ticks(pa.array(["00000001-0002-1003-8000-000000000000"])).tolist()
+    [844433520132097]
+
+    Raises:
+        ValueError: a null, or a value that is not a canonical uuid string.
+    """
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = [_chunk_ticks(c.cast(pa.string())) for c in chunks if len(c)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _chunk_ticks(chunk: pa.Array) -> npt.NDArray[np.int64]:
+    if chunk.null_count:
+        raise ValueError("timeuuid column has nulls")
+    n = len(chunk)
+    offsets = np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset : chunk.offset + n + 1]
+    if not (np.diff(offsets) == 36).all():
+        raise ValueError("timeuuid column holds values that are not 36-character uuids")
+    data = np.frombuffer(chunk.buffers()[2], np.uint8)[offsets[0] : offsets[0] + 36 * n]
+    digits = _HEX_VALUE[data.reshape(n, 36)].astype(np.int64)
+    picked = np.concatenate([digits[:, 15:18], digits[:, 9:13], digits[:, 0:8]], axis=1)
+    bad = (picked == 255).any(axis=1)
+    if bad.any():
+        first = chunk[int(np.argmax(bad))].as_py()
+        raise ValueError(f"timeuuid column holds a value that is not a hex uuid: {first!r}")
+    weights = np.int64(16) ** np.arange(14, -1, -1, dtype=np.int64)
+    ticks: npt.NDArray[np.int64] = picked @ weights
+    return ticks
