@@ -332,9 +332,9 @@ def _serve(data: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     cli = Path(sys.executable).with_name("cqlcdc")
+    command = [str(cli), "serve", "--data-dir", str(data), "--port", str(port)]
     proc = subprocess.Popen(
-        [str(cli), "serve", "--data-dir", str(data), "--port", str(port), "--master", "local[1]"]
-        + list(extra),
+        [*command, "--master", "local[1]", *extra],
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ},
