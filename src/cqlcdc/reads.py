@@ -20,7 +20,14 @@ from cqlcdc.cql import ast
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.mutations import WriteContext
-from cqlcdc.storage.select import PartitionRows, ResultSet, base_partition_rows, evaluate, prepare
+from cqlcdc.storage.select import (
+    PartitionRows,
+    ResultSet,
+    base_partition_rows,
+    evaluate,
+    prepare,
+    result_columns,
+)
 from cqlcdc.storage.token import (
     bucket_of,
     deserialize_partition_key,
@@ -54,7 +61,12 @@ def select(
         parts = system_rows(schema, view)
     elif schema.log_of is not None:
         base = catalog.table(schema.keyspace, schema.log_of)
-        parts = _log_partitions(base, snap, res, now_s, coordinator.num_buckets)
+        table, exact = _log_table(base, snap, res, now_s, coordinator.num_buckets)
+        if exact and _counts_rows(stmt):
+            # COUNT(*) with every restriction applied column-wise: no row becomes Python
+            ((name, ctype),) = result_columns(schema, stmt)
+            return ResultSet([name], [ctype], [(table.num_rows,)])
+        parts = _log_partitions(base, table)
     else:
         truncated = coordinator.processor.truncations.upto(schema.table_id)
         parts = _base_partitions(schema, snap, res, now_s, truncated, coordinator.num_buckets)
@@ -93,17 +105,19 @@ def _base_partitions(
     return out
 
 
-def _log_partitions(
+def _log_table(
     base: TableSchema | None, snap: Any, res: Any, now_s: int, num_buckets: int
-) -> list[PartitionRows]:
-    """The log rows a SELECT can return, by stream: a stream-id restriction picks the files
-    (by bucket) and the rows, a ``cdc$time`` slice narrows them column-wise, and only the
-    rows left become Python values (``evaluate`` then applies the exact WHERE)."""
+) -> tuple[pa.Table, bool]:
+    """The log rows a SELECT can return, read column-wise: a stream-id restriction picks
+    the files (by bucket) and the rows, filters on atomic columns are applied in Arrow, a
+    ``cdc$time`` slice narrows the rows. ``evaluate`` applies the exact WHERE to what is
+    left; the flag says it would keep every row (each restriction was applied exactly)."""
+    empty = pa.table({})
     if base is None:
-        return []
+        return empty, False
     output = log_output(base)
     if snap.version_of(output) is None:
-        return []
+        return empty, False
     condition = (pc.field("_expiry_s") == 0) | (pc.field("_expiry_s") > now_s)
     prune: list[tuple[str, str, Any]] | None = None
     if res.partition_keys is not None:
@@ -113,11 +127,69 @@ def _log_partitions(
         if buckets is not None:
             prune = [("_bucket", "in", buckets)]
             condition &= pc.field("_bucket").isin(pa.array(buckets, type=pa.int32()))
+    exact = res.token_lower is None and res.token_upper is None
+    for column, op, value in res.filters:
+        pushed = _arrow_filter(column.name, column.type, op, value)
+        if pushed is None:
+            exact = False
+        else:
+            condition &= pushed
     table = snap.read(output, condition, None, prune)
     window = _time_window(res)
+    if res.ck_restricted_columns:
+        exact = False
     if window is not None and table.num_rows:
         ticks = timeuuid_ticks(table["cdc$time"])
         table = table.filter(pa.array((ticks >= window[0]) & (ticks <= window[1])))
+    return table, exact
+
+
+# types whose Arrow values compare as CQL compares them (floats are left out: CQL orders
+# NaN, Arrow does not), by the operators that keep that true
+_ORDERED_ARROW = frozenset({"tinyint", "smallint", "int", "bigint", "counter", "text", "ascii"})
+_EQUAL_ARROW = _ORDERED_ARROW | {"boolean", "blob", "uuid", "timeuuid", "varchar"}
+
+
+def _arrow_filter(name: str, ctype: Any, op: str, value: Any) -> pc.Expression | None:
+    """``name op value`` as an Arrow expression that keeps exactly the rows CQL keeps, or
+    None when it cannot be said column-wise (the row path decides those)."""
+    cql = getattr(ctype, "cql_name", "")
+    field = pc.field(name)
+    try:
+        if op == "=" and cql in _EQUAL_ARROW:
+            return field == pa.scalar(ctype.to_arrow(value), ctype.arrow_type())
+        if op == "IN" and cql in _EQUAL_ARROW:
+            items = [ctype.to_arrow(v) for v in value]
+            return field.isin(pa.array(items, ctype.arrow_type()))
+        if op in ("<", "<=", ">", ">=") and cql in _ORDERED_ARROW:
+            target = pa.scalar(ctype.to_arrow(value), ctype.arrow_type())
+            return {"<": field < target, "<=": field <= target, ">": field > target}.get(
+                op, field >= target
+            )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+        return None
+    return None
+
+
+def _counts_rows(stmt: ast.Select) -> bool:
+    """A plain ``SELECT COUNT(*)`` (or ``COUNT(1)``): one count of the matching rows."""
+    if stmt.distinct or stmt.json or stmt.per_partition_limit is not None:
+        return False
+    if getattr(stmt, "group_by", ()) or len(stmt.selectors) != 1:
+        return False
+    expr = stmt.selectors[0].expr
+    if not isinstance(expr, ast.FunctionCall) or expr.name != "count" or len(expr.args) != 1:
+        return False
+    arg = expr.args[0]
+    star = isinstance(arg, ast.ColumnRef) and arg.name == "*"
+    one = isinstance(arg, ast.Constant) and arg.text == "1"
+    return star or one
+
+
+def _log_partitions(base: TableSchema | None, table: pa.Table) -> list[PartitionRows]:
+    """The log rows by stream, as Python values, in clustering order."""
+    if base is None or not table.num_rows:
+        return []
     current = log_table_schema(base)
     by_stream: dict[bytes, list[dict[str, Any]]] = {}
     names = set(table.column_names)

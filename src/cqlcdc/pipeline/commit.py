@@ -286,6 +286,23 @@ def open_table(path: str, version: int) -> DeltaTable:
     return DeltaTable(path, version=version)
 
 
+def statistics_free_dataset(table: DeltaTable, prune: FilterType | None = None) -> ds.Dataset:
+    """The table's files (those ``prune`` selects by their Delta statistics) as a pyarrow
+    dataset that trusts only the Parquet files themselves.
+
+    ``DeltaTable.to_pyarrow_dataset`` gives each file a guarantee built from its Delta
+    statistics, and where a column has none (our commits record no string bounds) that
+    guarantee says ``col >= null``: pyarrow then drops the file for any filter on the
+    column, so ``name = 'x'`` would find nothing. Parquet's own row-group statistics still
+    skip what they can."""
+    described = table.to_pyarrow_dataset(file_pruning_predicate=prune)
+    fragments = [
+        described.format.make_fragment(fragment.path, described.filesystem)
+        for fragment in described.get_fragments()
+    ]
+    return ds.FileSystemDataset(fragments, described.schema, described.format, described.filesystem)
+
+
 class VersionedReader:
     """Reads output tables at fixed versions; picklable, so executors can use it too.
 
@@ -348,12 +365,9 @@ class VersionedReader:
         table = self._table(output)
         if table is None:
             return pa.table({})
-        if isinstance(filters, ds.Expression) or prune is not None:
-            dataset = table.to_pyarrow_dataset(file_pruning_predicate=prune)
-            if filters is not None and not isinstance(filters, ds.Expression):
-                filters = pq.filters_to_expression(filters)
-            return dataset.to_table(filter=filters, columns=columns)
-        return table.to_pyarrow_table(filters=filters, columns=columns)
+        if filters is not None and not isinstance(filters, ds.Expression):
+            filters = pq.filters_to_expression(filters)
+        return statistics_free_dataset(table, prune).to_table(filter=filters, columns=columns)
 
 
 @dataclass(frozen=True)
