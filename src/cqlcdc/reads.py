@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -34,7 +36,7 @@ from cqlcdc.storage.token import (
     murmur3_token,
     serialize_partition_key,
 )
-from cqlcdc.storage.vectorized import timeuuid_ticks
+from cqlcdc.storage.vectorized import timeuuid_order, timeuuid_ticks
 from cqlcdc.storage.view import PartitionView
 
 if TYPE_CHECKING:
@@ -61,11 +63,16 @@ def select(
         parts = system_rows(schema, view)
     elif schema.log_of is not None:
         base = catalog.table(schema.keyspace, schema.log_of)
-        table, exact = _log_table(base, snap, res, now_s, coordinator.num_buckets)
-        if exact and _counts_rows(stmt):
+        scan = _log_scan(base, snap, res, now_s, coordinator.num_buckets)
+        counting = _counts_rows(stmt)
+        if scan.exact and counting:
             # COUNT(*) with every restriction applied column-wise: no row becomes Python
             ((name, ctype),) = result_columns(schema, stmt)
-            return ResultSet([name], [ctype], [(table.num_rows,)])
+            return ResultSet([name], [ctype], [(scan.count(snap),)])
+        table = scan.read(snap, res)
+        fast = _log_result(schema, stmt, table, scan.exact)
+        if fast is not None:
+            return fast
         parts = _log_partitions(base, table)
     else:
         truncated = coordinator.processor.truncations.upto(schema.table_id)
@@ -105,20 +112,50 @@ def _base_partitions(
     return out
 
 
-def _log_table(
+@dataclass(frozen=True, slots=True)
+class _LogScan:
+    """How to read the log rows a SELECT can return, column-wise: a stream-id restriction
+    picks the files (by bucket) and the rows, filters on atomic columns apply in Arrow, a
+    ``cdc$time`` slice narrows the rows. ``exact``: every restriction applies exactly, so
+    ``evaluate`` would keep every row read."""
+
+    output: str | None  # None: no log rows yet
+    condition: pc.Expression
+    prune: list[tuple[str, str, Any]] | None
+    ranges: list[Any] | None
+    time_only: bool
+    exact: bool
+
+    def count(self, snap: Any) -> int:
+        if self.output is None:
+            return 0
+        if self.ranges is None:
+            return int(snap.count(self.output, self.condition, self.prune))
+        rows: int = self.read(snap, None).num_rows
+        return rows
+
+    def read(self, snap: Any, res: Any) -> pa.Table:
+        if self.output is None:
+            return pa.table({})
+        table = snap.read(self.output, self.condition, None, self.prune)
+        if self.ranges is None or not table.num_rows:
+            return table
+        if self.time_only:
+            return table.filter(_in_time_ranges(table["cdc$time"], self.ranges))
+        window = _time_window(res)  # a superset: evaluate decides the rest
+        if window is None:
+            return table
+        ticks = timeuuid_ticks(table["cdc$time"])
+        return table.filter(pa.array((ticks >= window[0]) & (ticks <= window[1])))
+
+
+def _log_scan(
     base: TableSchema | None, snap: Any, res: Any, now_s: int, num_buckets: int
-) -> tuple[pa.Table, bool]:
-    """The log rows a SELECT can return, read column-wise: a stream-id restriction picks
-    the files (by bucket) and the rows, filters on atomic columns are applied in Arrow, a
-    ``cdc$time`` slice narrows the rows. ``evaluate`` applies the exact WHERE to what is
-    left; the flag says it would keep every row (each restriction was applied exactly)."""
-    empty = pa.table({})
-    if base is None:
-        return empty, False
-    output = log_output(base)
-    if snap.version_of(output) is None:
-        return empty, False
+) -> _LogScan:
     condition = (pc.field("_expiry_s") == 0) | (pc.field("_expiry_s") > now_s)
+    output = log_output(base) if base is not None else None
+    if output is not None and snap.version_of(output) is None:
+        output = None
     prune: list[tuple[str, str, Any]] | None = None
     if res.partition_keys is not None:
         wanted = sorted({pk[0] for pk in res.partition_keys})
@@ -134,14 +171,85 @@ def _log_table(
             exact = False
         else:
             condition &= pushed
-    table = snap.read(output, condition, None, prune)
-    window = _time_window(res)
-    if res.ck_restricted_columns:
-        exact = False
-    if window is not None and table.num_rows:
-        ticks = timeuuid_ticks(table["cdc$time"])
-        table = table.filter(pa.array((ticks >= window[0]) & (ticks <= window[1])))
-    return table, exact
+    ranges = res.clustering_ranges() if res.ck_restricted_columns else None
+    time_only = ranges is not None and all(
+        len(lo.prefix) <= 1 and len(hi.prefix) <= 1 for lo, hi in ranges
+    )
+    exact = exact and (ranges is None or time_only)
+    return _LogScan(output, condition, prune, ranges, time_only, exact)
+
+
+def _in_time_ranges(times: pa.ChunkedArray, ranges: Sequence[Any]) -> pa.Array:
+    """Which rows' ``cdc$time`` lies in one of the clustering ranges (each bounded by a
+    timeuuid or open), in timeuuid order: the time, then the low 64 bits as signed bytes."""
+    ticks, lsb = timeuuid_order(times)
+    keep = np.zeros(len(ticks), bool)
+    for lower, upper in ranges:
+        inside = np.ones(len(ticks), bool)
+        if lower.prefix:
+            t, low = _order_of(lower.prefix[0])
+            after = (ticks > t) | ((ticks == t) & ((lsb > low) | (lower.inclusive & (lsb == low))))
+            inside &= after
+        if upper.prefix:
+            t, low = _order_of(upper.prefix[0])
+            before = (ticks < t) | ((ticks == t) & ((lsb < low) | (upper.inclusive & (lsb == low))))
+            inside &= before
+        keep |= inside
+    return pa.array(keep)
+
+
+def _order_of(value: Any) -> tuple[int, np.uint64]:
+    """A timeuuid's place in timeuuid order, as ``timeuuid_order`` gives it for a column."""
+    return value.time, np.uint64((value.int & 0xFFFFFFFFFFFFFFFF) ^ 0x8080808080808080)
+
+
+def _log_result(
+    log: TableSchema, stmt: ast.Select, table: pa.Table, exact: bool
+) -> ResultSet | None:
+    """A SELECT of plain columns from a log table whose restrictions all applied exactly,
+    answered from the columns: rows ordered by stream token, then clustering order, and
+    only the selected columns of the returned rows become Python values. None: the row
+    path answers (functions, DISTINCT, ORDER BY, PER PARTITION LIMIT, a bound LIMIT...)."""
+    if not exact or stmt.distinct or stmt.json or stmt.order_by:
+        return None
+    if stmt.per_partition_limit is not None or getattr(stmt, "group_by", None):
+        return None
+    if not all(isinstance(s.expr, ast.ColumnRef) for s in stmt.selectors):
+        return None
+    limit: int | None = None
+    if stmt.limit is not None:
+        if not (isinstance(stmt.limit, ast.Constant) and stmt.limit.text.isdigit()):
+            return None
+        limit = int(stmt.limit.text)
+        if limit <= 0:
+            return None
+    names = (
+        [c.name for c in log.select_star_columns]
+        if not stmt.selectors
+        else [s.expr.name for s in stmt.selectors if isinstance(s.expr, ast.ColumnRef)]
+    )
+    if any(log.column(n) is None for n in names):
+        return None  # evaluate names the unknown column
+    out = result_columns(log, stmt)
+    if table.num_rows:
+        ticks, lsb = timeuuid_order(table["cdc$time"])
+        streams = table["cdc$stream_id"].to_pylist()
+        tokens = np.array([int.from_bytes(s[:8], "big", signed=True) for s in streams])
+        seq_no = table["cdc$batch_seq_no"].to_numpy()
+        order = np.lexsort((seq_no, lsb, ticks, tokens))
+        if limit is not None:
+            order = order[:limit]
+        table = table.take(pa.array(order))
+    columns = []
+    for name in names:
+        col = log.column(name)
+        assert col is not None
+        values = table[name].to_pylist() if table.num_rows else []
+        if not col.type.arrow_as_is:
+            values = [None if v is None else col.type.from_arrow(v) for v in values]
+        columns.append(values)
+    rows = list(zip(*columns, strict=True)) if columns else []
+    return ResultSet([n for n, _ in out], [t for _, t in out], rows)
 
 
 # types whose Arrow values compare as CQL compares them (floats are left out: CQL orders
@@ -175,7 +283,7 @@ def _counts_rows(stmt: ast.Select) -> bool:
     """A plain ``SELECT COUNT(*)`` (or ``COUNT(1)``): one count of the matching rows."""
     if stmt.distinct or stmt.json or stmt.per_partition_limit is not None:
         return False
-    if getattr(stmt, "group_by", ()) or len(stmt.selectors) != 1:
+    if getattr(stmt, "group_by", None) or len(stmt.selectors) != 1:
         return False
     expr = stmt.selectors[0].expr
     if not isinstance(expr, ast.FunctionCall) or expr.name != "count" or len(expr.args) != 1:

@@ -398,6 +398,15 @@ class Snapshot:
         """The Delta version of `output` in this snapshot, or None if it does not exist yet."""
         return self.manifest.version_of(output)
 
+    def count(self, output: str, condition: ds.Expression, prune: FilterType | None = None) -> int:
+        """How many rows of `output` at this snapshot's version match `condition`, without
+        reading columns the condition does not need (0 if `output` does not exist)."""
+        version = self.manifest.version_of(output)
+        if version is None:
+            return 0
+        table = open_table(str(table_dir(self.tables_dir, output)), version)
+        return int(statistics_free_dataset(table, prune).count_rows(filter=condition))
+
     def read(
         self,
         output: str,

@@ -232,25 +232,51 @@ def timeuuid_ticks(column: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int64]:
     Raises:
         ValueError: a null, or a value that is not a canonical uuid string.
     """
+    return timeuuid_order(column)[0]
+
+
+def timeuuid_order(
+    column: pa.Array | pa.ChunkedArray,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
+    """Timeuuid strings in ScyllaDB's timeuuid order, column-wise: the timestamp ticks,
+    then the low 64 bits compared as signed bytes (``(lsb ^ 0x8080808080808080)``
+    unsigned), as ``TimeuuidType.sort_key`` orders one value.
+
+    Raises:
+        ValueError: a null, or a value that is not a canonical uuid string.
+    """
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    parts = [_chunk_ticks(c.cast(pa.string())) for c in chunks if len(c)]
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    parts = [_chunk_order(c.cast(pa.string())) for c in chunks if len(c)]
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-def _chunk_ticks(chunk: pa.Array) -> npt.NDArray[np.int64]:
+# hex digit positions in the canonical text: time_hi (after the version digit), time_mid,
+# time_low give the 60-bit time; clock_seq and node the low 64 bits
+_TIME_DIGITS = np.array([15, 16, 17, 9, 10, 11, 12, 0, 1, 2, 3, 4, 5, 6, 7])
+_LOW_DIGITS = np.array([19, 20, 21, 22, *range(24, 36)])
+
+
+def _chunk_order(chunk: pa.Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
     if chunk.null_count:
         raise ValueError("timeuuid column has nulls")
     n = len(chunk)
     offsets = np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset : chunk.offset + n + 1]
     if not (np.diff(offsets) == 36).all():
         raise ValueError("timeuuid column holds values that are not 36-character uuids")
-    data = np.frombuffer(chunk.buffers()[2], np.uint8)[offsets[0] : offsets[0] + 36 * n]
-    digits = _HEX_VALUE[data.reshape(n, 36)].astype(np.int64)
-    picked = np.concatenate([digits[:, 15:18], digits[:, 9:13], digits[:, 0:8]], axis=1)
-    bad = (picked == 255).any(axis=1)
+    text = np.frombuffer(chunk.buffers()[2], np.uint8)[offsets[0] : offsets[0] + 36 * n]
+    text = text.reshape(n, 36)
+    time_digits = _HEX_VALUE[text[:, _TIME_DIGITS]]
+    low_digits = _HEX_VALUE[text[:, _LOW_DIGITS]]
+    bad = (time_digits == 255).any(axis=1) | (low_digits == 255).any(axis=1)
     if bad.any():
         first = chunk[int(np.argmax(bad))].as_py()
         raise ValueError(f"timeuuid column holds a value that is not a hex uuid: {first!r}")
-    weights = np.int64(16) ** np.arange(14, -1, -1, dtype=np.int64)
-    ticks: npt.NDArray[np.int64] = picked @ weights
-    return ticks
+    ticks = np.zeros(n, np.int64)
+    for j in range(time_digits.shape[1]):
+        ticks = (ticks << 4) | time_digits[:, j]
+    low = np.zeros(n, np.uint64)
+    for j in range(low_digits.shape[1]):
+        low = (low << np.uint64(4)) | low_digits[:, j].astype(np.uint64)
+    return ticks, low ^ np.uint64(0x8080808080808080)
