@@ -13,8 +13,10 @@ from __future__ import annotations
 import functools
 import json
 import os
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +116,11 @@ def _delta_stats(table: pa.Table) -> str:
     )
 
 
+# small row groups: their statistics let a read skip most of a file (a partition's token,
+# a log's seqs); compaction writes the same size
+ROW_GROUP_ROWS = 4096
+
+
 def write_data_file(
     tables_dir: str | Path, output: str, rows: pa.Table, batch_id: int, bucket: int
 ) -> DataFile:
@@ -126,10 +133,20 @@ def write_data_file(
     root.mkdir(parents=True, exist_ok=True)
     name = f"part-{batch_id:010d}-b{bucket:05d}-{uuid.uuid4().hex}.parquet"
     path = root / name
+    if output.startswith("base/") and rows.num_rows > ROW_GROUP_ROWS:
+        # a partition read filters by token: sorted, the row groups' token statistics
+        # skip all but the one that holds it
+        rows = rows.sort_by("token")
     with open(path, "wb") as sink:
         # no dictionaries: most columns are near unique (times, keys, fragments), where
         # dictionary encoding doubles the write time and zstd alone gives smaller files
-        pq.write_table(rows, sink, compression="zstd", use_dictionary=False)
+        pq.write_table(
+            rows,
+            sink,
+            compression="zstd",
+            use_dictionary=False,
+            row_group_size=ROW_GROUP_ROWS,
+        )
         sink.flush()
         os.fsync(sink.fileno())
     return DataFile(
@@ -295,12 +312,31 @@ def statistics_free_dataset(table: DeltaTable, prune: FilterType | None = None) 
     guarantee says ``col >= null``: pyarrow then drops the file for any filter on the
     column, so ``name = 'x'`` would find nothing. Parquet's own row-group statistics still
     skip what they can."""
+    key = (table.table_uri, table.version(), repr(prune))
+    with _DATASETS_LOCK:
+        known = _DATASETS.get(key)
+        if known is not None:
+            _DATASETS.move_to_end(key)
+            return known
     described = table.to_pyarrow_dataset(file_pruning_predicate=prune)
     fragments = [
         described.format.make_fragment(fragment.path, described.filesystem)
         for fragment in described.get_fragments()
     ]
-    return ds.FileSystemDataset(fragments, described.schema, described.format, described.filesystem)
+    dataset = ds.FileSystemDataset(
+        fragments, described.schema, described.format, described.filesystem
+    )
+    with _DATASETS_LOCK:
+        _DATASETS[key] = dataset
+        while len(_DATASETS) > 256:
+            _DATASETS.popitem(last=False)
+    return dataset
+
+
+# datasets by (table, version, pruning): a table version never changes, and a dataset keeps
+# the Parquet footers it has read, so a repeated read does not parse them again
+_DATASETS: OrderedDict[tuple[str, int, str], ds.FileSystemDataset] = OrderedDict()
+_DATASETS_LOCK = threading.Lock()
 
 
 class VersionedReader:

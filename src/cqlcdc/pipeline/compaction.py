@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction, RemoveAction
 
-from cqlcdc.pipeline.commit import DataFile, _delta_stats, table_dir
+from cqlcdc.pipeline.commit import ROW_GROUP_ROWS, DataFile, _delta_stats, table_dir
 
 _NAME = re.compile(r"^part-(\d+)-b(\d+)-")
 # the bucket column of each kind of output (base/errors: bucket, log: _bucket)
@@ -50,7 +50,7 @@ class CompactionPolicy:
     max_small_files: int = 8
     small_file_bytes: int = 64 * 1024 * 1024
     size_ratio: float = 2.0
-    row_group_rows: int = 4096
+    row_group_rows: int = ROW_GROUP_ROWS
     vacuum_interval_s: float = 3600.0
     retention_hours: int = 1
 
