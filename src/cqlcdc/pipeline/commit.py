@@ -30,6 +30,7 @@ from deltalake import CommitProperties, DeltaTable, Field, Schema, Transaction
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from cqlcdc.errors import ServerError
+from cqlcdc.storage.vectorized import timeuuid_ticks
 
 MANIFEST_NAME = "manifest.json"
 
@@ -116,6 +117,18 @@ def _delta_stats(table: pa.Table) -> str:
     )
 
 
+TICKS = "_ticks"
+
+
+def with_time_ticks(rows: pa.Table) -> pa.Table:
+    """Log rows with ``_ticks``: the 100 ns timestamp of their ``cdc$time``, a number whose
+    row-group statistics let a ``cdc$time`` window skip most of a log (the timeuuid text
+    sorts by its low time bits first, so its own statistics cannot)."""
+    if TICKS in rows.column_names:
+        return rows
+    return rows.append_column(TICKS, pa.array(timeuuid_ticks(rows["cdc$time"]), pa.int64()))
+
+
 # small row groups: their statistics let a read skip most of a file (a partition's token,
 # a log's seqs); compaction writes the same size
 ROW_GROUP_ROWS = 4096
@@ -133,6 +146,8 @@ def write_data_file(
     root.mkdir(parents=True, exist_ok=True)
     name = f"part-{batch_id:010d}-b{bucket:05d}-{uuid.uuid4().hex}.parquet"
     path = root / name
+    if output.startswith("log/") and "cdc$time" in rows.column_names:
+        rows = with_time_ticks(rows)
     if output.startswith("base/") and rows.num_rows > ROW_GROUP_ROWS:
         # a partition read filters by token: sorted, the row groups' token statistics
         # skip all but the one that holds it
@@ -433,6 +448,15 @@ class Snapshot:
     def version_of(self, output: str) -> int | None:
         """The Delta version of `output` in this snapshot, or None if it does not exist yet."""
         return self.manifest.version_of(output)
+
+    def schema(self, output: str) -> pa.Schema:
+        """The Arrow schema of `output` at this snapshot's version (empty if it does not
+        exist)."""
+        version = self.manifest.version_of(output)
+        if version is None:
+            return pa.schema([])
+        table = open_table(str(table_dir(self.tables_dir, output)), version)
+        return statistics_free_dataset(table).schema
 
     def count(self, output: str, condition: ds.Expression, prune: FilterType | None = None) -> int:
         """How many rows of `output` at this snapshot's version match `condition`, without
