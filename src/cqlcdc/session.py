@@ -361,7 +361,7 @@ class Session:
             for seq, err in c.pipeline_errors(batch[0].seq, batch[-1].seq).items():
                 results[slot_of_seq[seq]] = err
         elif batch:
-            c.make_durable(batch[-1].seq)
+            c.acknowledge(batch[-1].seq)
         return results
 
     def _bulk_done(self, last_seq: int, count: int, wait: bool) -> list[Rows | CqlError]:
@@ -370,7 +370,7 @@ class Session:
         if wait:
             self.coordinator.wait(last_seq)
         else:
-            self.coordinator.make_durable(last_seq)
+            self.coordinator.acknowledge(last_seq)
         return [Rows()] * count
 
     def execute_arrow(

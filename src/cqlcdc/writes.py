@@ -132,10 +132,14 @@ def bulk_records(
     statements: Sequence[Prepared],
     parameters: Sequence[Parameters],
     keyspace: str | None,
+    timestamps_us: Sequence[int | None] | None = None,
 ) -> list[IngestRecord] | None:
     """Ingest records for many executions of a few prepared writes of one table, as bulk
     chunks (call with ``coordinator.lock`` held); None when any of them needs the row path
-    (which then runs them one by one and reports each error in its slot)."""
+    (which then runs them one by one and reports each error in its slot).
+
+    ``timestamps_us`` gives a write's timestamp where the client chose one (a driver's
+    default timestamp); a ``USING TIMESTAMP`` of the statement still wins, as in ScyllaDB."""
     index: dict[int, int] = {}
     prepared: list[Prepared] = []
     for q in statements:
@@ -163,7 +167,7 @@ def bulk_records(
         tables.append(pa.table(columns))
     merged = pa.concat_tables(tables, promote_options="default")
     merged = merged.take(pc.sort_indices(merged.column("_pos"))).drop_columns(["_pos"])
-    return chunk_records(coordinator, schema, bulk_statements, which, merged)
+    return chunk_records(coordinator, schema, bulk_statements, which, merged, timestamps_us)
 
 
 def arrow_records(
@@ -188,15 +192,19 @@ def chunk_records(
     bulk_statements: tuple[BulkStatement, ...],
     which: npt.NDArray[np.int8],
     merged: pa.Table,
+    timestamps_us: Sequence[int | None] | None = None,
 ) -> list[IngestRecord] | None:
     """Timestamps, seeds and seqs for bulk writes, and their chunk records; None when a key
-    needs the row path's error."""
+    needs the row path's error. ``timestamps_us``: the clients' own, where given."""
     if not keys_usable(schema, merged):
         return None
     n = len(which)
     now_us = coordinator.now_us()
     first_ts = coordinator.timestamps_us(n)
     timestamps = np.arange(first_ts, first_ts + n, dtype=np.int64)
+    if timestamps_us is not None and not _is_counter(schema):
+        given = np.array([t is not None for t in timestamps_us], np.bool_)
+        timestamps[given] = [t for t in timestamps_us if t is not None]
     for i, plan in enumerate(bulk_statements):
         if plan.timestamp is not None:
             timestamps[which == i] = plan.timestamp

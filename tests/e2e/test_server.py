@@ -573,3 +573,40 @@ def test_a_second_client_the_nodejs_driver(server: tuple[str, int]) -> None:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["rows"] == [[1, "a", 2.5]]
     assert result["log"] == [[2, 1, "a", 1.5], [1, 1, "a", 2.5]]
+
+
+def test_concurrent_writes_are_combined_with_their_own_timestamps_and_errors(
+    cql: Any, served: CqlServer, server: tuple[str, int]
+) -> None:
+    """Many single-row EXECUTEs in flight become bulk chunks (one append for a group),
+    each keeping the timestamp its client chose; a write the bulk path cannot take (a key
+    over 64 KiB) fails alone, with ScyllaDB's error, and its neighbours are written."""
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    first_ts = 1_700_000_000_000_000
+    stamps = iter(range(first_ts, first_ts + 10_000))
+    cluster = _cluster(server, timestamp_generator=lambda: next(stamps))
+    try:
+        session = cluster.connect("ks")
+        session.execute(
+            "CREATE TABLE comb (pk text PRIMARY KEY, v int) WITH cdc = {'enabled': true}"
+        )
+        insert = session.prepare("INSERT INTO comb (pk, v) VALUES (?, ?)")
+        before = served.combiner.combined if served.combiner is not None else 0
+        rows = [(f"k{i}", i) for i in range(300)]
+        done = execute_concurrent_with_args(session, insert, rows, concurrency=64)
+        assert all(ok for ok, _ in done)
+        assert served.combiner is not None and served.combiner.combined > before
+        got = session.execute("SELECT pk, v, writetime(v) AS ts FROM comb").all()
+        assert sorted((r.pk, r.v) for r in got) == sorted(rows)
+        assert all(first_ts <= r.ts < first_ts + 10_000 for r in got)
+        bad = [(f"m{i}", i) for i in range(40)] + [("x" * 70_000, -1)]
+        done = execute_concurrent_with_args(
+            session, insert, bad, concurrency=64, raise_on_first_error=False
+        )
+        failed = [result for ok, result in done if not ok]
+        assert len(failed) == 1 and isinstance(failed[0], InvalidRequest)
+        assert "Key length of 70000 is longer than maximum of 65535" in str(failed[0])
+        assert session.execute("SELECT count(*) FROM comb").one()[0] == 340
+    finally:
+        cluster.shutdown()

@@ -51,6 +51,9 @@ _CONF: dict[str, str] = {
     "spark.executor.memory": "1g",
     "spark.network.timeout": "300s",
     "spark.scheduler.mode": "FIFO",
+    # a micro-batch of more than 32 ingest files (the default) would start a Spark job just
+    # to list them; the engine reads them itself, so the driver lists them in place
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
 }
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.errors import CqlError, InvalidRequest, ProtocolError, ServerError
+from cqlcdc.server.combiner import combinable
 from cqlcdc.server.error_responses import error_response
 from cqlcdc.server.frames import Frame, Opcode
 from cqlcdc.server.framing import FrameReader, Framing
@@ -259,6 +260,14 @@ class Connection:
         if prepared is None:
             raise UnpreparedId(request.query_id)
         values = bind_values(prepared.receivers, request.params)
+        combiner = self.server.combiner
+        statement = prepared.statement
+        if (  # with the other connections' concurrent writes, as bulk chunks when enough
+            combiner is not None
+            and combinable(statement.statement, values)
+            and combiner.submit(statement, values, request.params.timestamp_us).result()
+        ):
+            return VoidResult()
         return self._result(
             prepared, values, request.params, metadata_id=request.result_metadata_id
         )

@@ -17,6 +17,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from cqlcdc.server.combiner import WriteCombiner
 from cqlcdc.server.compression import ALGORITHMS
 from cqlcdc.server.connection import PASSWORD_AUTHENTICATOR, Connection
 from cqlcdc.server.frames import MAX_BODY_BYTES
@@ -81,6 +82,8 @@ class CqlServer:
         self.max_in_flight = max_in_flight
         self.max_frame_bytes = max_frame_bytes
         self.authenticator = PASSWORD_AUTHENTICATOR if auth else None
+        # with logins, each write is checked against its session's role on the row path
+        self.combiner = None if auth else WriteCombiner(coordinator)
         self.compression = compression
         if auth:
             coordinator.auth_enabled = True
@@ -148,6 +151,8 @@ class CqlServer:
             await asyncio.gather(*conn.tasks, return_exceptions=True)
             conn.writer.close()
         await asyncio.gather(*self._handlers, return_exceptions=True)
+        if self.combiner is not None:
+            self.combiner.close()
         self.executor.shutdown(wait=True)
 
     # -- a server in a thread (tests, embedding) ----------------------------------------

@@ -1,0 +1,190 @@
+"""Concurrent single-row writes from every connection, combined into bulk chunks.
+
+A driver with many requests in flight sends one EXECUTE per row. Each becomes one ingest
+record (a pickled mutation) on the row path; together, executions of the same prepared
+writes of one table become one Arrow chunk per token bucket (``writes.bulk_records``, what
+``Session.execute_many`` does for a bulk load), which costs a fraction per write to append
+and to apply. The combiner gathers the writes that arrive while the previous group is being
+made durable, appends each table's group as bulk chunks, and acknowledges them together.
+A group too small for the bulk path, or one the bulk path refuses (a write that needs the
+row path's checks or state), takes the row path, still in one append, each write with its
+own result.
+
+>>> combiner = WriteCombiner(coordinator)  # doctest: +SKIP
+>>> combiner.submit(prepared, [1, "v"], None).result()  # True: acknowledged  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cqlcdc.cql import ast
+from cqlcdc.errors import CqlError
+from cqlcdc.writes import bulk_records
+
+if TYPE_CHECKING:
+    from cqlcdc.coordinator import Coordinator
+    from cqlcdc.session import PreparedStatement
+
+# below this many writes of one table a group takes the row path (as execute_many does)
+MIN_GROUP = 16
+MAX_GROUP = 4096
+GATHER_S = 0.002
+
+
+@dataclass(slots=True)
+class _Write:
+    prepared: PreparedStatement
+    values: Sequence[Any]
+    timestamp_us: int | None
+    done: Future[bool] = field(default_factory=Future)
+
+
+class WriteCombiner:
+    """Gathers prepared single-row writes and appends them as bulk chunks.
+
+    ``submit`` returns a future that is True once the write is acknowledged (durable, with
+    the coordinator's backpressure), False when the combiner is closed and the caller must
+    run it itself, or fails with the write's CqlError.
+    """
+
+    def __init__(self, coordinator: Coordinator) -> None:
+        self.coordinator = coordinator
+        self._pending: list[_Write] = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._session = coordinator.session()
+        self.combined = 0  # writes acknowledged as bulk chunks
+        self.rows = 0  # writes the row path took, a group in one append
+
+    def submit(
+        self, prepared: PreparedStatement, values: Sequence[Any], timestamp_us: int | None
+    ) -> Future[bool]:
+        write = _Write(prepared, values, timestamp_us)
+        with self._cond:
+            if self._closed:
+                write.done.set_result(False)
+                return write.done
+            self._pending.append(write)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="cql-write-combiner", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return write.done
+
+    def close(self) -> None:
+        """Finish the groups already gathered; later writes take the ordinary way."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if not self._pending:
+                    return
+                # a short wait gathers the writes in flight: many clients' writes arrive
+                # within it, and a lone write pays it once
+                deadline = time.monotonic() + GATHER_S
+                while len(self._pending) < MIN_GROUP and not self._closed:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+                group, self._pending = self._pending[:MAX_GROUP], self._pending[MAX_GROUP:]
+            for writes in _by_table(group).values():
+                self._append(writes)
+
+    def _append(self, writes: list[_Write]) -> None:
+        try:
+            if len(writes) >= MIN_GROUP and self._bulk(writes):
+                self.combined += len(writes)
+                for w in writes:
+                    w.done.set_result(True)
+                return
+            self._rows(writes)
+        except CqlError as e:
+            for w in writes:
+                if not w.done.done():
+                    w.done.set_exception(e)
+        except BaseException as e:  # a defect: every caller hears of it, none hangs
+            for w in writes:
+                if not w.done.done():
+                    w.done.set_exception(e)
+            raise
+
+    def _bulk(self, writes: list[_Write]) -> bool:
+        """Append the writes as bulk chunks and acknowledge them; False when the bulk
+        path does not take them (nothing appended)."""
+        c = self.coordinator
+        with c.lock:
+            records = bulk_records(
+                c,
+                [w.prepared for w in writes],
+                [w.values for w in writes],
+                writes[0].prepared.keyspace,
+                [w.timestamp_us for w in writes],
+            )
+            c.append(records or [])
+        if records is None:
+            return False
+        c.acknowledge(records[-1].seq)
+        return True
+
+    def _rows(self, writes: list[_Write]) -> None:
+        """The row path for every write, in one append: each gets its own result."""
+        from cqlcdc.server.statements import with_default_timestamp
+
+        session = self._session
+        statements: list[Any] = [
+            w.prepared
+            if w.timestamp_us is None
+            else with_default_timestamp(session, w.prepared.statement, w.timestamp_us)
+            for w in writes
+        ]
+        results = session.execute_many(statements, [w.values for w in writes], wait=False)
+        self.rows += len(writes)
+        for w, result in zip(writes, results, strict=True):
+            if isinstance(result, CqlError):
+                w.done.set_exception(result)
+            else:
+                w.done.set_result(True)
+
+
+def _by_table(group: list[_Write]) -> dict[tuple[str | None, str | None, str], list[_Write]]:
+    """Writes by target table (as named, with the keyspace they were prepared in)."""
+    out: dict[tuple[str | None, str | None, str], list[_Write]] = {}
+    for w in group:
+        stmt = w.prepared.statement
+        assert isinstance(stmt, ast.Insert | ast.Update | ast.Delete)
+        out.setdefault((w.prepared.keyspace, stmt.table.keyspace, stmt.table.name), []).append(w)
+    return out
+
+
+def combinable(stmt: ast.Statement, values: Sequence[Any] | None) -> bool:
+    """A prepared single-row write the bulk path may take: INSERT, UPDATE or DELETE with
+    no condition (LWT) and every value bound (no UNSET)."""
+    from cqlcdc.server.notations import UNSET
+
+    if not isinstance(stmt, ast.Insert | ast.Update | ast.Delete) or values is None:
+        return False
+    if isinstance(stmt, ast.Insert) and (stmt.if_not_exists or stmt.json is not None):
+        return False
+    if isinstance(stmt, ast.Update | ast.Delete) and (stmt.if_exists or stmt.conditions):
+        return False
+    return not any(v is UNSET for v in values)
+
+
+__all__ = ["MIN_GROUP", "WriteCombiner", "combinable"]
