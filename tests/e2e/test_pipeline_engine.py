@@ -15,7 +15,7 @@ import pytest
 
 import cqlcdc
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest, ServerError, WriteTimeout
-from cqlcdc.pipeline import Engine, IngestLog, IngestRecord, Manifest, StateReader
+from cqlcdc.pipeline import BucketProcessor, Engine, IngestLog, IngestRecord, Manifest, StateReader
 from cqlcdc.pipeline import engine as engine_module
 from cqlcdc.pipeline.commit import MANIFEST_NAME
 from cqlcdc.pipeline.engine import INGEST_DDL
@@ -35,7 +35,7 @@ def _ship_module_by_value() -> None:
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
-class EchoProcessor:
+class EchoProcessor(BucketProcessor):
     """Appends every record to ``echo/<table_id>`` with ``nth``, the number of earlier records
     of its pk (read back through the StateReader), and the running count per pk to
     ``pkcount/<table_id>``."""
@@ -309,7 +309,7 @@ def test_corrupt_ingest_file_fails_the_query_naming_it(spark: Any, tmp_path: Pat
         engine.wait_for(3, timeout=60)
 
 
-class FailingProcessor:
+class FailingProcessor(BucketProcessor):
     def process_bucket(
         self, table_id: str, bucket: int, records: pa.Table, state: StateReader
     ) -> dict[str, pa.Table]:

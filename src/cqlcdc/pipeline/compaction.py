@@ -26,6 +26,7 @@ from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction, RemoveAction
 
 from cqlcdc.pipeline.commit import ROW_GROUP_ROWS, DataFile, _delta_stats, table_dir
+from cqlcdc.pipeline.records import BucketProcessor
 
 _NAME = re.compile(r"^part-(\d+)-b(\d+)-")
 # the bucket column of each kind of output (base/errors: bucket, log: _bucket)
@@ -82,12 +83,14 @@ class Compactor:
 
     Args:
         tables_dir: root of the output tables.
-        processor: the core; its optional ``compact_rows(output, rows)`` merges mergeable
+        processor: the core; its ``compact_rows(output, rows)`` merges mergeable
             outputs (None: keep the rows, join the files).
         policy: thresholds.
     """
 
-    def __init__(self, tables_dir: str | Path, processor: Any, policy: CompactionPolicy) -> None:
+    def __init__(
+        self, tables_dir: str | Path, processor: BucketProcessor, policy: CompactionPolicy
+    ) -> None:
         self.tables_dir = Path(tables_dir)
         self.processor = processor
         self.policy = policy
@@ -199,8 +202,7 @@ class Compactor:
         root = table_dir(self.tables_dir, output)
         parts = [pq.read_table(root / f.path) for f in chosen]
         rows = pa.concat_tables(parts, promote_options="permissive")
-        merge = getattr(self.processor, "compact_rows", None)
-        merged = merge(output, rows) if merge is not None else None
+        merged = self.processor.compact_rows(output, rows)
         data_change = merged is not None  # a merge changes rows; joining files does not
         if merged is not None:
             rows = merged

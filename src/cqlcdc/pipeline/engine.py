@@ -390,8 +390,7 @@ class Engine:
             head, skipped = self._drop_skipped(head, batch_id)
         else:
             records, skipped = self._drop_skipped(self._read_files(paths), batch_id)
-            cost_of = getattr(self.processor, "driver_cost", None)
-            cost = cost_of(records) if cost_of is not None else records.num_rows
+            cost = self.processor.driver_cost(records)
             head = records if cost <= self.driver_max_rows else None
         planned = time.perf_counter()
         if head is not None:
@@ -412,8 +411,7 @@ class Engine:
             files = self._run_on_files(paths, manifest, batch_id)
         files += skipped
         extra = manifest.extra
-        if hasattr(self.processor, "finalize_batch"):
-            files, extra = self._finalize(files, manifest, batch_id, max_seq)
+        files, extra = self._finalize(files, manifest, batch_id, max_seq)
         processed = time.perf_counter()
         by_output: dict[str, list[DataFile]] = {}
         for file in files:
@@ -596,9 +594,8 @@ class Engine:
         ``processor.finalize_batch`` with the processor's state from the manifest, and
         replaced by the returned tables. Deterministic: a replayed batch gets the same rows.
         """
-        proc: Any = self.processor  # the optional hooks are not part of BucketProcessor
-        staged = proc.is_staged
-        finalize = proc.finalize_batch
+        staged = self.processor.is_staged
+        finalize = self.processor.finalize_batch
         keep: list[DataFile] = []
         tables: dict[str, list[pa.Table]] = {}
         for f in files:
@@ -624,9 +621,7 @@ class Engine:
         SELECT already hides expired rows; this reclaims their space. Returns rows deleted.
         """
         self._last_purge = self.clock()
-        expiry_column = getattr(self.processor, "expiry_column", None)
-        if expiry_column is None:
-            return 0
+        expiry_column = self.processor.expiry_column
         now = int(self.clock())
         manifest = Manifest.load(self.data_dir)
         versions = dict(manifest.versions)

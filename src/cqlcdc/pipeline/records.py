@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -83,17 +83,20 @@ class StateReader(Protocol):
 
 
 class BucketProcessor(Protocol):
-    """The semantic core, as the pipeline calls it.
+    """The semantic core, as the pipeline calls it: every hook the engine calls, each saying
+    where it runs.
 
-    Runs in the driver (small batches) or inside a Spark executor (large ones), so an
-    implementation must be picklable and must be deterministic: a replayed batch must return
-    the same rows.
+    ``process_bucket`` runs in the driver (small batches) or inside a Spark executor (large
+    ones), so an implementation must be picklable and deterministic: a replayed batch must
+    return the same rows. The core (``cdc.processor.CoreProcessor``, below the pipeline in
+    the layering) implements every hook and is checked against this protocol by mypy; other
+    processors subclass it and inherit the defaults, which do nothing special.
     """
 
     def process_bucket(
         self, table_id: str, bucket: int, records: pa.Table, state: StateReader
     ) -> dict[str, pa.Table]:
-        """Process one table's records of one bucket in this micro-batch.
+        """Process one table's records of one bucket in this micro-batch (driver or executor).
 
         Args:
             table_id: the table all `records` belong to.
@@ -106,3 +109,34 @@ class BucketProcessor(Protocol):
             table has a ``bucket`` (int32) and a ``pk`` (binary) column.
         """
         ...
+
+    def driver_cost(self, records: pa.Table) -> int:
+        """How costly ``records`` are to process (driver, before the batch): a batch costing
+        at most the engine's ``driver_max_rows`` runs in the driver, a larger one on the
+        executors. Default: one per record."""
+        rows: int = records.num_rows
+        return rows
+
+    def is_staged(self, output: str) -> bool:
+        """Whether rows of `output` are staged for ``finalize_batch`` rather than final
+        (driver). Default: none are."""
+        return False
+
+    def finalize_batch(
+        self, batch_id: int, max_seq: int, staged: dict[str, pa.Table], extra: dict[str, Any]
+    ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+        """Turn a batch's staged outputs into final ones in one sequential pass (driver,
+        after every bucket; deterministic). ``extra`` is the processor's state from the
+        manifest; the new state returned is committed with the batch. Default: as staged."""
+        return staged, extra
+
+    def expiry_column(self, output: str) -> str | None:
+        """The column (epoch seconds, 0: never) by which rows of `output` expire and are
+        purged between batches (driver). Default: none expire."""
+        return None
+
+    def compact_rows(self, output: str, rows: pa.Table) -> pa.Table | None:
+        """The rows of some files of `output` merged into fewer rows, for compaction
+        between batches (driver); None keeps them as they are (only the files are joined).
+        Default: None."""
+        return None
