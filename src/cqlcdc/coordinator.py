@@ -44,7 +44,7 @@ WRITE_TIMEOUT_S = 120.0
 # backpressure: a writer acknowledged at durability waits while the pipeline is this far
 # behind (in writes, or in ingest files, each of which a micro-batch reads), so a backlog,
 # and the wait of the reads behind it, stays bounded
-MAX_UNAPPLIED_WRITES = 50_000
+MAX_UNAPPLIED_WRITES = 1_000_000
 MAX_UNAPPLIED_FILES = 400
 
 
