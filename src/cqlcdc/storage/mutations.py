@@ -192,7 +192,18 @@ def _element_cells(
 
 
 def _parse(col: Column, term: ast.Term, ctx: WriteContext) -> Any:
-    return col.type.frozen().parse_literal(term, col.name, ctx)
+    frozen = col.type.frozen()
+    try:
+        return frozen.parse_literal(term, col.name, ctx)
+    except InvalidRequest as e:
+        if frozen.cql_name == col.type.cql_name:
+            raise
+        # the value is parsed as a whole (frozen), but the message names the column's
+        # declared type, as ScyllaDB's does: a non-frozen UDT is not "frozen<...>"
+        message = e.message
+        for word in ("type", "Type"):
+            message = message.replace(f"{word} {frozen.cql_name}", f"{word} {col.type.cql_name}")
+        raise InvalidRequest(message) from None
 
 
 class _Target:

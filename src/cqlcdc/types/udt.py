@@ -177,12 +177,18 @@ class UserType(CqlType):
         return UdtValue(self.field_names, values)
 
     def _assignable(self, term: ast.Term) -> bool:
+        if isinstance(term, ast.TupleLiteral):  # ScyllaDB: a user type is a tuple type
+            return len(term.items) <= len(self.field_types) and all(
+                t.is_assignable(item) for t, item in zip(self.field_types, term.items)
+            )
         if not isinstance(term, ast.UdtLiteral):
             return False
         types = dict(zip(self.field_names, self.field_types))
         return all(types[f].is_assignable(v) for f, v in term.fields if f in types)
 
     def _parse(self, term: ast.Term, column: str, ctx: TermContext | None) -> Any:
+        if isinstance(term, ast.TupleLiteral):
+            return self._parse_tuple(term, column, ctx)
         if not isinstance(term, ast.UdtLiteral):
             raise terms.literal_mismatch(term, column, self.cql_name)
         given = dict(term.fields)
@@ -203,6 +209,27 @@ class UserType(CqlType):
                 for f, t in zip(self.field_names, self.field_types)
                 if f in given
             }
+        )
+
+    def _parse_tuple(self, term: ast.TupleLiteral, column: str, ctx: TermContext | None) -> Any:
+        """A tuple literal sets the fields in order (ScyllaDB's user types are tuple types,
+        so it takes ``(1, 'a')`` where ``{f: 1, g: 'a'}`` is meant); missing ones are null."""
+        if len(term.items) > len(self.field_types):
+            raise InvalidRequest(
+                f"Invalid tuple literal for {column}: too many elements. Type {self.cql_name} "
+                f"expects {len(self.field_types)} but got {len(term.items)}"
+            )
+        for index, (field_type, item) in enumerate(zip(self.field_types, term.items)):
+            if not field_type.is_assignable(item):
+                raise InvalidRequest(
+                    f"Invalid tuple literal for {column}: component {index} is not of type "
+                    f"{field_type.cql_name}"
+                )
+        return self.make(
+            [
+                t.parse_literal(item, f"{column}.{f}", ctx)
+                for f, t, item in zip(self.field_names, self.field_types, term.items)
+            ]
         )
 
     def _validate(self, value: Any, column: str) -> Any:

@@ -365,3 +365,15 @@ def test_validate_normalises() -> None:
     assert native_type("uuid").validate("123E4567-E89B-12D3-A456-426614174000", "v") == uuid.UUID(
         "123e4567-e89b-12d3-a456-426614174000"
     )
+
+
+def test_a_tuple_literal_sets_a_user_types_fields_in_order() -> None:
+    """ScyllaDB's user types are tuple types: ``(1, 2)`` fills ``a`` and ``b``, ``c`` null."""
+    value = UT.parse_literal(literal_term("(1, 2)"), "v")
+    assert value == UT.make({"a": 1, "b": 2})
+    frozen = UT.frozen()
+    assert frozen.parse_literal(literal_term("(1, 2, 3)"), "v") == UT.make([1, 2, 3])
+    with pytest.raises(InvalidRequest, match=r"too many elements. Type ut expects 3 but got 4"):
+        UT.parse_literal(literal_term("(1, 2, 3, 4)"), "v")
+    with pytest.raises(InvalidRequest, match=r"component 1 is not of type int"):
+        frozen.parse_literal(literal_term("(1, 'x')"), "v")
