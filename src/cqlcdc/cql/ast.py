@@ -147,10 +147,12 @@ class QualifiedName:
 
 @dataclass(frozen=True, slots=True)
 class Using:
-    """``USING TIMESTAMP t AND TTL s`` (either may be absent)."""
+    """``USING TIMESTAMP t AND TTL s AND TIMEOUT d`` (any may be absent; ``TIMEOUT`` is
+    ScyllaDB's extension)."""
 
     timestamp: Term | None = None
     ttl: Term | None = None
+    timeout: Term | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,6 +448,7 @@ class Insert:
     using: Using = Using()
     if_not_exists: bool = False
     json: Term | None = None  # INSERT ... JSON '...': columns/values empty, this holds the text
+    json_default_unset: bool = False  # INSERT ... JSON ... DEFAULT UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,7 +506,8 @@ class Ordering:
 
 @dataclass(frozen=True, slots=True)
 class Select:
-    """SELECT. ``selectors`` empty means ``*``."""
+    """SELECT. ``selectors`` empty means ``*``; ``group_by`` names the GROUP BY columns;
+    ``using`` holds ScyllaDB's ``USING TIMEOUT`` (no timestamp or TTL)."""
 
     table: QualifiedName
     selectors: tuple[Selector, ...]
@@ -514,6 +518,9 @@ class Select:
     allow_filtering: bool = False
     distinct: bool = False
     json: bool = False
+    group_by: tuple[str, ...] = ()
+    bypass_cache: bool = False
+    using: Using = Using()
 
 
 Statement: TypeAlias = (

@@ -84,22 +84,31 @@ class ClausesMixin(TermsMixin):
 
     # -- USING -------------------------------------------------------------------------------
 
-    def _parse_using(self, timestamp_only: bool = False) -> Using:
-        """``USING TIMESTAMP t [AND TTL s]`` in either order; nothing if no USING follows."""
+    # which USING objectives each statement takes (ScyllaDB's Cql.g: usingClause,
+    # usingTimestampTimeoutClause, usingTimeoutClause)
+    USING_OBJECTIVES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "write": ("timestamp", "ttl", "timeout"),
+        "delete": ("timestamp", "timeout"),
+        "select": ("timeout",),
+    }
+
+    def _parse_using(self, kind: str = "write") -> Using:
+        """``USING TIMESTAMP t AND TTL s AND TIMEOUT d`` in any order, each at most once, as
+        far as the statement ``kind`` takes them; nothing if no USING follows."""
         if not self._match_word("using"):
             return Using()
-        timestamp: Term | None = None
-        ttl: Term | None = None
+        allowed = self.USING_OBJECTIVES[kind]
+        values: dict[str, Term] = {}
         while True:
             token = self._curr
-            if timestamp is None and self._match_word("timestamp"):
-                timestamp = self._parse_term()
-            elif not timestamp_only and ttl is None and self._match_word("ttl"):
-                ttl = self._parse_term()
-            else:
-                raise self._mismatch("K_TIMESTAMP" if timestamp is None else "K_TTL", token)
+            word = token.value if token.type is TokenType.WORD else ""
+            if word not in allowed or word in values:
+                expected = next((w for w in allowed if w not in values), allowed[-1])
+                raise self._mismatch(f"K_{expected.upper()}", token)
+            self._advance()
+            values[word] = self._parse_term()
             if not self._match_word("and"):
-                return Using(timestamp, ttl)
+                return Using(values.get("timestamp"), values.get("ttl"), values.get("timeout"))
 
     # -- IF ----------------------------------------------------------------------------------
 

@@ -42,17 +42,21 @@ class DmlMixin(ClausesMixin):
     # -- INSERT ------------------------------------------------------------------------------
 
     def _parse_insert(self) -> Insert:
-        """``INSERT INTO t (c, ...) VALUES (v, ...) [IF NOT EXISTS] [USING ...]``."""
+        """``INSERT INTO t (c, ...) VALUES (v, ...) [IF NOT EXISTS] [USING ...]`` or
+        ``INSERT INTO t JSON 'j' [DEFAULT NULL | DEFAULT UNSET] [IF NOT EXISTS] [USING ...]``."""
         self._expect_words("insert", "into")
         table = self._parse_qualified_name()
         if self._match_word("json"):
-            json = self._parse_term()
+            json = self._parse_json_value()
+            default_unset = False
             if self._match_word("default"):
-                # DEFAULT NULL is the default behaviour; DEFAULT UNSET has no node to carry it.
-                self._expect_word("null")
+                # DEFAULT NULL (the default) nulls the columns the JSON leaves out
+                default_unset = self._expect_word("unset", "null").value == "unset"
             if_not_exists = self._parse_if_not_exists()
             using = self._parse_using()
-            return Insert(table, (), (), using, if_not_exists, json=json)
+            return Insert(
+                table, (), (), using, if_not_exists, json=json, json_default_unset=default_unset
+            )
         columns = self._parse_identifier_list()
         self._expect_word("values")
         self._expect(TokenType.LPAREN)
@@ -63,6 +67,15 @@ class DmlMixin(ClausesMixin):
         if_not_exists = self._parse_if_not_exists()
         using = self._parse_using()
         return Insert(table, columns, tuple(values), using, if_not_exists)
+
+    def _parse_json_value(self) -> Term:
+        """``jsonValue``: a string literal or a bind marker (ScyllaDB's grammar takes no other
+        term)."""
+        if self._curr.type is TokenType.STRING:
+            return self._parse_term()
+        if self._curr.type in (TokenType.QMARK, TokenType.COLON):
+            return self._parse_bind_marker()
+        raise self._no_viable()
 
     # -- UPDATE ------------------------------------------------------------------------------
 
@@ -115,7 +128,7 @@ class DmlMixin(ClausesMixin):
     # -- DELETE ------------------------------------------------------------------------------
 
     def _parse_delete(self) -> Delete:
-        """``DELETE [x, m[k], u.f] FROM t [USING TIMESTAMP t] WHERE ... [IF ...]``."""
+        """``DELETE [x, m[k], u.f] FROM t [USING TIMESTAMP t AND TIMEOUT d] WHERE ... [IF ...]``."""
         self._expect_word("delete")
         targets: list[DeleteTarget] = []
         if not self._is_word("from"):
@@ -124,7 +137,7 @@ class DmlMixin(ClausesMixin):
                 targets.append(self._parse_delete_target())
         self._expect_word("from")
         table = self._parse_qualified_name()
-        using = self._parse_using(timestamp_only=True)
+        using = self._parse_using("delete")
         self._expect_word("where")
         where = self._parse_where()
         if_exists, conditions = self._parse_update_conditions()

@@ -1,4 +1,5 @@
-"""Grammar rules for SELECT: selectors, WHERE, ORDER BY, PER PARTITION LIMIT, LIMIT."""
+"""Grammar rules for SELECT: selectors, WHERE, GROUP BY, ORDER BY, PER PARTITION LIMIT, LIMIT,
+ALLOW FILTERING and ScyllaDB's BYPASS CACHE and USING TIMEOUT."""
 
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ class SelectMixin(ClausesMixin):
         self._expect_word("from")
         table = self._parse_qualified_name()
         where = self._parse_where() if self._match_word("where") else ()
+        group_by: tuple[str, ...] = ()
+        if self._match_words("group", "by"):
+            names = [self._parse_identifier()]
+            while self._match(TokenType.COMMA):
+                names.append(self._parse_identifier())
+            group_by = tuple(names)
         order_by: tuple[Ordering, ...] = ()
         if self._match_words("order", "by"):
             orderings = [self._parse_ordering()]
@@ -39,6 +46,8 @@ class SelectMixin(ClausesMixin):
         if self._match_word("allow"):
             self._expect_word("filtering")
             allow_filtering = True
+        bypass_cache = self._match_words("bypass", "cache")
+        using = self._parse_using("select")
         return Select(
             table,
             selectors,
@@ -49,6 +58,9 @@ class SelectMixin(ClausesMixin):
             allow_filtering,
             distinct,
             json,
+            group_by,
+            bypass_cache,
+            using,
         )
 
     def _match_select_modifier(self, word: str) -> bool:

@@ -323,6 +323,8 @@ def _render_using(using: Using) -> str:
         parts.append(f"TIMESTAMP {render_term(using.timestamp)}")
     if using.ttl is not None:
         parts.append(f"TTL {render_term(using.ttl)}")
+    if using.timeout is not None:
+        parts.append(f"TIMEOUT {render_term(using.timeout)}")
     return " USING " + " AND ".join(parts) if parts else ""
 
 
@@ -396,6 +398,8 @@ def _render_modification(node: Insert | Update | Delete) -> str:
         case Insert():
             if node.json is not None:
                 text = f"INSERT INTO {table} JSON {render_term(node.json)}"
+                if node.json_default_unset:
+                    text += " DEFAULT UNSET"
             else:
                 values = _terms(node.values)
                 text = f"INSERT INTO {table} ({_names(node.columns)}) VALUES ({values})"
@@ -437,6 +441,8 @@ def _render_select(node: Select) -> str:
         parts.append("DISTINCT")
     parts.append(", ".join(_render_selector(s) for s in node.selectors) or "*")
     parts.append(f"FROM {render_name(node.table)}{_render_where(node.where)}")
+    if node.group_by:
+        parts.append("GROUP BY " + ", ".join(quote_identifier(c) for c in node.group_by))
     if node.order_by:
         order = ", ".join(
             quote_identifier(o.column) + (" DESC" if o.descending else "") for o in node.order_by
@@ -448,4 +454,6 @@ def _render_select(node: Select) -> str:
         parts.append(f"LIMIT {render_term(node.limit)}")
     if node.allow_filtering:
         parts.append("ALLOW FILTERING")
-    return " ".join(parts)
+    if node.bypass_cache:
+        parts.append("BYPASS CACHE")
+    return " ".join(parts) + _render_using(node.using)

@@ -78,6 +78,8 @@ def prepare(
     schema: TableSchema, stmt: ast.Select, ctx: TermContext | None = None
 ) -> KeyRestrictions:
     """Check the WHERE clause and say which partitions the read needs."""
+    if stmt.group_by:
+        raise InvalidRequest("GROUP BY is not supported yet")
     res = analyse_where(schema, stmt.where, ctx)
     needs_filtering = bool(res.filters) or (
         res.partition_keys is None
