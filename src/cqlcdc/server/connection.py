@@ -26,7 +26,6 @@ from cqlcdc.server.frames import Frame, Opcode
 from cqlcdc.server.framing import FrameReader, Framing
 from cqlcdc.server.handshake import Handshake
 from cqlcdc.server.requests import (
-    AuthResponse,
     Batch,
     Execute,
     Options,
@@ -39,7 +38,6 @@ from cqlcdc.server.requests import (
 )
 from cqlcdc.server.responses import (
     EVENT_STREAM,
-    AuthSuccess,
     Ready,
     ResponseMessage,
     SchemaChangeEvent,
@@ -75,24 +73,8 @@ if TYPE_CHECKING:
     from cqlcdc.server.service import CqlServer
 
 log = logging.getLogger(__name__)
-PASSWORD_AUTHENTICATOR = "org.apache.cassandra.auth.PasswordAuthenticator"
 
 Handler = Callable[[Any], ResponseMessage]
-
-
-def sasl_plain(token: bytes | None) -> tuple[str, str]:
-    """``(user, password)`` of a SASL PLAIN token (RFC 4616: authzid NUL authcid NUL passwd).
-
-    Raises:
-        ProtocolError: not three NUL-separated UTF-8 parts.
-    """
-    parts = (token or b"").split(b"\x00")
-    if len(parts) != 3:
-        raise ProtocolError("Authentication token is not SASL PLAIN (authzid\\0user\\0password)")
-    try:
-        return parts[1].decode(), parts[2].decode()
-    except UnicodeDecodeError:
-        raise ProtocolError("Authentication token is not UTF-8") from None
 
 
 class Connection:
@@ -144,15 +126,9 @@ class Connection:
             await self._send(version, header.stream, error_response(e))
             return False
         message = request.message
-        if isinstance(message, Startup | AuthResponse | Options | Register):
+        if isinstance(message, Startup | Options | Register):
             try:
-                if isinstance(message, AuthResponse):  # a slow hash: not on the event loop
-                    loop = asyncio.get_running_loop()
-                    response = await loop.run_in_executor(
-                        self.server.executor, self._authenticate, message
-                    )
-                else:
-                    response = self._handshake_step(message, header.version)
+                response = self._handshake_step(message, header.version)
             except CqlError as e:
                 response = error_response(e)
                 closing = isinstance(e, ProtocolError)
@@ -188,19 +164,6 @@ class Connection:
             return response
         self.events.update(message.events)
         return Ready()
-
-    def _authenticate(self, message: AuthResponse) -> ResponseMessage:
-        """SASL PLAIN (what PasswordAuthenticator takes): ``\0user\0password``.
-
-        Raises:
-            AuthenticationFailed: unknown role, wrong password, or a role without LOGIN.
-            ProtocolError: a token that is not SASL PLAIN.
-        """
-        user, password = sasl_plain(message.token)
-        role = self.server.coordinator.roles.authenticate(user, password)
-        self.handshake.authenticated()
-        self.session.role = role.name
-        return AuthSuccess(None)
 
     async def _run(self, version: int, stream: int, handler: Handler, message: Any) -> None:
         loop = asyncio.get_running_loop()

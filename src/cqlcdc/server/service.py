@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from cqlcdc.server.combiner import WriteCombiner
 from cqlcdc.server.compression import ALGORITHMS
-from cqlcdc.server.connection import PASSWORD_AUTHENTICATOR, Connection
+from cqlcdc.server.connection import Connection
 from cqlcdc.server.frames import MAX_BODY_BYTES
 from cqlcdc.server.results import SchemaChange
 from cqlcdc.server.statements import Cursors, Prepared
@@ -55,8 +55,6 @@ class CqlServer:
         workers: threads running statements (they block until committed).
         max_frame_bytes: the largest request body accepted (a larger one is a protocol
             error and closes the connection).
-        auth: require a login (PasswordAuthenticator, SASL PLAIN) checked against the data
-            directory's roles, and enforce their permissions.
         compression: the algorithms clients may choose in STARTUP (LZ4; () for none).
     """
 
@@ -71,7 +69,6 @@ class CqlServer:
         max_in_flight: int = 1024,
         workers: int = 64,
         max_frame_bytes: int = MAX_BODY_BYTES,
-        auth: bool = False,
         compression: tuple[str, ...] = ALGORITHMS,
     ) -> None:
         self.coordinator = coordinator
@@ -81,13 +78,9 @@ class CqlServer:
         self.max_connections = max_connections
         self.max_in_flight = max_in_flight
         self.max_frame_bytes = max_frame_bytes
-        self.authenticator = PASSWORD_AUTHENTICATOR if auth else None
-        # with logins, each write is checked against its session's role on the row path
-        self.combiner = None if auth else WriteCombiner(coordinator)
+        self.authenticator: str | None = None  # no logins yet: STARTUP is answered READY
+        self.combiner: WriteCombiner | None = WriteCombiner(coordinator)
         self.compression = compression
-        if auth:
-            coordinator.auth_enabled = True
-            coordinator.roles.ensure_default_superuser()
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cql")
         self.prepared: dict[bytes, Prepared] = {}
         self.cursors = Cursors()
