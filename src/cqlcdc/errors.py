@@ -65,6 +65,21 @@ class ReadFailure(CqlError):
     code = 0x1300
 
 
+class FunctionFailure(CqlError):
+    """A function failed on its arguments (``fromJson`` of text that is not a value of the
+    receiver's type). Carries the function's keyspace, name and argument types."""
+
+    code = 0x1400
+
+    def __init__(
+        self, message: str, keyspace: str = "", function: str = "", arg_types: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.keyspace = keyspace
+        self.function = function
+        self.arg_types = arg_types
+
+
 class WriteFailure(CqlError):
     code = 0x1500
 
@@ -146,6 +161,7 @@ __all__ = [
     "CqlError",
     "CqlSyntaxError",
     "DataDirLocked",
+    "FunctionFailure",
     "InvalidRequest",
     "Overloaded",
     "ProtocolError",

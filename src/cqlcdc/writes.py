@@ -21,6 +21,7 @@ from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.attributes import timeout_ms
 from cqlcdc.storage.bulk import (
     BulkStatement,
     ChunkWrites,
@@ -31,6 +32,7 @@ from cqlcdc.storage.bulk import (
     plan_bulk,
 )
 from cqlcdc.storage.codec import WritePayload, encode_payload
+from cqlcdc.storage.insert_json import json_insert_values
 from cqlcdc.storage.mutations import (
     Mutation,
     WriteContext,
@@ -97,13 +99,22 @@ def row_records(
     mutations: list[Mutation] = []
     schemas: dict[str, TableSchema] = {}
     targets: list[TableSchema] = []
+    timeout_ms(stmt.using.timeout, ctx)
     for s in statements:
         check_supported(s)
         schema = coordinator.table(s.table, keyspace)
         check_table_writable(schema)
         targets.append(schema)
+        if s is not stmt:  # ScyllaDB prepares it, and keeps the batch's
+            timeout_ms(s.using.timeout, ctx, checked=False)
     if isinstance(stmt, ast.Batch):
         check_batch(stmt, targets)
+    statements = [
+        json_insert_values(schema, s, ctx)
+        if isinstance(s, ast.Insert) and s.json is not None
+        else s
+        for s, schema in zip(statements, targets, strict=True)
+    ]
     for s, schema in zip(statements, targets, strict=True):
         check_counter_attributes(s, schema)
         schemas[schema.table_id] = schema
@@ -255,7 +266,12 @@ def _bulk_plan(
     if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES or schema.compact_storage:
         return None  # the row path says why
     unset = -(1 << 62)
+    if isinstance(stmt, ast.Insert) and stmt.json is not None:
+        return None  # the row path reads the JSON
+    if stmt.using.timeout is not None and not isinstance(stmt.using.timeout, ast.Constant):
+        return None  # a bound timeout is checked per execution, by the row path
     try:
+        timeout_ms(stmt.using.timeout, None)
         check_supported(stmt)
         ctx = WriteContext(unset, 0, 0)
         ts, ttl = using_values(
@@ -287,8 +303,6 @@ def check_supported(stmt: ast.Insert | ast.Update | ast.Delete) -> None:
     if isinstance(stmt, ast.Insert):
         if stmt.if_not_exists:
             raise InvalidRequest("Conditional statements (IF NOT EXISTS) are not supported yet")
-        if stmt.json is not None:
-            raise InvalidRequest("INSERT ... JSON is not supported yet")
     elif stmt.if_exists or stmt.conditions:
         raise InvalidRequest("Conditional statements (IF ...) are not supported yet")
 

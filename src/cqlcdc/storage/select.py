@@ -1,4 +1,5 @@
-"""SELECT evaluation over rows already read: restrictions, filtering, order, limit, selectors.
+"""SELECT evaluation over rows already read: restrictions, filtering, order, grouping and
+aggregates, limits, selectors and SELECT JSON.
 
 The same code serves base tables (rows computed from partition state, static row mixed in as
 CQL shows it) and CDC log tables (rows read back from the log output).
@@ -13,14 +14,15 @@ from typing import Any
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.storage.aggregates import Accumulator
+from cqlcdc.storage.attributes import timeout_ms
 from cqlcdc.storage.cells import Cell
 from cqlcdc.storage.keys import ClusteringOrder
 from cqlcdc.storage.partition import Partition
+from cqlcdc.storage.selection import CELLS, Selection, plan_selection
 from cqlcdc.storage.view import PartitionView
 from cqlcdc.storage.where import KeyRestrictions, analyse_where
 from cqlcdc.types.base import CqlType, TermContext
-
-CELLS = "__cells__"
 
 FILTERING_MESSAGE = (
     "Cannot execute this query as it might involve data filtering and thus may have "
@@ -77,9 +79,15 @@ def base_partition_rows(
 def prepare(
     schema: TableSchema, stmt: ast.Select, ctx: TermContext | None = None
 ) -> KeyRestrictions:
-    """Check the WHERE clause and say which partitions the read needs."""
-    if stmt.group_by:
-        raise InvalidRequest("GROUP BY is not supported yet")
+    """Check the statement, in ScyllaDB's order (selectors, then the WHERE clause, DISTINCT,
+    ORDER BY, GROUP BY, the limits and the timeout), and say which partitions the read needs.
+
+    Raises:
+        InvalidRequest: ScyllaDB's message for the first thing it would refuse.
+    """
+    selection = plan_selection(schema, stmt)
+    if selection.aggregating and stmt.per_partition_limit is not None and not stmt.group_by:
+        raise InvalidRequest("PER PARTITION LIMIT is not allowed with aggregate queries.")
     res = analyse_where(schema, stmt.where, ctx)
     needs_filtering = bool(res.filters) or (
         res.partition_keys is None
@@ -89,7 +97,76 @@ def prepare(
     )
     if needs_filtering and not stmt.allow_filtering:
         raise InvalidRequest(FILTERING_MESSAGE)
+    if stmt.distinct:
+        _check_distinct(schema, selection, res)
+    _reverse(schema, stmt.order_by)
+    grouping = group_by_columns(schema, stmt)
+    if stmt.distinct and any(c.kind == "clustering" for c in grouping):
+        raise InvalidRequest(
+            "Grouping on clustering columns is not allowed for SELECT DISTINCT queries"
+        )
+    _int_term(stmt.per_partition_limit, "PER PARTITION LIMIT", ctx)
+    _int_term(stmt.limit, "LIMIT", ctx)
+    timeout_ms(stmt.using.timeout, ctx)
     return res
+
+
+def _check_distinct(schema: TableSchema, selection: Selection, res: KeyRestrictions) -> None:
+    """select_statement.cc ``validate_distinct_selection`` (its column checks)."""
+    for name in selection.columns:
+        col = schema.column(name)
+        if col is None or col.kind not in ("partition_key", "static"):
+            raise InvalidRequest(
+                "SELECT DISTINCT queries must only request partition key columns and/or "
+                f"static columns (not {name})"
+            )
+    if res.partition_keys is None:  # a key range: the whole partition key is selected
+        for col in schema.partition_key:
+            if col.name not in selection.columns:
+                raise InvalidRequest(
+                    "SELECT DISTINCT queries must request all the partition key columns "
+                    f"(missing {col.name})"
+                )
+
+
+def group_by_columns(schema: TableSchema, stmt: ast.Select) -> list[Column]:
+    """The GROUP BY columns: a prefix of the primary key, where a key column restricted by
+    ``=`` may be left out (select_statement.cc ``prepare_group_by``).
+
+    Raises:
+        InvalidRequest: ScyllaDB's message for an unknown, non-key or out-of-order column,
+            or a GROUP BY short of the partition key.
+    """
+    if not stmt.group_by:
+        return []
+    keys = [*schema.partition_key, *schema.clustering_key]
+    fixed = {
+        rel.columns[0]
+        for rel in stmt.where
+        if rel.operator == "=" and not rel.token and rel.key is None and len(rel.columns) == 1
+    }
+    expected = 0
+    out: list[Column] = []
+    for name in stmt.group_by:
+        col = schema.column(name)
+        if col is None:
+            raise InvalidRequest(f"Group by unknown column {name}")
+        if not col.is_key:
+            raise InvalidRequest(f"Group by non-primary-key column {name}")
+        out_of_order = InvalidRequest(f"Group by column {name} is out of order")
+        if expected >= len(keys):
+            raise out_of_order
+        while keys[expected].name != name and keys[expected].name in fixed:
+            expected += 1
+            if expected >= len(keys):
+                raise out_of_order
+        if keys[expected].name != name:
+            raise out_of_order
+        expected += 1
+        out.append(col)
+    if expected < len(schema.partition_key):
+        raise InvalidRequest("GROUP BY must include the entire partition key")
+    return out
 
 
 def _matches(value: Any, op: str, target: Any, ctype: CqlType) -> bool:
@@ -112,53 +189,10 @@ def _matches(value: Any, op: str, target: Any, ctype: CqlType) -> bool:
     )
 
 
-def _selected(
-    schema: TableSchema, stmt: ast.Select
-) -> list[tuple[str, str, CqlType | None, ast.Selector | None]]:
-    from cqlcdc.types import native_type
-
-    if not stmt.selectors:
-        return [(c.name, c.name, c.type, None) for c in schema.select_star_columns]
-    out: list[tuple[str, str, CqlType | None, ast.Selector | None]] = []
-    for sel in stmt.selectors:
-        expr = sel.expr
-        if isinstance(expr, ast.ColumnRef):
-            col = schema.column(expr.name)
-            if col is None:
-                raise InvalidRequest(f"Undefined name {expr.name} in selection clause")
-            out.append((sel.alias or col.name, col.name, col.type, sel))
-            continue
-        fname = expr.name
-        args = [a.name for a in expr.args if isinstance(a, ast.ColumnRef)]
-        if fname in ("writetime", "ttl"):
-            if len(args) != 1 or schema.column(args[0]) is None:
-                raise InvalidRequest(f"Invalid arguments for {fname}")
-            col = schema.column(args[0])
-            assert col is not None
-            if col.is_key:
-                raise InvalidRequest(
-                    f"Cannot use selection function {fname} on PRIMARY KEY part {col.name}"
-                )
-            t = native_type("bigint" if fname == "writetime" else "int")
-            out.append((sel.alias or f"{fname}({args[0]})", args[0], t, sel))
-        elif fname == "count":
-            out.append((sel.alias or "count", "*", native_type("bigint"), sel))
-        elif fname == "token":
-            out.append(
-                (sel.alias or f"system.token({', '.join(args)})", "", native_type("bigint"), sel)
-            )
-        else:
-            raise InvalidRequest(f"Unknown function '{fname}'")
-    return out
-
-
 def result_columns(schema: TableSchema, stmt: ast.Select) -> list[tuple[str, CqlType]]:
     """The names and types of the columns a SELECT returns (a prepared statement's result
     metadata), known before any value is bound."""
-    from cqlcdc.types import native_type
-
-    text = native_type("text")
-    return [(name, ctype or text) for name, _, ctype, _ in _selected(schema, stmt)]
+    return plan_selection(schema, stmt).result_columns()
 
 
 def evaluate(
@@ -169,27 +203,16 @@ def evaluate(
     now_s: int,
     ctx: TermContext | None = None,
 ) -> ResultSet:
-    """Apply the restrictions, ORDER BY, LIMIT and selectors to already-read partitions."""
-    from cqlcdc.types import native_type
-
+    """Apply the restrictions, ORDER BY, GROUP BY, aggregates, limits and selectors (and
+    SELECT JSON) to already-read partitions."""
+    selection = plan_selection(schema, stmt)
     order = ClusteringOrder(schema)
-    selected = _selected(schema, stmt)
-    if stmt.json:
-        raise InvalidRequest("SELECT JSON is not supported yet")
-    if stmt.distinct:
-        for _, name, _, _ in selected:
-            col = schema.column(name)
-            if col is None or col.kind not in ("partition_key", "static"):
-                raise InvalidRequest(
-                    "SELECT DISTINCT queries must only request partition key columns and/or "
-                    f"static columns (not {name})"
-                )
     reverse = _reverse(schema, stmt.order_by)
     ranges = res.clustering_ranges() if res.ck_restricted_columns else None
     limit = _int_term(stmt.limit, "LIMIT", ctx)
     ppl = _int_term(stmt.per_partition_limit, "PER PARTITION LIMIT", ctx)
     ck_names = [c.name for c in schema.clustering_key]
-    out_rows: list[dict[str, Any]] = []
+    matching: list[list[dict[str, Any]]] = []
     wanted = None if res.partition_keys is None else set(res.partition_keys)
     for p in sorted(partitions, key=lambda p: p.token):
         if not _token_ok(p.token, res) or (wanted is not None and p.pk not in wanted):
@@ -209,40 +232,76 @@ def evaluate(
             prow.reverse()
         if stmt.distinct:
             prow = prow[:1]
-        if ppl is not None:
+        if ppl is not None and not selection.aggregating:
             prow = prow[:ppl]
-        out_rows.extend(prow)
-    if any(name == "*" for _, name, _, _ in selected):  # count(*)
-        count = len(out_rows)
-        return ResultSet([selected[0][0]], [native_type("bigint")], [(count,)])
+        matching.append(prow)
+    columns = selection.result_columns()
+    result = ResultSet([name for name, _ in columns], [ctype for _, ctype in columns])
+    if selection.aggregating:
+        grouping = group_by_columns(schema, stmt)
+        result.rows = _aggregate(schema, selection, grouping, matching, now_s, limit, ppl)
+        return result
+    rows = [row for prow in matching for row in prow]
     if limit is not None:
-        out_rows = out_rows[:limit]
-    result = ResultSet([s[0] for s in selected], [s[2] for s in selected])
-    for row in out_rows:
-        values = []
-        for _, name, _, sel in selected:
-            values.append(_select_value(schema, row, name, sel, now_s))
-        result.rows.append(tuple(values))
+        rows = rows[:limit]
+    result.rows = [selection.row_values(schema, row, now_s) for row in rows]
     return result
 
 
-def _select_value(
-    schema: TableSchema, row: dict[str, Any], name: str, sel: ast.Selector | None, now_s: int
-) -> Any:
-    from cqlcdc.storage.token import murmur3_token, serialize_partition_key
+def _aggregate(
+    schema: TableSchema,
+    selection: Selection,
+    grouping: list[Column],
+    partitions: list[list[dict[str, Any]]],
+    now_s: int,
+    limit: int | None,
+    ppl: int | None,
+) -> list[tuple[Any, ...]]:
+    """The groups' output rows (``result_set_builder`` in cql3/selection/selection.cc):
+    consecutive rows with equal GROUP BY columns form a group; without GROUP BY all rows are
+    one group, which gives a row even when there are none. LIMIT counts groups, PER
+    PARTITION LIMIT the groups of each partition."""
+    if not grouping:
+        state = selection.start_group()
+        for prow in partitions:
+            for row in prow:
+                selection.add_row(state, schema, row, now_s)
+        return [selection.group_values(state)]
+    out: list[tuple[Any, ...]] = []
+    for prow in partitions:
+        emitted = 0
+        last: tuple[Any, ...] | None = None
+        state = []
+        for row in prow:
+            key = tuple(_group_key(c, row.get(c.name)) for c in grouping)
+            if key != last:
+                if last is not None:
+                    emitted += _emit(out, selection, state, limit, ppl, emitted)
+                state, last = selection.start_group(), key
+            selection.add_row(state, schema, row, now_s)
+        if last is not None:
+            _emit(out, selection, state, limit, ppl, emitted)
+    return out
 
-    if sel is None or isinstance(sel.expr, ast.ColumnRef):
-        return row.get(name)
-    fname = sel.expr.name
-    if fname == "token":
-        pk = tuple(row[c.name] for c in schema.partition_key)
-        return murmur3_token(serialize_partition_key(schema, pk))
-    cell = row.get(CELLS, {}).get(name)
-    if cell is None:
-        return None
-    if fname == "writetime":
-        return cell.timestamp
-    return cell.remaining_ttl(now_s)
+
+def _group_key(col: Column, value: Any) -> Any:
+    # compared as the type compares (NaN equals NaN, as their bytes do)
+    return None if value is None else col.type.sort_key(value)
+
+
+def _emit(
+    out: list[tuple[Any, ...]],
+    selection: Selection,
+    state: list[Accumulator],
+    limit: int | None,
+    ppl: int | None,
+    emitted: int,
+) -> int:
+    """Add a finished group's row if the limits leave room; 1 if it was added."""
+    if (limit is not None and len(out) >= limit) or (ppl is not None and emitted >= ppl):
+        return 0
+    out.append(selection.group_values(state))
+    return 1
 
 
 def _reverse(schema: TableSchema, order_by: tuple[ast.Ordering, ...]) -> bool:

@@ -133,6 +133,10 @@ class CqlType(ABC):
                 raise terms.bind_marker_error(term, column)
             return self.validate(bound(term), column)
         if isinstance(term, ast.FunctionCall):
+            if term.name.lower() in ("fromjson", "tojson"):
+                from cqlcdc.types.json_terms import json_function  # imports every type
+
+                return json_function(self, term, column, ctx)
             return self._parse_function(term, column, ctx)
         if isinstance(term, ast.TypeCast):
             return self._parse_cast(term, column, ctx)
@@ -149,6 +153,10 @@ class CqlType(ABC):
         if isinstance(term, ast.BindMarker):
             return True
         if isinstance(term, ast.FunctionCall):
+            if term.name.lower() == "fromjson":  # its receiver gives its type
+                return True
+            if term.name.lower() == "tojson":
+                return self._accepts_type_name("text")
             name = terms.FUNCTIONS.get(term.name.lower())
             return name is None or self._accepts_type_name(name[0])
         if isinstance(term, ast.TypeCast):
