@@ -610,3 +610,21 @@ def test_concurrent_writes_are_combined_with_their_own_timestamps_and_errors(
         assert session.execute("SELECT count(*) FROM comb").one()[0] == 340
     finally:
         cluster.shutdown()
+
+
+def test_prepared_from_json_and_using_timeout_bind_their_own_types(cql: Any) -> None:
+    """``fromJson(?)`` takes the JSON text and ``USING TIMEOUT ?`` a duration: the bind
+    metadata says so, so the driver sends them as such."""
+    cql.execute("CREATE TABLE js (pk int PRIMARY KEY, m map<text, int>, d date)")
+    insert = cql.prepare(
+        "INSERT INTO js (pk, m, d) VALUES (?, fromJson(?), fromJson(?)) USING TIMEOUT ?"
+    )
+    assert [c.type.typename for c in insert.column_metadata] == [
+        "int",
+        "varchar",
+        "varchar",
+        "duration",
+    ]
+    cql.execute(insert, (1, '{"a": 1, "b": 2}', '"2024-02-29"', Duration(0, 0, 5_000_000_000)))
+    row = cql.execute("SELECT JSON pk, m, d FROM js WHERE pk = 1").one()
+    assert json.loads(row[0]) == {"pk": 1, "m": {"a": 1, "b": 2}, "d": "2024-02-29"}

@@ -98,6 +98,7 @@ def _statement(
         _where(out, s.where, table)
     else:
         _where(out, s.where, table)
+        _using(out, s.using, table)
         term(s.per_partition_limit, "[per_partition_limit]", native_type("int"))
         term(s.limit, "[limit]", native_type("int"))
 
@@ -107,6 +108,7 @@ def _using(out: list[Receiver], using: ast.Using, table: TableSchema | None) -> 
         return
     _term(out, using.timestamp, "[timestamp]", native_type("bigint"), table)
     _term(out, using.ttl, "[ttl]", native_type("int"), table)
+    _term(out, using.timeout, "[timeout]", native_type("duration"), table)
 
 
 def _where(out: list[Receiver], where: tuple[ast.Relation, ...], table: TableSchema) -> None:
@@ -173,8 +175,11 @@ def _term(out: list[Receiver], t: object, name: str, ctype: CqlType, table: Tabl
 
 
 def _function_arg(call: ast.FunctionCall, ctype: CqlType) -> CqlType:
-    """The type a function's marker argument takes (the time functions take timestamps)."""
+    """The type a function's marker argument takes (the time functions take timestamps,
+    ``fromJson`` the JSON text)."""
     fn = call.name.lower()
     if fn in ("mintimeuuid", "maxtimeuuid"):
         return native_type("timestamp")
+    if fn == "fromjson":  # the JSON text of the value
+        return native_type("text")
     return ctype

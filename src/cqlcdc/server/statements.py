@@ -160,8 +160,11 @@ def without_unset(
         return isinstance(term, ast.BindMarker) and term.index in unset
 
     def using(u: ast.Using) -> ast.Using:
-        return ast.Using(
-            None if is_unset(u.timestamp) else u.timestamp, None if is_unset(u.ttl) else u.ttl
+        return dataclasses.replace(
+            u,
+            timestamp=None if is_unset(u.timestamp) else u.timestamp,
+            ttl=None if is_unset(u.ttl) else u.ttl,
+            timeout=None if is_unset(u.timeout) else u.timeout,
         )
 
     pruned: ast.Statement | None = stmt
@@ -188,6 +191,7 @@ def without_unset(
     elif isinstance(stmt, ast.Select):
         pruned = dataclasses.replace(
             stmt,
+            using=using(stmt.using),
             limit=None if is_unset(stmt.limit) else stmt.limit,
             per_partition_limit=None
             if is_unset(stmt.per_partition_limit)
