@@ -11,7 +11,7 @@ once the streaming pipeline has committed it together with its CDC log rows.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,8 @@ import pyarrow as pa
 from cqlcdc.coordinator import DEFAULT_BUCKETS, Coordinator
 from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest
-from cqlcdc.storage.select import ResultSet
+from cqlcdc.rows import Row as Row  # re-exported: callers import both from here
+from cqlcdc.rows import Rows as Rows
 from cqlcdc.writes import Parameters, arrow_records, bulk_records, row_records
 
 if TYPE_CHECKING:
@@ -30,73 +31,6 @@ if TYPE_CHECKING:
 
 # execute_many takes the bulk path (cqlcdc.writes) from this many writes on
 BULK_MIN_WRITES = 16
-
-
-class Row(tuple[Any, ...]):
-    """A result row: a tuple with access by column name (``row.pk`` or ``row["cdc$time"]``)."""
-
-    _names: tuple[str, ...] = ()
-
-    def __new__(cls, names: tuple[str, ...], values: Sequence[Any]) -> Row:
-        row = super().__new__(cls, values)
-        row._names = names
-        return row
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[self._names.index(name)]
-        except ValueError:
-            raise AttributeError(name) from None
-
-    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
-        if isinstance(key, str):
-            return tuple.__getitem__(self, self._names.index(key))
-        return tuple.__getitem__(self, key)
-
-    def _asdict(self) -> dict[str, Any]:
-        return dict(zip(self._names, self, strict=True))
-
-
-class Rows:
-    """What ``execute()`` returns: iterable rows plus ``column_names`` (cassandra-driver shape).
-
-    ``column_types`` holds the CQL type of each column (for cqlsh-style printing);
-    ``describe`` is the text of a DESCRIBE statement.
-    """
-
-    def __init__(self, result: ResultSet | None = None, describe: str | None = None) -> None:
-        if describe is not None:
-            self.column_names: list[str] = ["describe"]
-            self.column_types: list[Any] = [None]
-            self._rows: list[Row] = [Row(("describe",), (describe,))]
-        elif result is not None:
-            self.column_names = list(result.columns)
-            self.column_types = list(result.types)
-            names = tuple(result.columns)
-            self._rows = [Row(names, r) for r in result.rows]
-        else:
-            self.column_names, self.column_types, self._rows = [], [], []
-        self.describe = describe
-
-    def __iter__(self) -> Iterator[Row]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def all(self) -> list[Row]:
-        return list(self._rows)
-
-    def one(self) -> Row | None:
-        return self._rows[0] if self._rows else None
-
-    @property
-    def current_rows(self) -> list[Row]:
-        return self._rows
-
-    @property
-    def is_write(self) -> bool:
-        return not self.column_names
 
 
 class PreparedStatement:
