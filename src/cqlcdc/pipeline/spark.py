@@ -54,6 +54,8 @@ _CONF: dict[str, str] = {
     # a micro-batch of more than 32 ingest files (the default) would start a Spark job just
     # to list them; the engine reads them itself, so the driver lists them in place
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
+    # format("cqlcdc") applies filters itself (Spark refuses a pushFilters reader without it)
+    "spark.sql.python.filterPushdown.enabled": "true",
 }
 
 
@@ -72,10 +74,12 @@ def get_spark(
             Python workers' stderr), appended; None: this process's stderr.
 
     Returns:
-        The active session if there is one (its master is kept), else a new one.
+        The active session if there is one (its master is kept), else a new one; either
+        way with the ``cqlcdc`` and ``cqlcdc_changefeed`` data sources registered.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
+        register_sources(active)
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -88,7 +92,17 @@ def get_spark(
         builder = builder.config("spark.executorEnv.SPARK_LOCAL_IP", "127.0.0.1")
     spark = builder.getOrCreate() if log_file is None else _quietly(builder, Path(log_file))
     spark.sparkContext.setLogLevel("ERROR")
+    register_sources(spark)
     return spark
+
+
+def register_sources(spark: SparkSession) -> None:
+    """Register cqlcdc's Spark data sources: ``format("cqlcdc")`` (base and log tables)
+    and ``format("cqlcdc_changefeed")`` (changefeed topics)."""
+    from cqlcdc.pipeline import feed_source, table_source
+
+    feed_source.register(spark)
+    table_source.register(spark)
 
 
 def _quietly(builder: SparkSession.Builder, log_file: Path) -> SparkSession:
