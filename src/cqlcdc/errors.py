@@ -47,6 +47,13 @@ class ProtocolError(CqlError):
     code = 0x000A
 
 
+class AuthenticationFailed(CqlError):
+    """A login was refused: an unknown role, a wrong password, or a role without LOGIN
+    (Cassandra's ``AuthenticationException``, answered as AUTHENTICATION_ERROR)."""
+
+    code = 0x0100
+
+
 class Unavailable(CqlError):
     code = 0x1000
 
@@ -156,6 +163,7 @@ class UnappliedWrite(ServerError):
 
 __all__ = [
     "AlreadyExists",
+    "AuthenticationFailed",
     "ConfigurationError",
     "CorruptIngestFile",
     "CqlError",

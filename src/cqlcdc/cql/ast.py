@@ -10,7 +10,7 @@ Constant(kind='integer', text='42')
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 # ---------------------------------------------------------------------------------------------
@@ -523,6 +523,163 @@ class Select:
     using: Using = Using()
 
 
+# ---------------------------------------------------------------------------------------------
+# Roles and permissions (Cassandra 4's DCL; role names are normalised like identifiers, a quoted
+# name or a string literal keeps its case)
+
+PermissionName = Literal[
+    "CREATE", "ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE", "DESCRIBE", "EXECUTE"
+]
+ResourceKind = Literal["ALL KEYSPACES", "KEYSPACE", "TABLE", "ALL ROLES", "ROLE"]
+
+
+@dataclass(frozen=True, slots=True)
+class RoleOptions:
+    """``WITH PASSWORD = '...' AND LOGIN = b AND SUPERUSER = b AND OPTIONS = {...}``: None is
+    an option not given. The password never shows in a repr."""
+
+    password: str | None = field(default=None, repr=False)
+    login: bool | None = None
+    superuser: bool | None = None
+    options: tuple[tuple[str, str], ...] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return (
+            self.password is None
+            and self.login is None
+            and self.superuser is None
+            and self.options is None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRole:
+    """``CREATE ROLE`` (``user``: the legacy ``CREATE USER``, which gives LOGIN)."""
+
+    name: str
+    options: RoleOptions = RoleOptions()
+    if_not_exists: bool = False
+    user: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterRole:
+    """``ALTER ROLE r WITH ...`` (``user``: ``ALTER USER``)."""
+
+    name: str
+    options: RoleOptions = RoleOptions()
+    user: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DropRole:
+    """``DROP ROLE`` (``user``: ``DROP USER``)."""
+
+    name: str
+    if_exists: bool = False
+    user: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ListRoles:
+    """``LIST ROLES [OF r] [NORECURSIVE]``; ``users``: ``LIST USERS``."""
+
+    of: str | None = None
+    recursive: bool = True
+    users: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GrantRole:
+    """``GRANT role TO grantee``: ``grantee`` becomes a member of ``role``."""
+
+    role: str
+    grantee: str
+
+
+@dataclass(frozen=True, slots=True)
+class RevokeRole:
+    """``REVOKE role FROM revokee``."""
+
+    role: str
+    revokee: str
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """What permissions are granted on: ``ALL KEYSPACES``, ``KEYSPACE ks``, ``[TABLE] ks.t``
+    (``keyspace`` None: the session's), ``ALL ROLES``, ``ROLE r`` (``name`` holds the
+    keyspace, the table or the role)."""
+
+    kind: ResourceKind
+    keyspace: str | None = None
+    name: str | None = None
+
+
+# The permissions each kind of resource supports, in Cassandra's order (``Permission`` enum
+# ordinals): GRANT ALL gives these, and GRANT of none of them is an error.
+APPLICABLE_PERMISSIONS: dict[ResourceKind, tuple[PermissionName, ...]] = {
+    "ALL KEYSPACES": ("CREATE", "ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE"),
+    "KEYSPACE": ("CREATE", "ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE"),
+    "TABLE": ("ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE"),
+    "ALL ROLES": ("CREATE", "ALTER", "DROP", "AUTHORIZE", "DESCRIBE"),
+    "ROLE": ("ALTER", "DROP", "AUTHORIZE"),
+}
+PERMISSION_ORDER: tuple[PermissionName, ...] = (
+    "CREATE",
+    "ALTER",
+    "DROP",
+    "SELECT",
+    "MODIFY",
+    "AUTHORIZE",
+    "DESCRIBE",
+    "EXECUTE",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GrantPermissions:
+    """``GRANT perm[, perm] | ALL [PERMISSIONS] ON resource TO role``: ``permissions`` None
+    is ALL; listed ones are those the resource supports (as Cassandra filters them)."""
+
+    permissions: tuple[PermissionName, ...] | None
+    resource: Resource
+    grantee: str
+
+
+@dataclass(frozen=True, slots=True)
+class RevokePermissions:
+    """``REVOKE perm[, perm] | ALL [PERMISSIONS] ON resource FROM role``."""
+
+    permissions: tuple[PermissionName, ...] | None
+    resource: Resource
+    revokee: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListPermissions:
+    """``LIST perm[, perm] | ALL [PERMISSIONS] [ON resource] [OF role] [NORECURSIVE]``."""
+
+    permissions: tuple[PermissionName, ...] | None
+    resource: Resource | None = None
+    of: str | None = None
+    recursive: bool = True
+
+
+AuthStatement: TypeAlias = (
+    CreateRole
+    | AlterRole
+    | DropRole
+    | ListRoles
+    | GrantRole
+    | RevokeRole
+    | GrantPermissions
+    | RevokePermissions
+    | ListPermissions
+)
+
+
 Statement: TypeAlias = (
     CreateKeyspace
     | AlterKeyspace
@@ -541,4 +698,5 @@ Statement: TypeAlias = (
     | Delete
     | Batch
     | Select
+    | AuthStatement
 )

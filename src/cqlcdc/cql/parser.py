@@ -2,7 +2,7 @@
 
 One ``_parse_<rule>`` method per grammar rule, split by statement family across mixins:
 ``parse_terms`` (terms, types), ``parse_clauses`` (WHERE, USING, IF), ``parse_dml``,
-``parse_select``, ``parse_table`` and ``parse_schema``.
+``parse_select``, ``parse_table``, ``parse_schema`` and ``parse_roles``.
 
 >>> Parser.parse("USE ks;")
 UseKeyspace(name='ks')
@@ -15,13 +15,14 @@ from typing import ClassVar
 
 from cqlcdc.cql.ast import Statement
 from cqlcdc.cql.parse_dml import DmlMixin
+from cqlcdc.cql.parse_roles import RolesMixin
 from cqlcdc.cql.parse_schema import SchemaMixin
 from cqlcdc.cql.parse_select import SelectMixin
 from cqlcdc.cql.parse_table import TableMixin
 from cqlcdc.cql.tokens import Token, TokenType, tokenize
 
 
-class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin):
+class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin, RolesMixin):
     """Parses the tokens of one statement (an optional trailing ``;``, then EOF)."""
 
     STATEMENT_PARSERS: ClassVar[dict[str, Callable[[Parser], Statement]]] = {
@@ -37,6 +38,9 @@ class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin):
         "use": lambda self: self._parse_use(),
         "describe": lambda self: self._parse_describe(),
         "desc": lambda self: self._parse_describe(),
+        "grant": lambda self: self._parse_grant(),
+        "revoke": lambda self: self._parse_revoke(),
+        "list": lambda self: self._parse_list(),
     }
 
     # The second keyword of CREATE / ALTER / DROP statements (the first two already consumed).
@@ -45,6 +49,8 @@ class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin):
         "table": lambda self: self._parse_create_table(),
         "columnfamily": lambda self: self._parse_create_table(),
         "type": lambda self: self._parse_create_type(),
+        "role": lambda self: self._parse_create_role(),
+        "user": lambda self: self._parse_create_user(),
     }
 
     ALTER_PARSERS: ClassVar[dict[str, Callable[[Parser], Statement]]] = {
@@ -52,6 +58,8 @@ class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin):
         "table": lambda self: self._parse_alter_table(),
         "columnfamily": lambda self: self._parse_alter_table(),
         "type": lambda self: self._parse_alter_type_statement(),
+        "role": lambda self: self._parse_alter_role(),
+        "user": lambda self: self._parse_alter_user(),
     }
 
     DROP_PARSERS: ClassVar[dict[str, Callable[[Parser], Statement]]] = {
@@ -59,6 +67,8 @@ class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin):
         "table": lambda self: self._parse_drop_table(),
         "columnfamily": lambda self: self._parse_drop_table(),
         "type": lambda self: self._parse_drop_type(),
+        "role": lambda self: self._parse_drop_role(),
+        "user": lambda self: self._parse_drop_user(),
     }
 
     @classmethod

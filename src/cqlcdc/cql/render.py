@@ -18,6 +18,7 @@ from cqlcdc.cql.ast import (
     AddTo,
     AlterColumnType,
     AlterKeyspace,
+    AlterRole,
     AlterTable,
     AlterTableAction,
     AlterType,
@@ -29,6 +30,7 @@ from cqlcdc.cql.ast import (
     Condition,
     Constant,
     CreateKeyspace,
+    CreateRole,
     CreateTable,
     CreateType,
     Delete,
@@ -37,18 +39,28 @@ from cqlcdc.cql.ast import (
     DropChangefeed,
     DropColumns,
     DropKeyspace,
+    DropRole,
     DropTable,
     DropType,
     FunctionCall,
+    GrantPermissions,
+    GrantRole,
     Insert,
     ListLiteral,
+    ListPermissions,
+    ListRoles,
     MapLiteral,
     OptionValue,
+    PermissionName,
     Prepend,
     QualifiedName,
     Relation,
     RemoveFrom,
     RenameColumns,
+    Resource,
+    RevokePermissions,
+    RevokeRole,
+    RoleOptions,
     Select,
     Selector,
     SetColumn,
@@ -113,6 +125,18 @@ def render(node: Statement) -> str:
             return _render_batch(node)
         case Select():
             return _render_select(node)
+        case (
+            CreateRole()
+            | AlterRole()
+            | DropRole()
+            | ListRoles()
+            | GrantRole()
+            | RevokeRole()
+            | GrantPermissions()
+            | RevokePermissions()
+            | ListPermissions()
+        ):
+            return _render_auth_statement(node)
         case _:
             assert_never(node)
 
@@ -457,3 +481,110 @@ def _render_select(node: Select) -> str:
     if node.bypass_cache:
         parts.append("BYPASS CACHE")
     return " ".join(parts) + _render_using(node.using)
+
+
+# ---------------------------------------------------------------------------------------------
+# Roles and permissions
+
+
+def render_role_name(name: str) -> str:
+    """A role (or user) name: bare if it reads back unchanged, else a string literal (which
+    keeps its case, and reads back as a user name too)."""
+    if _PLAIN_NAME.match(name) and name not in _RESERVED:
+        return name
+    return quote_string(name)
+
+
+def _render_role_options(options: RoleOptions) -> str:
+    parts: list[str] = []
+    if options.password is not None:
+        parts.append(f"PASSWORD = {quote_string(options.password)}")
+    if options.login is not None:
+        parts.append(f"LOGIN = {str(options.login).lower()}")
+    if options.superuser is not None:
+        parts.append(f"SUPERUSER = {str(options.superuser).lower()}")
+    if options.options is not None:
+        entries = ", ".join(f"{quote_string(k)}: {quote_string(v)}" for k, v in options.options)
+        parts.append(f"OPTIONS = {{{entries}}}")
+    return f" WITH {' AND '.join(parts)}" if parts else ""
+
+
+def _render_user_options(options: RoleOptions) -> str:
+    password = (
+        "" if options.password is None else f" WITH PASSWORD {quote_string(options.password)}"
+    )
+    if options.superuser is None:
+        return password
+    return f"{password} {'SUPERUSER' if options.superuser else 'NOSUPERUSER'}"
+
+
+def render_resource(resource: Resource) -> str:
+    """``ALL KEYSPACES``, ``KEYSPACE ks``, ``TABLE ks.t``, ``ALL ROLES``, ``ROLE r``."""
+    match resource.kind:
+        case "ALL KEYSPACES" | "ALL ROLES":
+            return resource.kind
+        case "KEYSPACE":
+            return f"KEYSPACE {quote_identifier(resource.name or '')}"
+        case "TABLE":
+            return f"TABLE {render_name(QualifiedName(resource.keyspace, resource.name or ''))}"
+        case "ROLE":
+            return f"ROLE {render_role_name(resource.name or '')}"
+        case _:
+            assert_never(resource.kind)
+
+
+def _render_permissions(permissions: tuple[PermissionName, ...] | None) -> str:
+    return "ALL PERMISSIONS" if permissions is None else ", ".join(permissions)
+
+
+def _render_auth_statement(
+    node: CreateRole
+    | AlterRole
+    | DropRole
+    | ListRoles
+    | GrantRole
+    | RevokeRole
+    | GrantPermissions
+    | RevokePermissions
+    | ListPermissions,
+) -> str:
+    match node:
+        case CreateRole(user=True):
+            head = f"CREATE USER {_if(node.if_not_exists, 'IF NOT EXISTS ')}"
+            return head + render_role_name(node.name) + _render_user_options(node.options)
+        case CreateRole():
+            head = f"CREATE ROLE {_if(node.if_not_exists, 'IF NOT EXISTS ')}"
+            return head + render_role_name(node.name) + _render_role_options(node.options)
+        case AlterRole(user=True):
+            return f"ALTER USER {render_role_name(node.name)}{_render_user_options(node.options)}"
+        case AlterRole():
+            return f"ALTER ROLE {render_role_name(node.name)}{_render_role_options(node.options)}"
+        case DropRole():
+            kind = "USER" if node.user else "ROLE"
+            return f"DROP {kind} {_if(node.if_exists, 'IF EXISTS ')}{render_role_name(node.name)}"
+        case ListRoles(users=True):
+            return "LIST USERS"
+        case ListRoles():
+            of = "" if node.of is None else f" OF {render_role_name(node.of)}"
+            return f"LIST ROLES{of}{_if(not node.recursive, ' NORECURSIVE')}"
+        case GrantRole():
+            return f"GRANT {render_role_name(node.role)} TO {render_role_name(node.grantee)}"
+        case RevokeRole():
+            return f"REVOKE {render_role_name(node.role)} FROM {render_role_name(node.revokee)}"
+        case GrantPermissions():
+            return (
+                f"GRANT {_render_permissions(node.permissions)} ON "
+                f"{render_resource(node.resource)} TO {render_role_name(node.grantee)}"
+            )
+        case RevokePermissions():
+            return (
+                f"REVOKE {_render_permissions(node.permissions)} ON "
+                f"{render_resource(node.resource)} FROM {render_role_name(node.revokee)}"
+            )
+        case ListPermissions():
+            on = "" if node.resource is None else f" ON {render_resource(node.resource)}"
+            of = "" if node.of is None else f" OF {render_role_name(node.of)}"
+            norecursive = _if(not node.recursive, " NORECURSIVE")
+            return f"LIST {_render_permissions(node.permissions)}{on}{of}{norecursive}"
+        case _:
+            assert_never(node)
