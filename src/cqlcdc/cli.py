@@ -350,6 +350,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=9042, help="port (default 9042)")
     serve.add_argument("--tls-cert", help="serve TLS with this PEM certificate (chain)")
     serve.add_argument("--tls-key", help="the certificate's PEM private key")
+    serve.add_argument(
+        "--auth",
+        action="store_true",
+        help="require a login (PasswordAuthenticator: roles of the data directory; "
+        "first login cassandra/cassandra) and check permissions",
+    )
     serve.set_defaults(func=cmd_serve)
     recover = sub.add_parser(
         "recover", help="show the write the pipeline stopped at, or skip it (--skip SEQ)"
@@ -386,11 +392,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        server = CqlServer(session.coordinator, args.host, args.port, ssl_context=context)
+        server = CqlServer(
+            session.coordinator, args.host, args.port, ssl_context=context, auth=args.auth
+        )
         host, port = await server.start()
         tls = " (TLS)" if context is not None else ""
+        auth = " (logins required)" if args.auth else ""
         print(
-            f"cqlcdc: serving {session.data_dir} on {host}:{port}{tls}", file=sys.stderr, flush=True
+            f"cqlcdc: serving {session.data_dir} on {host}:{port}{tls}{auth}",
+            file=sys.stderr,
+            flush=True,
         )
         await stop.wait()
         await server.close()

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cqlcdc.auth import RoleStore
 from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
 from cqlcdc.cdc.system_local import NodeInfo
 from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_table
@@ -94,6 +95,8 @@ class Coordinator:
         from cqlcdc.pipeline.spark import get_spark
 
         self._catalog = Catalog(self.data_dir)
+        # who may log in and what each role may do (cqlcdc.access checks sessions against it)
+        self.roles = RoleStore(self.data_dir / "auth" / "roles.json")
         self.generations = load_generations(
             self.data_dir, num_buckets, int.from_bytes(os.urandom(8), "big")
         )
@@ -138,11 +141,14 @@ class Coordinator:
         self._sweep_thread = threading.Thread(target=self._sweeper, name="ttl-sweeper", daemon=True)
         self._sweep_thread.start()
 
-    def session(self, keyspace: str | None = None) -> Session:
-        """A new session (a connection's facade: its keyspace and prepared statements)."""
+    def session(
+        self, keyspace: str | None = None, *, role: str | None = None, anonymous: bool = False
+    ) -> Session:
+        """A new session (a connection's facade: its keyspace, role and prepared
+        statements); ``role`` and ``anonymous`` as ``Session`` takes them."""
         from cqlcdc.session import Session
 
-        return Session(self, keyspace)
+        return Session(self, keyspace, role=role, anonymous=anonymous)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

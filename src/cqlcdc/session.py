@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from cqlcdc import access
+from cqlcdc.auth import AUTH_STATEMENTS
 from cqlcdc.coordinator import DEFAULT_BUCKETS, Coordinator
 from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest
@@ -61,21 +63,34 @@ def _statement(query: str | ast.Statement | PreparedStatement) -> ast.Statement:
 
 
 class Session:
-    """A connection's view of a data directory: its current keyspace and prepared
+    """A connection's view of a data directory: its current keyspace, role and prepared
     statements, over the directory's ``Coordinator`` (which owns the engine). Cheap: the
     server makes one per connection (``Coordinator.session``); ``cqlcdc.connect`` makes a
     coordinator and a session that closes it.
+
+    ``role`` is the role logged in (the server sets it after the login; every statement is
+    checked against its permissions, ``cqlcdc.access``); without one the session is the
+    data directory's owner, which may do anything, unless ``anonymous`` (a client of a
+    server without authentication), which may not run role statements.
     """
 
     # no other attributes: setting an engine knob on a session (it lives on the coordinator)
     # fails loudly instead of doing nothing
-    __slots__ = ("_closed", "_owns", "coordinator", "keyspace")
+    __slots__ = ("_closed", "_owns", "anonymous", "coordinator", "keyspace", "role")
 
     def __init__(
-        self, coordinator: Coordinator, keyspace: str | None = None, *, owns: bool = False
+        self,
+        coordinator: Coordinator,
+        keyspace: str | None = None,
+        *,
+        owns: bool = False,
+        role: str | None = None,
+        anonymous: bool = False,
     ) -> None:
         self.coordinator = coordinator
         self.keyspace = keyspace
+        self.role = role
+        self.anonymous = anonymous
         self._owns = owns
         self._closed = False
 
@@ -182,10 +197,14 @@ class Session:
 
         Raises:
             CqlError: the statement is invalid (the subclass and message say why).
+            Unauthorized: the session's role may not run it.
         """
         self._check_open()
         c = self.coordinator
         stmt = _statement(query)
+        if isinstance(stmt, AUTH_STATEMENTS):
+            return Rows(access.run_auth(c, self.role, self.anonymous, stmt, self.keyspace))
+        access.check(c, self.role, stmt, self.keyspace)
         if isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch):
             return self._write(stmt, wait, parameters)
         if isinstance(stmt, ast.Select):
@@ -198,7 +217,7 @@ class Session:
         if isinstance(stmt, ast.Truncate):
             c.truncate(stmt, self.keyspace)
             return Rows()
-        text = c.run_ddl(stmt, self.keyspace)
+        text = access.run_ddl(c, self.role, stmt, self.keyspace)
         return Rows(describe=text) if text is not None else Rows()
 
     def _check_open(self) -> None:
@@ -259,6 +278,10 @@ class Session:
             parameters is not None
             and len(statements) >= BULK_MIN_WRITES
             and all(isinstance(q, PreparedStatement) for q in statements)
+            and (
+                self.role is None
+                or access.permits(c, self.role, [_statement(q) for q in statements], self.keyspace)
+            )
         ):
             prepared = [q for q in statements if isinstance(q, PreparedStatement)]
             with c.lock:
@@ -278,6 +301,7 @@ class Session:
                         raise InvalidRequest(
                             "execute_many takes only INSERT, UPDATE, DELETE, BATCH"
                         )
+                    access.check(c, self.role, stmt, self.keyspace)
                     params = parameters[n] if parameters else None
                     first = c.next_seq + len(batch)  # all of them go in one append
                     records, stateful = row_records(c, stmt, params, self.keyspace, first)
@@ -322,6 +346,7 @@ class Session:
         if n == 0:
             return []
         c = self.coordinator
+        access.check(c, self.role, prepared.statement, self.keyspace)
         with c.lock:
             records = arrow_records(c, prepared, values, self.keyspace)
             c.append(records or [])

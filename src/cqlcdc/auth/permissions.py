@@ -21,9 +21,12 @@ Requirement = tuple[Permission, Resource]
 
 # Tables anyone logged in may read: the drivers and CDC clients read these to find nodes,
 # schemas and streams (Cassandra keeps system.local/peers and system_schema readable; the
-# CDC stream tables are ScyllaDB's system_distributed). Other system keyspaces, such as
+# CDC stream tables are ScyllaDB's system_distributed; the drivers probe system_virtual_schema,
+# which we answer as unconfigured). Other system keyspaces, such as
 # system_cqlcdc, whose rows are a table's changes, need a grant like any table.
-READABLE_KEYSPACES = frozenset({"system", "system_schema", "system_distributed"})
+READABLE_KEYSPACES = frozenset(
+    {"system", "system_schema", "system_distributed", "system_virtual_schema"}
+)
 
 AUTH_STATEMENTS = (
     ast.CreateRole,

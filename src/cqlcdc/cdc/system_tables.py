@@ -87,6 +87,12 @@ _LOCAL = (("class", "org.apache.cassandra.locator.LocalStrategy"),)
 # as ScyllaDB makes them (system_distributed_keyspace.cc: SimpleStrategy, RF 3)
 SYSTEM_KEYSPACE_SCHEMAS = (
     Keyspace("system", _LOCAL),
+    # listed so cqlsh prints LIST ROLES/PERMISSIONS (it looks the keyspace up, then fakes the
+    # tables' metadata); the roles themselves are never a readable table (cqlcdc.auth)
+    Keyspace(
+        "system_auth",
+        (("class", "org.apache.cassandra.locator.SimpleStrategy"), ("replication_factor", "1")),
+    ),
     Keyspace(
         "system_distributed",
         (("class", "org.apache.cassandra.locator.SimpleStrategy"), ("replication_factor", "3")),

@@ -155,6 +155,9 @@ class RolesMixin(TermsMixin):
             shown = _HIDDEN if token.type is not TokenType.EOF else token.text
             raise self._error(f"mismatched input '{shown}' expecting STRING_LITERAL", token)
         self._advance()
+        after = self._curr
+        if after.type is TokenType.STRING:  # 'pass' 'word': both halves may be secret
+            raise self._error(f"extraneous input '{_HIDDEN}' after the password", after)
         return token.value
 
     def _parse_boolean(self) -> bool:

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from cqlcdc import access
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.errors import CqlError, InvalidRequest, ProtocolError, ServerError
 from cqlcdc.server.combiner import combinable
@@ -25,7 +26,9 @@ from cqlcdc.server.error_responses import error_response
 from cqlcdc.server.frames import Frame, Opcode
 from cqlcdc.server.framing import FrameReader, Framing
 from cqlcdc.server.handshake import Handshake
+from cqlcdc.server.login import log_in
 from cqlcdc.server.requests import (
+    AuthResponse,
     Batch,
     Execute,
     Options,
@@ -38,6 +41,7 @@ from cqlcdc.server.requests import (
 )
 from cqlcdc.server.responses import (
     EVENT_STREAM,
+    AuthSuccess,
     Ready,
     ResponseMessage,
     SchemaChangeEvent,
@@ -90,7 +94,8 @@ class Connection:
             authenticator=server.authenticator, compression=server.compression
         )
         self.frames = FrameReader(reader, self.framing)
-        self.session: Session = server.coordinator.session()
+        # without an authenticator every client is anonymous (no role statements)
+        self.session: Session = server.coordinator.session(anonymous=server.authenticator is None)
         self.events: set[str] = set()
         self.in_flight = asyncio.Semaphore(server.max_in_flight)
         self.tasks: set[asyncio.Task[None]] = set()
@@ -138,6 +143,9 @@ class Connection:
             if header.opcode == Opcode.STARTUP:  # answered: v5 switches to segments now
                 self.handshake.switch_framing(self.framing)
             return not closing
+        if isinstance(message, AuthResponse):
+            await self._send(version, header.stream, await self._log_in(message))
+            return True
         handlers: dict[type, Handler] = {
             Query: self._query,
             Prepare: self._prepare,
@@ -164,6 +172,20 @@ class Connection:
             return response
         self.events.update(message.events)
         return Ready()
+
+    async def _log_in(self, message: AuthResponse) -> ResponseMessage:
+        """AUTH_SUCCESS and the session's role, or the AUTHENTICATION_ERROR (the client
+        may try again). Awaited before the next frame is read: nothing else is accepted
+        before a login succeeds."""
+        loop = asyncio.get_running_loop()
+        roles = self.server.coordinator.roles
+        try:
+            role = await loop.run_in_executor(self.server.executor, log_in, roles, message.token)
+        except CqlError as e:
+            return error_response(e)
+        self.session.role = role
+        self.handshake.authenticated()
+        return AuthSuccess()
 
     async def _run(self, version: int, stream: int, handler: Handler, message: Any) -> None:
         loop = asyncio.get_running_loop()
@@ -225,12 +247,16 @@ class Connection:
         values = bind_values(prepared.receivers, request.params)
         combiner = self.server.combiner
         statement = prepared.statement
-        if (  # with the other connections' concurrent writes, as bulk chunks when enough
-            combiner is not None
-            and combinable(statement.statement, values)
-            and combiner.submit(statement, values, request.params.timestamp_us).result()
-        ):
-            return VoidResult()
+        if combiner is not None and combinable(statement.statement, values):
+            # the combiner writes for every connection: this one's role is checked here
+            access.check(
+                self.server.coordinator,
+                self.session.role,
+                statement.statement,
+                self.session.keyspace,
+            )
+            if combiner.submit(statement, values, request.params.timestamp_us).result():
+                return VoidResult()
         return self._result(
             prepared, values, request.params, metadata_id=request.result_metadata_id
         )

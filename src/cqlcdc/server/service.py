@@ -21,6 +21,7 @@ from cqlcdc.server.combiner import WriteCombiner
 from cqlcdc.server.compression import ALGORITHMS
 from cqlcdc.server.connection import Connection
 from cqlcdc.server.frames import MAX_BODY_BYTES
+from cqlcdc.server.login import PASSWORD_AUTHENTICATOR
 from cqlcdc.server.results import SchemaChange
 from cqlcdc.server.statements import Cursors, Prepared
 
@@ -56,6 +57,10 @@ class CqlServer:
         max_frame_bytes: the largest request body accepted (a larger one is a protocol
             error and closes the connection).
         compression: the algorithms clients may choose in STARTUP (LZ4; () for none).
+        auth: require a login (Cassandra's PasswordAuthenticator against the data
+            directory's roles; a directory without roles gets ``cassandra``/``cassandra``,
+            as Cassandra creates it) and check every statement against the role's
+            permissions. Off: every client is anonymous and may do anything but manage roles.
     """
 
     def __init__(
@@ -70,6 +75,7 @@ class CqlServer:
         workers: int = 64,
         max_frame_bytes: int = MAX_BODY_BYTES,
         compression: tuple[str, ...] = ALGORITHMS,
+        auth: bool = False,
     ) -> None:
         self.coordinator = coordinator
         self.host = host
@@ -78,7 +84,10 @@ class CqlServer:
         self.max_connections = max_connections
         self.max_in_flight = max_in_flight
         self.max_frame_bytes = max_frame_bytes
-        self.authenticator: str | None = None  # no logins yet: STARTUP is answered READY
+        # None: no logins, STARTUP is answered READY
+        self.authenticator: str | None = PASSWORD_AUTHENTICATOR if auth else None
+        if auth:
+            coordinator.roles.ensure_default_superuser()
         self.combiner: WriteCombiner | None = WriteCombiner(coordinator)
         self.compression = compression
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cql")
