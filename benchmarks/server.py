@@ -6,7 +6,8 @@ the same way, `execute(..., wait=False)`), one-partition reads on a table of `--
 and the stream-window log read a CDC consumer issues. The driver runs in a process of its
 own, as a client application does (in the server's process it would share its GIL).
 Prints a table, writes `benchmarks/results/server.json`; the last line is one JSON object
-with `writes_per_s_64`, `ack_p99_ms_64`, `ack_p50_ms_1`, `read_p50_ms`.
+with `writes_per_s_64`, `ack_p99_ms_64`, `ack_p50_ms_1`, `read_p50_ms` (and
+`node_writes_per_s_64`: the 64-in-flight writes through the Node.js driver, a cheaper client).
 
     .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table)
     .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs
@@ -153,6 +154,22 @@ def driver_process(host: str, port: int, in_flight: int, seconds: float) -> dict
     return result
 
 
+def node_process(host: str, port: int, in_flight: int, seconds: float) -> dict[str, float]:
+    """The same writes through the Node.js cassandra-driver (tests/node, installed by
+    ``make setup``), whose cost per request is a fraction of the Python driver's: on a
+    small machine the Python client, not the server, is what a 64-in-flight run measures."""
+    script = Path(__file__).resolve().parent / "node_writes.js"
+    done = subprocess.run(
+        ["node", str(script), host, str(port), str(in_flight), str(seconds), str(10**12)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the node client failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -186,6 +203,7 @@ def main() -> None:
     for in_flight in (1, 16, 64):
         results[f"driver_{in_flight}"] = driver_process(host, port, in_flight, seconds)
         results[f"session_{in_flight}"] = session_writes(s, in_flight, seconds, in_flight * 10**7)
+    results["node_64"] = node_process(host, port, 64, seconds)
     read = cql.prepare("SELECT * FROM r WHERE pk = ?")
     results["read_p50_ms"] = timed(
         lambda i: cql.execute(read, ((i * 7919) % (rows // 10),)).all(), 50
@@ -219,6 +237,11 @@ def main() -> None:
                 f"{kind + f' ({in_flight} in flight)':24}{r['writes_per_s']:>12.1f}"
                 f"{r['ack_p50_ms']:>12.1f}{r['ack_p99_ms']:>12.1f}"
             )
+    r = results["node_64"]
+    print(
+        f"{'node driver (64)':24}{r['writes_per_s']:>12.1f}"
+        f"{r['ack_p50_ms']:>12.1f}{r['ack_p99_ms']:>12.1f}"
+    )
     print(
         f"one-partition read p50 on {rows:,} rows: driver {results['read_p50_ms']:.1f} ms, "
         f"session {results['session_read_p50_ms']:.1f} ms"
@@ -229,6 +252,7 @@ def main() -> None:
     (RESULTS / name).write_text(json.dumps(results, indent=1))
     summary = {
         "writes_per_s_64": round(results["driver_64"]["writes_per_s"], 1),
+        "node_writes_per_s_64": round(results["node_64"]["writes_per_s"], 1),
         "ack_p99_ms_64": round(results["driver_64"]["ack_p99_ms"], 1),
         "ack_p50_ms_1": round(results["driver_1"]["ack_p50_ms"], 1),
         "read_p50_ms": round(results["read_p50_ms"], 1),
