@@ -33,6 +33,7 @@ from cqlcdc.pipeline.recovery import DataDirLock
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_payload
+from cqlcdc.storage.select import ResultSet
 from cqlcdc.storage.token import bucket_of
 from cqlcdc.storage.uuids import SeededBits
 
@@ -398,6 +399,38 @@ class Coordinator:
             cls = CqlError.by_code.get(row["code"], InvalidRequest)
             out[row["seq"]] = cls(row["message"])
         return out
+
+    def conditional_result(self, stmt: ast.Statement, seq: int, keyspace: str | None) -> ResultSet:
+        """The result set of the conditional write committed as ``seq``: ScyllaDB's
+        ``[applied]`` and the old row's columns, one row per statement
+        (``cqlcdc.storage.conditions``)."""
+        from cqlcdc.cdc.processor import OUTCOMES
+        from cqlcdc.storage.conditions import result_columns
+        from cqlcdc.types import native_type
+
+        statements = stmt.statements if isinstance(stmt, ast.Batch) else (stmt,)
+        writes = [s for s in statements if isinstance(s, ast.Insert | ast.Update | ast.Delete)]
+        schema = self.table(writes[0].table, keyspace)
+        names = list(result_columns(schema, writes))
+        types = [c.type.frozen() for n in names if (c := schema.column(n)) is not None]
+        snap = self.engine.snapshot()
+        if snap.version_of(OUTCOMES) is None:
+            raise ServerError(f"The outcome of conditional write seq={seq} was not recorded")
+        found = snap.read(OUTCOMES, [("seq", "=", seq)]).to_pylist()
+        if not found:
+            raise ServerError(f"The outcome of conditional write seq={seq} was not recorded")
+        outcome = found[0]
+        rows = [
+            (
+                outcome["applied"],
+                *(
+                    None if cell is None else ctype.deserialize(cell)
+                    for cell, ctype in zip(row, types, strict=True)
+                ),
+            )
+            for row in outcome["rows"]
+        ]
+        return ResultSet(["[applied]", *names], [native_type("boolean"), *types], rows)
 
     # -- CDC generations, initial scans, TTL sweeps, clock ticks -----------------------------
 

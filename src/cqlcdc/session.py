@@ -24,7 +24,13 @@ from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.rows import Row as Row  # re-exported: callers import both from here
 from cqlcdc.rows import Rows as Rows
-from cqlcdc.writes import Parameters, arrow_records, bulk_records, row_records
+from cqlcdc.writes import (
+    Parameters,
+    arrow_records,
+    bulk_records,
+    conditional_write,
+    row_records,
+)
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import InitialScan
@@ -247,6 +253,8 @@ class Session:
         errors = c.pipeline_errors(first, last)
         if errors:
             raise errors[min(errors)]
+        if conditional_write(stmt):  # one record: its outcome is the result
+            return Rows(c.conditional_result(stmt, last, self.keyspace))
         return Rows()
 
     def execute_many(
@@ -292,6 +300,7 @@ class Session:
         results: list[Rows | CqlError] = []
         batch: list[Any] = []
         slot_of_seq: dict[int, int] = {}
+        conditionals: list[tuple[int, ast.Statement, int]] = []  # (slot, statement, seq)
         needs_state = False
         with c.lock:
             for n, q in enumerate(statements):
@@ -311,13 +320,19 @@ class Session:
                     continue
                 for rec in records:
                     slot_of_seq[rec.seq] = len(results)
+                if conditional_write(stmt):
+                    conditionals.append((len(results), stmt, records[-1].seq))
                 batch.extend(records)
                 results.append(Rows())
             c.append(batch)
         if batch and (wait or needs_state):
             c.wait(batch[-1].seq)
-            for seq, err in c.pipeline_errors(batch[0].seq, batch[-1].seq).items():
+            errors = c.pipeline_errors(batch[0].seq, batch[-1].seq)
+            for seq, err in errors.items():
                 results[slot_of_seq[seq]] = err
+            for slot, stmt, seq in conditionals:
+                if seq not in errors:
+                    results[slot] = Rows(c.conditional_result(stmt, seq, self.keyspace))
         elif batch:
             c.acknowledge(batch[-1].seq)
         return results

@@ -31,7 +31,15 @@ from cqlcdc.storage.bulk import (
     make_chunks,
     plan_bulk,
 )
-from cqlcdc.storage.codec import WritePayload, encode_payload
+from cqlcdc.storage.codec import ConditionalWrite, WritePayload, encode_payload
+from cqlcdc.storage.conditions import (
+    Conditional,
+    StatementCondition,
+    build_condition,
+    check_conditional,
+    is_conditional,
+    result_columns,
+)
 from cqlcdc.storage.insert_json import json_insert_values
 from cqlcdc.storage.mutations import (
     Mutation,
@@ -101,7 +109,6 @@ def row_records(
     targets: list[TableSchema] = []
     timeout_ms(stmt.using.timeout, ctx)
     for s in statements:
-        check_supported(s)
         schema = coordinator.table(s.table, keyspace)
         check_table_writable(schema)
         targets.append(schema)
@@ -115,27 +122,71 @@ def row_records(
         else s
         for s, schema in zip(statements, targets, strict=True)
     ]
+    conditional = any(is_conditional(s) for s in statements)
+    checked: list[StatementCondition] = []
+    if conditional:
+        check_conditional_write(stmt, statements, targets)
     for s, schema in zip(statements, targets, strict=True):
         check_counter_attributes(s, schema)
         schemas[schema.table_id] = schema
         default_ttl = default_ttl_s(schema)
         if isinstance(s, ast.Insert):
-            mutations += build_insert(schema, s, ctx, default_ttl)
+            built = build_insert(schema, s, ctx, default_ttl)
         elif isinstance(s, ast.Update):
-            mutations += build_update(schema, s, ctx, default_ttl)
+            built = build_update(schema, s, ctx, default_ttl)
         else:
-            mutations += build_delete(schema, s, ctx)
+            built = build_delete(schema, s, ctx)
+        if conditional:  # before the partitions are counted: IN has its own message
+            ck = next(iter(built[0].partition.rows), None) if isinstance(s, ast.Insert) else None
+            checked.append(build_condition(schema, s, ctx, ck))
+        mutations += built
+    merged = merge_by_partition(mutations)
+    condition: Conditional | None = None
+    if conditional:
+        if len(merged) > 1:
+            raise InvalidRequest("Batch with conditions cannot span multiple partitions")
+        condition = Conditional(tuple(checked), result_columns(targets[0], statements))
     records = []
     seq = coordinator.next_seq if first_seq is None else first_seq
-    for m in merge_by_partition(mutations):
+    for m in merged:
         schema = schemas[m.table_id]
         pk_bytes = write_key_bytes(schema, m.partition)
-        payload = encode_payload(WritePayload(m.partition, tuple(m.list_ops), now_us, seed))
+        write = WritePayload(m.partition, tuple(m.list_ops), now_us, seed)
+        payload = encode_payload(write if condition is None else ConditionalWrite(write, condition))
         records.append(coordinator.record(schema, murmur3_token(pk_bytes), pk_bytes, payload, seq))
         seq += 1
     for table_id in schemas:
         coordinator.last_write_ms[table_id] = now_us // 1000
-    return records, any(m.list_ops for m in mutations)
+    return records, conditional or any(m.list_ops for m in mutations)
+
+
+def conditional_write(stmt: ast.Statement) -> bool:
+    """Whether a write is a lightweight transaction (a statement with IF, or a batch with
+    one): its result is ``[applied]`` and the old row, known once it is applied."""
+    if isinstance(stmt, ast.Batch):
+        return any(is_conditional(s) for s in stmt.statements)
+    return isinstance(stmt, ast.Insert | ast.Update | ast.Delete) and is_conditional(stmt)
+
+
+def check_conditional_write(
+    stmt: WriteStatement,
+    statements: Sequence[ast.Insert | ast.Update | ast.Delete],
+    targets: Sequence[TableSchema],
+) -> None:
+    """ScyllaDB's checks of a conditional statement or batch (``prepare_conditions``,
+    ``batch_statement::validate``), before its mutations are built.
+
+    Raises:
+        InvalidRequest: ScyllaDB's message.
+    """
+    if isinstance(stmt, ast.Batch):
+        if stmt.using.timestamp is not None:
+            raise InvalidRequest("Cannot provide custom timestamp for conditional BATCH")
+        if len({t.table_id for t in targets}) > 1:
+            raise InvalidRequest("Batch with conditions cannot span multiple tables")
+    for s, schema in zip(statements, targets, strict=True):
+        if is_conditional(s) or isinstance(stmt, ast.Batch):
+            check_conditional(schema, s)
 
 
 def bulk_records(
@@ -272,7 +323,6 @@ def _bulk_plan(
         return None  # a bound timeout is checked per execution, by the row path
     try:
         timeout_ms(stmt.using.timeout, None)
-        check_supported(stmt)
         ctx = WriteContext(unset, 0, 0)
         ts, ttl = using_values(
             stmt.using, ctx, default_ttl_s(schema), allow_ttl=not isinstance(stmt, ast.Delete)
@@ -295,16 +345,6 @@ def check_table_writable(schema: TableSchema) -> None:
             f"Cannot modify table {schema.qualified_name}: COMPACT STORAGE tables (made by an "
             "earlier version) are read-only until their semantics are implemented"
         )
-
-
-def check_supported(stmt: ast.Insert | ast.Update | ast.Delete) -> None:
-    """Forms the parser accepts but the engine does not execute yet fail loudly, never
-    silently as an unconditional write."""
-    if isinstance(stmt, ast.Insert):
-        if stmt.if_not_exists:
-            raise InvalidRequest("Conditional statements (IF NOT EXISTS) are not supported yet")
-    elif stmt.if_exists or stmt.conditions:
-        raise InvalidRequest("Conditional statements (IF ...) are not supported yet")
 
 
 def check_batch(batch: ast.Batch, schemas: Sequence[TableSchema]) -> None:

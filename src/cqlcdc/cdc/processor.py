@@ -51,6 +51,7 @@ from cqlcdc.storage.bulk import (
 )
 from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.codec import (
+    ConditionalWrite,
     ScanRequest,
     SweepRequest,
     TickRequest,
@@ -59,6 +60,7 @@ from cqlcdc.storage.codec import (
     decode_payload,
     encode_fragment,
 )
+from cqlcdc.storage.conditions import evaluate
 from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.partition import Partition
 
@@ -69,6 +71,17 @@ BASE_SCHEMA = pa.schema(
         pa.field("token", pa.int64(), nullable=False),
         pa.field("seq", pa.int64(), nullable=False),
         pa.field("fragment", pa.binary(), nullable=False),
+    ]
+)
+# the outcome of each conditional write (read back by the writer waiting for it): whether it
+# applied, and per statement the old row's result columns, each value in its CQL encoding
+OUTCOMES_SCHEMA = pa.schema(
+    [
+        pa.field("bucket", pa.int32(), nullable=False),
+        pa.field("pk", pa.binary(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("applied", pa.bool_(), nullable=False),
+        pa.field("rows", pa.list_(pa.list_(pa.binary())), nullable=False),
     ]
 )
 ERRORS_SCHEMA = pa.schema(
@@ -92,6 +105,7 @@ LOG_INTERNAL = (
 
 
 GENERATIONS_FILE = "cdc_generations.json"
+OUTCOMES = "outcomes"  # the output of conditional writes' outcomes
 TICK_PK = b""  # the partition key of clock-tick records (no real partition key is empty)
 # when TTL'd data of a partition expires, for feeds with EXPIRY_EVENTS (swept by the session)
 EXPIRY_SCHEMA = pa.schema(
@@ -170,6 +184,7 @@ class _Outputs:
     base: list[dict[str, Any]]
     log: list[dict[str, Any]]
     errors: list[dict[str, Any]]
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
 
 
 class CoreProcessor:
@@ -320,6 +335,8 @@ class CoreProcessor:
             result[log_output(latest)] = log_rows_to_arrow(log_table_schema(latest), out.log)
         if out.errors:
             result["errors"] = pa.Table.from_pylist(out.errors, schema=ERRORS_SCHEMA)
+        if out.outcomes:
+            result[OUTCOMES] = pa.Table.from_pylist(out.outcomes, schema=OUTCOMES_SCHEMA)
         if ctx.expiries:
             result[expiry_output(table_id)] = pa.Table.from_pylist(
                 ctx.expiries, schema=EXPIRY_SCHEMA
@@ -410,6 +427,10 @@ class CoreProcessor:
             return current
         if isinstance(payload, TickRequest):  # handled per bucket; never keyed by partition
             return current
+        if isinstance(payload, ConditionalWrite):  # decided here, in seq order
+            if not self._decide(ctx, rec, current, payload):
+                return current
+            payload = payload.write
         mutation = payload.partition
         now_s = payload.now_us // 1_000_000
         try:
@@ -468,6 +489,37 @@ class CoreProcessor:
                         }
                     )
         return current
+
+    def _decide(
+        self,
+        ctx: _BucketContext,
+        rec: dict[str, Any],
+        current: Partition | None,
+        payload: ConditionalWrite,
+    ) -> bool:
+        """Whether a lightweight transaction applies to the partition as the earlier
+        records left it; its outcome (and the old rows) is recorded for its writer."""
+        schema = ctx.schema
+        conditional = payload.conditional
+        applied, rows = evaluate(schema, conditional, current, payload.write.now_us // 1_000_000)
+        types = [schema.column(name) for name in conditional.result_columns]
+        encoded = [
+            [
+                None if value is None or col is None else col.type.frozen().serialize(value)
+                for value, col in zip(row, types, strict=True)
+            ]
+            for row in rows
+        ]
+        ctx.out.outcomes.append(
+            {
+                "bucket": ctx.bucket,
+                "pk": rec["pk"],
+                "seq": rec["seq"],
+                "applied": applied,
+                "rows": encoded,
+            }
+        )
+        return applied
 
     def _sweep(
         self,

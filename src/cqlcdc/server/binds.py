@@ -87,6 +87,7 @@ def _statement(
                 if index >= 0:
                     term(a.value, f"{a.column}.{a.field}", ctype.field_types[index])
         _where(out, s.where, table)
+        _conditions(out, s.conditions, table)
     elif isinstance(s, ast.Delete):
         for target in s.targets:
             ctype = column(target.column)
@@ -96,6 +97,7 @@ def _statement(
                 term(target.key, f"idx({target.column})", native_type("int"))
         _using(out, s.using, table)
         _where(out, s.where, table)
+        _conditions(out, s.conditions, table)
     else:
         _where(out, s.where, table)
         _using(out, s.using, table)
@@ -138,6 +140,39 @@ def _where(out: list[Receiver], where: tuple[ast.Relation, ...], table: TableSch
             _term(out, rel.value, f"in({name})", ListType(ctype, frozen=True), table)
         else:
             _term(out, rel.value, name, ctype, table)
+
+
+def _conditions(
+    out: list[Receiver], conditions: tuple[ast.Condition, ...], table: TableSchema
+) -> None:
+    """The markers of an LWT's ``IF`` terms (``v = ?``, ``m[?] = ?``, ``u.f = ?``,
+    ``v IN ?``)."""
+    for cond in conditions:
+        col = table.column(cond.column)
+        if col is None:
+            raise InvalidRequest(f"Unknown identifier {cond.column}")
+        ctype, name = col.type, cond.column
+        if cond.key is not None and isinstance(ctype, MapType):
+            _term(out, cond.key, f"key({name})", ctype.key, table)
+            ctype, name = ctype.value, f"value({name})"
+        elif cond.key is not None and isinstance(ctype, ListType):
+            _term(out, cond.key, f"idx({name})", native_type("int"), table)
+            ctype, name = ctype.elem, f"value({name})"
+        elif cond.field is not None and isinstance(ctype, UserType):
+            if cond.field in ctype.field_names:
+                ctype = ctype.field_types[ctype.field_names.index(cond.field)]
+            name = f"{name}.{cond.field}"
+        op = cond.operator.upper()
+        if op == "IN":
+            _term(out, cond.value, f"in({name})", ListType(ctype.frozen(), frozen=True), table)
+        elif op == "CONTAINS" and isinstance(ctype, ListType | SetType):
+            _term(out, cond.value, name, ctype.elem, table)
+        elif op == "CONTAINS" and isinstance(ctype, MapType):
+            _term(out, cond.value, name, ctype.value, table)
+        elif op == "CONTAINS KEY" and isinstance(ctype, MapType):
+            _term(out, cond.value, name, ctype.key, table)
+        else:
+            _term(out, cond.value, name, ctype.frozen(), table)
 
 
 def _term(out: list[Receiver], t: object, name: str, ctype: CqlType, table: TableSchema) -> None:

@@ -263,8 +263,12 @@ class Connection:
 
     def _batch(self, request: Batch) -> ResponseMessage:
         batch, values = batch_statement(self.server.prepared, self.session, request)
-        if batch is not None:
-            self.session.execute(batch, values, wait=False)
+        if batch is None:
+            return VoidResult()
+        rows = self.session.execute(batch, values, wait=False)
+        if rows.column_names:  # a conditional batch: [applied] and the old rows
+            cursor = Cursor(rows, 0, self._result_table(batch))
+            return page(self.server.cursors, cursor, QueryParams(), None)
         return VoidResult()
 
     def _prepared(self, query: str, keyspace: str | None) -> Prepared:
@@ -324,7 +328,9 @@ class Connection:
 
     def _result_table(self, stmt: ast.Statement) -> tuple[str, str]:
         """The (keyspace, table) result columns are named under."""
-        if isinstance(stmt, ast.Select):
+        if isinstance(stmt, ast.Batch) and stmt.statements:  # a conditional batch's rows
+            stmt = stmt.statements[0]
+        if isinstance(stmt, ast.Select | ast.Insert | ast.Update | ast.Delete):
             schema = self.session.coordinator.table(stmt.table, self.session.keyspace)
             return schema.keyspace, schema.name
         return "", ""

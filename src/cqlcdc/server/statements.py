@@ -30,6 +30,7 @@ from cqlcdc.server.results import (
 from cqlcdc.session import PreparedStatement, Rows, Session
 from cqlcdc.types import native_type
 from cqlcdc.types.base import CqlType
+from cqlcdc.writes import conditional_write
 
 TEXT = native_type("text")
 
@@ -244,7 +245,10 @@ def with_default_timestamp(session: Session, stmt: ast.Statement, timestamp_us: 
     it (``query_options::get_timestamp``); a batch's own ``USING TIMESTAMP`` wins. Without
     this a client's chosen timestamp would be replaced by the server's clock, changing
     which write wins. Writes to counter tables keep the server's clock (a counter takes no
-    ``USING TIMESTAMP``)."""
+    ``USING TIMESTAMP``), nor do lightweight transactions (ScyllaDB gives them the
+    timestamp of their Paxos round, and refuses a ``USING TIMESTAMP`` on them)."""
+    if conditional_write(stmt):
+        return stmt
     if isinstance(stmt, ast.Batch):
         if stmt.using.timestamp is not None:
             return stmt

@@ -10,6 +10,7 @@ import pickle
 from dataclasses import dataclass
 
 from cqlcdc.errors import CorruptIngestFile
+from cqlcdc.storage.conditions import Conditional
 from cqlcdc.storage.mutations import ListOp
 from cqlcdc.storage.partition import Partition
 
@@ -28,6 +29,15 @@ class WritePayload:
     list_ops: tuple[ListOp, ...]
     now_us: int
     seed: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionalWrite:
+    """A lightweight transaction's record: the write, applied only if ``conditional``
+    holds against the partition as the earlier records left it (``storage.conditions``)."""
+
+    write: WritePayload
+    conditional: Conditional
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +71,7 @@ class TickRequest:
     now_ms: int
 
 
-Payload = WritePayload | ScanRequest | SweepRequest | TickRequest
+Payload = WritePayload | ConditionalWrite | ScanRequest | SweepRequest | TickRequest
 
 
 def encode_payload(payload: Payload) -> bytes:
@@ -72,7 +82,9 @@ def decode_payload(data: bytes) -> Payload:
     if not data.startswith(_TAG):
         raise CorruptIngestFile("ingest payload has an unknown format tag")
     obj = pickle.loads(data[len(_TAG) :])
-    if not isinstance(obj, WritePayload | ScanRequest | SweepRequest | TickRequest):
+    if not isinstance(
+        obj, WritePayload | ConditionalWrite | ScanRequest | SweepRequest | TickRequest
+    ):
         raise CorruptIngestFile("ingest payload does not hold a write")
     return obj
 

@@ -1,0 +1,108 @@
+"""LWT conditions in the core (``cqlcdc.storage.conditions``): which row a condition reads,
+how each operator decides, the result rows; the engine's tests are in tests/e2e/test_lwt.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cqlcdc.cql import ast, parse_statement
+from cqlcdc.storage.conditions import (
+    Conditional,
+    ConditionCheck,
+    build_condition,
+    evaluate,
+    result_columns,
+)
+from cqlcdc.storage.mutations import WriteContext
+from cqlcdc.storage.partition import Partition
+from cqlcdc.types import native_type
+from tests.core_model import CoreModel, parse_qualified
+
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+TABLE = (
+    "CREATE TABLE ks.t (pk int, ck int, s int static, v int, m map<text, int>, l list<int>, "
+    "PRIMARY KEY (pk, ck))"
+)
+NOW_S = 1_700_000_100
+
+
+@pytest.fixture
+def model() -> CoreModel:
+    m = CoreModel()
+    m.run(KS)
+    m.run(TABLE)
+    return m
+
+
+def _decide(model: CoreModel, cql: str) -> tuple[bool, list[tuple[Any, ...]]]:
+    stmt = parse_statement(cql)
+    assert isinstance(stmt, ast.Insert | ast.Update | ast.Delete)
+    schema = model.table(parse_qualified("ks.t"))
+    ctx = WriteContext(1, NOW_S * 1_000_000, 1)
+    ck = None
+    if isinstance(stmt, ast.Insert):
+        ck = (
+            tuple(
+                int(v.text)
+                for name, v in zip(stmt.columns, stmt.values, strict=True)
+                if name == "ck" and isinstance(v, ast.Constant)
+            )
+            or None
+        )
+    cond = build_condition(schema, stmt, ctx, ck)
+    part: Partition | None = model.states.get(schema.table_id, {}).get((1,))
+    return evaluate(schema, Conditional((cond,), result_columns(schema, [stmt])), part, NOW_S)
+
+
+def test_not_exists_and_exists_read_the_named_row(model: CoreModel) -> None:
+    assert _decide(model, "INSERT INTO ks.t (pk, ck, v) VALUES (1, 1, 1) IF NOT EXISTS") == (
+        True,
+        [(None,) * 6],
+    )
+    model.run("INSERT INTO ks.t (pk, ck, v, s) VALUES (1, 1, 5, 7)")
+    applies, rows = _decide(model, "INSERT INTO ks.t (pk, ck, v) VALUES (1, 1, 1) IF NOT EXISTS")
+    assert not applies
+    assert rows == [(1, 1, 7, None, None, 5)]  # pk, ck, s, l, m, v: SELECT * order
+    assert _decide(model, "UPDATE ks.t SET v = 2 WHERE pk = 1 AND ck = 2 IF EXISTS")[0] is False
+    model.run("DELETE FROM ks.t WHERE pk = 1 AND ck = 1")
+    assert _decide(model, "UPDATE ks.t SET v = 2 WHERE pk = 1 AND ck = 1 IF EXISTS")[0] is False
+
+
+def test_an_expired_row_does_not_exist(model: CoreModel) -> None:
+    model.clock_us = (NOW_S - 100) * 1_000_000
+    model.run("INSERT INTO ks.t (pk, ck, v) VALUES (1, 1, 5) USING TTL 10")
+    assert _decide(model, "INSERT INTO ks.t (pk, ck, v) VALUES (1, 1, 1) IF NOT EXISTS")[0]
+
+
+def test_column_conditions_fall_back_to_the_static_row(model: CoreModel) -> None:
+    model.run("INSERT INTO ks.t (pk, s) VALUES (1, 1)")
+    assert _decide(model, "UPDATE ks.t SET v = 1 WHERE pk = 1 AND ck = 9 IF s = 1") == (
+        True,
+        [(1,)],
+    )
+    assert not _decide(model, "UPDATE ks.t SET v = 1 WHERE pk = 1 AND ck = 9 IF s = 2")[0]
+
+
+@pytest.mark.parametrize(
+    ("condition", "holds"),
+    [
+        ("v = 5", True), ("v != 5", False), ("v < 6", True), ("v >= 6", False),
+        ("v IN (1, 5)", True), ("v IN (1, null)", False), ("v = null", False),
+        ("m['a'] = 1", True), ("m['b'] = null", True), ("l[0] = 3", True), ("l[5] = null", True),
+        ("m CONTAINS 1", True), ("m CONTAINS KEY 'z'", False), ("l CONTAINS 4", True),
+        ("v > 1 AND m['a'] = 2", False),
+    ],
+)  # fmt: skip
+def test_operators(model: CoreModel, condition: str, holds: bool) -> None:
+    model.run("INSERT INTO ks.t (pk, ck, v, m, l) VALUES (1, 1, 5, {'a': 1}, [3, 4])")
+    update = f"UPDATE ks.t SET v = 0 WHERE pk = 1 AND ck = 1 IF {condition}"
+    assert _decide(model, update)[0] is holds
+
+
+def test_a_missing_value_compares_as_null() -> None:
+    check = ConditionCheck("v", "<", 3, native_type("int"))
+    assert not check.holds(None, None)
+    assert not check.holds({"v": None}, None)
+    assert ConditionCheck("v", "!=", 3).holds({}, None)
