@@ -441,6 +441,27 @@ def test_cqlsh_select_output_is_cqlcdc_runs(
     assert "\n".join(theirs).strip("\n") == ours.strip("\n")
 
 
+def test_cqlsh_runs_a_file(cql: Any, server: tuple[str, int], tmp_path: Path) -> None:
+    script = tmp_path / "setup.cql"
+    script.write_text(
+        "CREATE TABLE IF NOT EXISTS ks.f (pk int PRIMARY KEY, v text);\n"
+        "INSERT INTO ks.f (pk, v) VALUES (1, 'one');\n"
+        "INSERT INTO ks.f (pk, v) VALUES (2, 'two');\n"
+        "SELECT pk, v FROM ks.f WHERE pk = 2;\n"
+    )
+    cqlsh = Path(sys.executable).with_name("cqlsh")
+    done = subprocess.run(
+        [str(cqlsh), server[0], str(server[1]), "-f", str(script)],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert " two" in done.stdout and "(1 rows)" in done.stdout
+    assert sorted(tuple(r) for r in cql.execute("SELECT pk, v FROM ks.f")) == [
+        (1, "one"),
+        (2, "two"),
+    ]
+
+
 def test_cqlsh_describe_and_errors(cql: Any, server: tuple[str, int]) -> None:
     cql.execute("CREATE TABLE IF NOT EXISTS d (pk int PRIMARY KEY, v text) WITH comment = 'x'")
     done = _cqlsh(server, "DESCRIBE TABLE ks.d;")
@@ -477,6 +498,16 @@ def test_tls(served: CqlServer, tmp_path: Path) -> None:
             cluster.shutdown()
         with pytest.raises(NoHostAvailable):  # plain text against TLS
             _cluster(address, protocol_version=4, connect_timeout=3).connect()
+        # cqlsh --ssl, certificate validation off (its SSL_VALIDATE setting)
+        cqlsh = Path(sys.executable).with_name("cqlsh")
+        done = subprocess.run(
+            [str(cqlsh), address[0], str(address[1]), "--ssl", "-e",
+             "SELECT cluster_name FROM system.local;"],
+            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120, check=False,
+            env={**os.environ, "SSL_VALIDATE": "false"},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "cqlcdc" in done.stdout
     finally:
         secure.stop_thread()
 
