@@ -346,6 +346,18 @@ def schema_rows(name: str, source: SchemaSource) -> dict[tuple[Any, ...], list[d
             rows = [_type_row(u) for u in types]
         elif name == "scylla_tables":
             rows = [_scylla_table_row(t) for t in own]
+        elif name == "indexes":
+            rows = [
+                {
+                    "keyspace_name": t.keyspace,
+                    "table_name": t.name,
+                    "index_name": index.name,
+                    "kind": "COMPOSITES",
+                    "options": _MAP.make({"target": index.target}),
+                }
+                for t in own
+                for index in sorted(t.indexes, key=lambda i: i.name)
+            ]
         if rows:
             parts[(ks.name,)] = rows
     return parts
@@ -356,7 +368,7 @@ def schema_version(source: SchemaSource) -> uuid.UUID:
     so any DDL a client could see changes it, and one catalog always gives the same one
     (drivers wait until every node reports the same version after a DDL)."""
     digest = hashlib.sha1(usedforsecurity=False)
-    for name in ("keyspaces", "tables", "columns", "types"):
+    for name in ("keyspaces", "tables", "columns", "types", "indexes"):
         schema = TABLES[(KS, name)]
         for _, rows in sorted(schema_rows(name, source).items()):
             for row in rows:

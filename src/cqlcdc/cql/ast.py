@@ -416,6 +416,35 @@ class DropTable:
 
 
 @dataclass(frozen=True, slots=True)
+class IndexTarget:
+    """One target of CREATE INDEX: ``column``, ``keys(c)``/``values(c)``/``entries(c)``/
+    ``full(c)`` (``kind``), or a local index's partition key ``(pk1, pk2)`` (``columns``)."""
+
+    column: str = ""
+    kind: Literal["regular", "values", "keys", "entries", "full"] = "regular"
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CreateIndex:
+    """``CREATE [CUSTOM] INDEX [IF NOT EXISTS] [name] ON t (targets) [USING 'class']``."""
+
+    table: QualifiedName
+    targets: tuple[IndexTarget, ...]
+    name: str | None = None
+    if_not_exists: bool = False
+    custom_class: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DropIndex:
+    """``DROP INDEX [IF EXISTS] [ks.]name``."""
+
+    name: QualifiedName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Truncate:
     name: QualifiedName
 
@@ -691,6 +720,8 @@ Statement: TypeAlias = (
     | CreateTable
     | AlterTable
     | DropTable
+    | CreateIndex
+    | DropIndex
     | Truncate
     | Describe
     | Insert

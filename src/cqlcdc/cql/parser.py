@@ -2,7 +2,7 @@
 
 One ``_parse_<rule>`` method per grammar rule, split by statement family across mixins:
 ``parse_terms`` (terms, types), ``parse_clauses`` (WHERE, USING, IF), ``parse_dml``,
-``parse_select``, ``parse_table``, ``parse_schema`` and ``parse_roles``.
+``parse_select``, ``parse_table``, ``parse_index``, ``parse_schema`` and ``parse_roles``.
 
 >>> Parser.parse("USE ks;")
 UseKeyspace(name='ks')
@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from cqlcdc.cql.ast import Statement
 from cqlcdc.cql.parse_dml import DmlMixin
+from cqlcdc.cql.parse_index import IndexMixin
 from cqlcdc.cql.parse_roles import RolesMixin
 from cqlcdc.cql.parse_schema import SchemaMixin
 from cqlcdc.cql.parse_select import SelectMixin
@@ -22,7 +23,7 @@ from cqlcdc.cql.parse_table import TableMixin
 from cqlcdc.cql.tokens import Token, TokenType, tokenize
 
 
-class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin, RolesMixin):
+class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin, RolesMixin, IndexMixin):
     """Parses the tokens of one statement (an optional trailing ``;``, then EOF)."""
 
     STATEMENT_PARSERS: ClassVar[dict[str, Callable[[Parser], Statement]]] = {
@@ -49,6 +50,8 @@ class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin, RolesMixin):
         "table": lambda self: self._parse_create_table(),
         "columnfamily": lambda self: self._parse_create_table(),
         "type": lambda self: self._parse_create_type(),
+        "index": lambda self: self._parse_create_index(),
+        "custom": lambda self: self._parse_create_custom_index(),
         "role": lambda self: self._parse_create_role(),
         "user": lambda self: self._parse_create_user(),
     }
@@ -67,6 +70,7 @@ class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin, RolesMixin):
         "table": lambda self: self._parse_drop_table(),
         "columnfamily": lambda self: self._parse_drop_table(),
         "type": lambda self: self._parse_drop_type(),
+        "index": lambda self: self._parse_drop_index(),
         "role": lambda self: self._parse_drop_role(),
         "user": lambda self: self._parse_drop_user(),
     }

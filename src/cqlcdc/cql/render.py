@@ -29,6 +29,7 @@ from cqlcdc.cql.ast import (
     ColumnRef,
     Condition,
     Constant,
+    CreateIndex,
     CreateKeyspace,
     CreateRole,
     CreateTable,
@@ -38,6 +39,7 @@ from cqlcdc.cql.ast import (
     Describe,
     DropChangefeed,
     DropColumns,
+    DropIndex,
     DropKeyspace,
     DropRole,
     DropTable,
@@ -115,6 +117,10 @@ def render(node: Statement) -> str:
             return f"ALTER TABLE {render_name(node.name)} {_render_alter_action(node.action)}"
         case DropTable():
             return f"DROP TABLE {_if(node.if_exists, 'IF EXISTS ')}{render_name(node.name)}"
+        case CreateIndex():
+            return _render_create_index(node)
+        case DropIndex():
+            return f"DROP INDEX {_if(node.if_exists, 'IF EXISTS ')}{render_name(node.name)}"
         case Truncate():
             return f"TRUNCATE TABLE {render_name(node.name)}"
         case Describe():
@@ -139,6 +145,26 @@ def render(node: Statement) -> str:
             return _render_auth_statement(node)
         case _:
             assert_never(node)
+
+
+def _render_create_index(node: CreateIndex) -> str:
+    targets = []
+    for t in node.targets:
+        if t.columns:
+            targets.append("(" + ", ".join(quote_identifier(c) for c in t.columns) + ")")
+        elif t.kind == "regular":
+            targets.append(quote_identifier(t.column))
+        else:
+            targets.append(f"{t.kind.upper()}({quote_identifier(t.column)})")
+    head = "CREATE CUSTOM INDEX " if node.custom_class is not None else "CREATE INDEX "
+    name = f"{quote_identifier(node.name)} " if node.name is not None else ""
+    text = (
+        f"{head}{_if(node.if_not_exists, 'IF NOT EXISTS ')}{name}ON {render_name(node.table)} "
+        f"({', '.join(targets)})"
+    )
+    if node.custom_class is not None:
+        text += f" USING {quote_string(node.custom_class)}"
+    return text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from cqlcdc.errors import AlreadyExists, ConfigurationError, InvalidRequest, Una
 from cqlcdc.schema import persist, table_ddl
 from cqlcdc.schema.cdc_options import parse_cdc_options
 from cqlcdc.schema.describe import describe_statement
+from cqlcdc.schema.indexes import new_index
 from cqlcdc.schema.log_table import (
     base_name,
     check_cdc_supported,
@@ -384,6 +385,13 @@ class Catalog:
         if isinstance(action, ast.AddColumns):
             new = table_ddl.add_columns(table, action, resolve)
         elif isinstance(action, ast.DropColumns):
+            for name in action.columns:
+                dependent = [i.name for i in table.indexes if i.column == name]
+                if dependent:
+                    raise InvalidRequest(
+                        f"Cannot drop column {name} because it has dependent secondary "
+                        f"indexes ({', '.join(dependent)})"
+                    )
             new = table_ddl.drop_columns(table, action)
         elif isinstance(action, ast.RenameColumns):
             new = table_ddl.rename_columns(table, action)
@@ -463,6 +471,29 @@ class Catalog:
             del self._tables[keyspace][log.name]
         return True
 
+    def _create_index(self, stmt: ast.CreateIndex, current: str | None) -> bool:
+        table = self._existing_table(stmt.table, current)
+        names = [i.name for t in self.tables(table.keyspace) for i in t.indexes]
+        index = new_index(table, stmt, names)
+        if index is None:
+            return False
+        self._put(replace(table, indexes=(*table.indexes, index)))
+        return True
+
+    def _drop_index(self, stmt: ast.DropIndex, current: str | None) -> bool:
+        keyspace = self._ks(stmt.name, current)
+        for table in self.tables(keyspace):
+            kept = tuple(i for i in table.indexes if i.name != stmt.name.name)
+            if len(kept) != len(table.indexes):
+                self._put(replace(table, indexes=kept))
+                return True
+        if stmt.if_exists:
+            return False
+        raise InvalidRequest(
+            f"Index '{stmt.name.name}' could not be found in any of the tables of keyspace "
+            f"'{keyspace}'"
+        )
+
     def _truncate(self, stmt: ast.Truncate, current: str | None) -> bool:
         self._existing_table(stmt.name, current)
         return False
@@ -478,6 +509,8 @@ class Catalog:
         ast.CreateTable: _create_table,
         ast.AlterTable: _alter_table,
         ast.DropTable: _drop_table,
+        ast.CreateIndex: _create_index,
+        ast.DropIndex: _drop_index,
         ast.Truncate: _truncate,
     }
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from cqlcdc.cql.ast import Describe
 from cqlcdc.errors import InvalidRequest
-from cqlcdc.schema.model import Keyspace, TableSchema
+from cqlcdc.schema.model import Keyspace, SecondaryIndex, TableSchema
 from cqlcdc.schema.table_options import describe_options, format_map, single_quote
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.text import RESERVED_KEYWORDS, maybe_quote
@@ -81,6 +81,8 @@ def describe_table(table: TableSchema, log: TableSchema | None, attached: bool) 
     text = create_table_statement(table)
     if attached:
         return f"{CDC_LOG_DESC_PREFIX}{text}{CDC_LOG_DESC_SUFFIX}"
+    for index in table.indexes:
+        text += f"\n{create_index_statement(table, index)}\n"
     for feed, options in table.changefeeds:
         with_clause = ", ".join(f"{k} = {v}" for k, v in options)
         text += (
@@ -94,6 +96,18 @@ def describe_table(table: TableSchema, log: TableSchema | None, attached: bool) 
         )
         text = f"{text}\n{alter}"
     return text
+
+
+def create_index_statement(table: TableSchema, index: SecondaryIndex) -> str:
+    """An index as ScyllaDB's DESCRIBE prints it after its table."""
+    column = maybe_quote(index.column)
+    target = column if index.kind == "regular" else f"{index.kind}({column})"
+    if index.local_key:
+        target = f"({', '.join(maybe_quote(c) for c in index.local_key)}), {target}"
+    return (
+        f"CREATE INDEX {maybe_quote(index.name)} ON {maybe_quote(table.keyspace)}."
+        f"{maybe_quote(table.name)}({target});"
+    )
 
 
 def describe_keyspace(keyspace: Keyspace) -> str:
@@ -211,6 +225,7 @@ __all__ = [
     "CDC_LOG_DESC_PREFIX",
     "CDC_LOG_DESC_SUFFIX",
     "RESERVED_KEYWORDS",
+    "create_index_statement",
     "create_table_statement",
     "describe_keyspace",
     "describe_names",

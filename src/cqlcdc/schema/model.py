@@ -31,6 +31,33 @@ class Column:
         return self.kind in ("partition_key", "clustering")
 
 
+IndexKind = Literal["regular", "values", "keys", "entries", "full"]
+
+
+@dataclass(frozen=True, slots=True)
+class SecondaryIndex:
+    """A ``CREATE INDEX``: what of ``column`` it indexes (the ``regular`` value of an atomic
+    column, the ``values`` of a list or map, the ``keys`` of a map or the elements of a set,
+    the ``entries`` of a map, the ``full`` value of a frozen collection, ScyllaDB's target
+    types); ``local_key`` is the partition key of
+    ScyllaDB's local index (``ON t ((pk), v)``), empty for a global one."""
+
+    name: str
+    column: str
+    kind: IndexKind = "regular"
+    local_key: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> str:
+        """``system_schema.indexes``' ``target`` option, as ScyllaDB writes it."""
+        inner = self.column if self.kind == "regular" else f"{self.kind}({self.column})"
+        if self.local_key:
+            import json
+
+            return json.dumps({"pk": list(self.local_key), "ck": [inner]}, separators=(",", ":"))
+        return inner
+
+
 @dataclass(frozen=True, slots=True)
 class CdcOptions:
     """``WITH cdc = {...}`` as ScyllaDB parses it (scylla-cdc-reference.md section 3).
@@ -87,6 +114,7 @@ class TableSchema:
     # is a new topic (YDB), never the old one's records and offsets. A feed without an entry
     # (made before topics had ids) uses its name.
     feed_topics: tuple[tuple[str, str], ...] = ()
+    indexes: tuple[SecondaryIndex, ...] = ()  # CREATE INDEX, in creation order
     # init=False: dataclasses.replace() must build a fresh index, not share the original's
     _by_name: dict[str, Column] = field(default_factory=dict, init=False, compare=False, repr=False)
     # the key views, computed once (they are on every write's path)

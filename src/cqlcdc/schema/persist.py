@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cqlcdc.schema.model import CdcOptions, Column, Keyspace, TableSchema
+from cqlcdc.schema.model import CdcOptions, Column, Keyspace, SecondaryIndex, TableSchema
 from cqlcdc.schema.typeshape import type_from_json, type_to_json
 
 FORMAT_VERSION = 1
@@ -63,6 +63,10 @@ def table_to_json(t: TableSchema) -> dict[str, Any]:
         "schema_version": t.schema_version,
         "changefeeds": [[name, [list(p) for p in opts]] for name, opts in t.changefeeds],
         "feed_topics": [list(p) for p in t.feed_topics],
+        "indexes": [
+            {"name": i.name, "column": i.column, "kind": i.kind, "local_key": list(i.local_key)}
+            for i in t.indexes
+        ],
     }
 
 
@@ -99,6 +103,10 @@ def table_from_json(data: dict[str, Any]) -> TableSchema:
             for name, opts in data["changefeeds"]
         ),
         feed_topics=tuple((str(k), str(v)) for k, v in data.get("feed_topics", ())),
+        indexes=tuple(
+            SecondaryIndex(i["name"], i["column"], i["kind"], tuple(i["local_key"]))
+            for i in data.get("indexes", ())
+        ),
     )
 
 

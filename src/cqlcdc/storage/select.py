@@ -13,6 +13,7 @@ from typing import Any
 
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
+from cqlcdc.schema.indexes import usable_index
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.aggregates import Accumulator
 from cqlcdc.storage.attributes import timeout_ms
@@ -95,7 +96,7 @@ def prepare(
         and res.token_lower is None
         and res.token_upper is None
     )
-    if needs_filtering and not stmt.allow_filtering:
+    if needs_filtering and not stmt.allow_filtering and not indexed_query(schema, stmt, res):
         raise InvalidRequest(FILTERING_MESSAGE)
     if stmt.distinct:
         _check_distinct(schema, selection, res)
@@ -109,6 +110,39 @@ def prepare(
     _int_term(stmt.limit, "LIMIT", ctx)
     timeout_ms(stmt.using.timeout, ctx)
     return res
+
+
+def indexed_query(schema: TableSchema, stmt: ast.Select, res: KeyRestrictions) -> bool:
+    """Whether a secondary index answers the query without ALLOW FILTERING, as ScyllaDB
+    decides it: one restriction an index serves, and besides it at most the whole
+    partition key (which a local index requires); every other restriction needs
+    filtering. The rows come from the base table at the read's snapshot either way
+    (``cqlcdc.schema.indexes``)."""
+    if not schema.indexes:
+        return False
+    served = [
+        (rel, index)
+        for rel in stmt.where
+        if not rel.token
+        and len(rel.columns) == 1
+        and (index := usable_index(schema, rel.columns[0], rel.operator, rel.key is not None))
+        is not None
+    ]
+    if len(served) != 1:
+        return False
+    rel, index = served[0]
+    column = rel.columns[0]
+    pk_names = {c.name for c in schema.partition_key}
+    others = [r for r in stmt.where if r is not rel]
+    whole_key = res.partition_keys is not None
+    if index.local_key and not whole_key:
+        return False
+    for other in others:
+        if other.token or len(other.columns) != 1 or other.columns[0] not in pk_names:
+            return False
+        if other.operator != "=" or not whole_key:
+            return False
+    return column not in pk_names or not whole_key
 
 
 def _check_distinct(schema: TableSchema, selection: Selection, res: KeyRestrictions) -> None:
