@@ -209,14 +209,38 @@ _OPS = st.tuples(
 )
 
 
+@pytest.fixture(scope="module")
+def served(session: Any) -> Iterator[tuple[str, int]]:
+    from cqlcdc.server import CqlServer
+
+    server = CqlServer(session.coordinator, port=0)
+    yield server.start_in_thread()
+    server.stop_thread()
+
+
+def _driver_client(address: tuple[str, int]) -> tuple[Any, Any]:
+    """A connection of its own (one Cluster per client); the server's clock stamps every
+    write, as it stamps the conditional ones, so plain and conditional writes order alike."""
+    from cassandra.cluster import Cluster
+    from cassandra.policies import RoundRobinPolicy
+
+    cluster = Cluster([address[0]], port=address[1], load_balancing_policy=RoundRobinPolicy())
+    client = cluster.connect()
+    client.use_client_timestamp = False
+    return cluster, client
+
+
+@pytest.mark.parametrize("via", ["threads", "cqlcdc serve"])
 @settings(
     max_examples=4,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(clients=st.lists(st.lists(_OPS, min_size=1, max_size=5), min_size=2, max_size=3))
-def test_concurrent_lwts_serialize_in_commit_order(session: Any, clients: list[Any]) -> None:
-    table = f"ks.conc{abs(hash(repr(clients))) % 10**9}"
+def test_concurrent_lwts_serialize_in_commit_order(
+    session: Any, served: tuple[str, int], via: str, clients: list[Any]
+) -> None:
+    table = f"ks.conc{abs(hash((via, repr(clients)))) % 10**9}"
     session.execute(
         f"CREATE TABLE IF NOT EXISTS {table} (pk int PRIMARY KEY, v int) "
         "WITH cdc = {'enabled': true}"
@@ -227,7 +251,11 @@ def test_concurrent_lwts_serialize_in_commit_order(session: Any, clients: list[A
     lock = threading.Lock()
 
     def run(n: int, ops: list[tuple[str, int, int]]) -> None:
-        mine = session.coordinator.session()
+        cluster = None
+        if via == "threads":
+            mine = session.coordinator.session()
+        else:
+            cluster, mine = _driver_client(served)
         for i, (kind, key, expected) in enumerate(ops):
             value = 100 * (n + 1) + i  # unique per write
             query = {
@@ -241,6 +269,8 @@ def test_concurrent_lwts_serialize_in_commit_order(session: Any, clients: list[A
             with lock:
                 ops_by_value[value] = (kind, key, expected)
                 outcomes[value] = True if kind == "plain" else bool(rows.one()[0])
+        if cluster is not None:
+            cluster.shutdown()
 
     threads = [threading.Thread(target=run, args=(n, ops)) for n, ops in enumerate(clients)]
     for t in threads:
