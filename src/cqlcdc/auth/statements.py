@@ -41,6 +41,7 @@ USERS_COLUMNS = ("name", "super")
 PERMISSIONS_COLUMNS = ("role", "username", "resource", "permission")
 
 NOT_LOGGED_IN = "You have to be logged in and not anonymous to perform this request"
+ROLE_MANAGER = "org.apache.cassandra.auth.CassandraRoleManager"  # named in its messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +121,7 @@ def _create_role(
     options = stmt.options
     if options.superuser and not who.is_super:
         raise Unauthorized("Only superusers can create a role with superuser status")
+    _validate(options)
     if stmt.name == "":
         raise InvalidRequest("Role name can't be an empty string")
     store = who.store
@@ -159,6 +161,7 @@ def _alter_role(
                     raise Unauthorized(f"You aren't allowed to alter {option}")
         else:
             who.check_role_permission(Permission.ALTER, Resource.role(stmt.name))
+    _validate(options)
     if options.empty:
         raise InvalidRequest("ALTER [ROLE|USER] can't be empty")
     who.store.alter_role(
@@ -169,6 +172,17 @@ def _alter_role(
         options=options.options,
     )
     return None
+
+
+def _validate(options: ast.RoleOptions) -> None:
+    """``RoleOptions.validate``: CassandraRoleManager supports LOGIN, SUPERUSER and PASSWORD,
+    and refuses OPTIONS (the grammar accepts it for role managers that take it).
+
+    Raises:
+        InvalidRequest: Cassandra's "...CassandraRoleManager doesn't support OPTIONS".
+    """
+    if options.options is not None:
+        raise InvalidRequest(f"{ROLE_MANAGER} doesn't support OPTIONS")
 
 
 def _drop_role(
@@ -316,6 +330,7 @@ __all__ = [
     "NOT_LOGGED_IN",
     "PERMISSIONS_COLUMNS",
     "ROLES_COLUMNS",
+    "ROLE_MANAGER",
     "USERS_COLUMNS",
     "Performer",
     "execute_auth",

@@ -127,7 +127,7 @@ class RolesMixin(TermsMixin):
             self._advance()
             if name == "password":
                 self._expect_before_password(TokenType.EQ)
-                values[name] = self._parse_password()
+                values[name] = self._parse_password("and")
             else:
                 self._expect(TokenType.EQ)
                 values[name] = self._parse_boolean() if name != "options" else self._parse_map()
@@ -149,14 +149,19 @@ class RolesMixin(TermsMixin):
         shown = _HIDDEN if token.type is not TokenType.EOF else token.text
         raise self._error(f"mismatched input '{shown}' expecting {kind.value}", token)
 
-    def _parse_password(self) -> str:
+    def _parse_password(self, *followers: str) -> str:
+        """A password literal. The token after it must be one of ``followers`` (words), a
+        ``;`` or the end: anything else may be the rest of a password whose quote was not
+        doubled (``'it's'``), so it is hidden too."""
         token = self._curr
         if token.type is not TokenType.STRING:
             shown = _HIDDEN if token.type is not TokenType.EOF else token.text
             raise self._error(f"mismatched input '{shown}' expecting STRING_LITERAL", token)
         self._advance()
         after = self._curr
-        if after.type is TokenType.STRING:  # 'pass' 'word': both halves may be secret
+        if after.type not in (TokenType.EOF, TokenType.SEMICOLON) and not (
+            after.type is TokenType.WORD and after.value in followers
+        ):
             raise self._error(f"extraneous input '{_HIDDEN}' after the password", after)
         return token.value
 
@@ -221,7 +226,7 @@ class RolesMixin(TermsMixin):
             option = self.UNSUPPORTED_ROLE_OPTIONS[token.value]
             raise self._error(f"Role option {option} is not supported", token)
         self._expect_word("password")
-        return self._parse_password()
+        return self._parse_password("superuser", "nosuperuser")
 
     def _parse_user_superuser(self) -> bool | None:
         if self._match_word("superuser"):

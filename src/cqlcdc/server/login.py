@@ -30,16 +30,15 @@ def plain_credentials(token: bytes | None) -> tuple[str, str]:
     """
     if token is None or len(token) > MAX_TOKEN_BYTES:
         raise AuthenticationFailed("Authentication ID must not be null")
-    # as Cassandra decodes it: the password after the last NUL, the user before it; an
-    # authorization id in front, if any, is ignored
+    # as Cassandra decodes it: the password after the last NUL, the user between it and the
+    # NUL before (a token without that one has no user); an authorization id in front, if
+    # any, is ignored. The password is checked first, as Cassandra checks it.
     head, sep, password = token.rpartition(b"\x00")
-    if not sep:
+    if not sep or not password:
         raise AuthenticationFailed("Password must not be null")
-    user = head.rpartition(b"\x00")[2]
-    if not user:
+    _, sep, user = head.rpartition(b"\x00")
+    if not sep or not user:
         raise AuthenticationFailed("Authentication ID must not be null")
-    if not password:
-        raise AuthenticationFailed("Password must not be null")
     try:
         return user.decode("utf-8"), password.decode("utf-8")
     except UnicodeDecodeError:
