@@ -44,8 +44,18 @@ def check(c: Coordinator, role: str | None, stmt: ast.Statement, keyspace: str |
     """
     if role is None:
         return
-    for permission, resource in required_permissions(stmt, keyspace):
+    for permission, resource in required_permissions(
+        stmt, keyspace, lambda ks, index: _index_table(c, ks, index)
+    ):
         c.roles.authorize(role, permission, resource)
+
+
+def _index_table(c: Coordinator, keyspace: str, index: str) -> str | None:
+    """The table of keyspace's index ``index`` (None: there is none)."""
+    for table in c.catalog.tables(keyspace):
+        if any(i.name == index for i in table.indexes):
+            return table.name
+    return None
 
 
 def permits(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,14 +21,25 @@ KS = "CREATE KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', 'replic
 
 
 class FakeCatalog:
+    """Keyspaces and their tables (``live``); ks.t has the index t_v_idx."""
+
     def __init__(self) -> None:
-        self.tables: dict[str, set[str]] = {"ks": {"t"}}
+        self.live: dict[str, set[str]] = {"ks": {"t"}}
 
     def keyspace(self, name: str) -> object | None:
-        return self if name in self.tables else None
+        return self if name in self.live else None
 
     def table(self, keyspace: str, name: str) -> object | None:
-        return self if name in self.tables.get(keyspace, ()) else None
+        return self if name in self.live.get(keyspace, ()) else None
+
+    def tables(self, keyspace: str) -> list[SimpleNamespace]:
+        indexes = {("ks", "t"): ["t_v_idx"]}
+        return [
+            SimpleNamespace(
+                name=t, indexes=[SimpleNamespace(name=i) for i in indexes.get((keyspace, t), [])]
+            )
+            for t in sorted(self.live.get(keyspace, ()))
+        ]
 
 
 class FakeCoordinator:
@@ -39,7 +51,7 @@ class FakeCoordinator:
         self.lock = threading.RLock()
 
     def run_ddl(self, stmt: ast.Statement, keyspace: str | None) -> str | None:
-        tables = self.catalog.tables
+        tables = self.catalog.live
         match stmt:
             case ast.CreateKeyspace():
                 tables.setdefault(stmt.name, set())
@@ -88,9 +100,9 @@ def test_permits_all_or_nothing_each_statement_once(
     calls: list[ast.Statement] = []
     real = access.required_permissions
 
-    def counting(stmt: ast.Statement, keyspace: str | None) -> Any:
+    def counting(stmt: ast.Statement, keyspace: str | None, index_table: Any = None) -> Any:
         calls.append(stmt)
-        return real(stmt, keyspace)
+        return real(stmt, keyspace, index_table)
 
     monkeypatch.setattr(access, "required_permissions", counting)
     assert access.permits(c, "alice", [insert] * 1000, None)
@@ -138,7 +150,7 @@ def test_creators_get_every_permission_on_what_they_create(c: Any) -> None:
 
 
 def test_a_drop_forgets_the_grants_on_what_it_removed(c: Any) -> None:
-    c.catalog.tables["ks"].add("u")
+    c.catalog.live["ks"].add("u")
     c.roles.grant([P.SELECT], Resource.table("ks", "t"), "alice")
     c.roles.grant([P.SELECT], Resource.table("ks", "u"), "alice")
     c.roles.grant([P.ALTER], Resource.keyspace("ks"), "alice")
@@ -170,3 +182,18 @@ def test_a_drop_forgets_the_grants_on_what_it_removed(c: Any) -> None:
 )
 def test_exists(c: Any, resource: Resource, expected: bool) -> None:
     assert access.exists(c, resource) is expected
+
+
+def test_indexes_need_alter_on_their_table(c: Any) -> None:
+    create = parse_statement("CREATE INDEX ON ks.t (v)")
+    drop = parse_statement("DROP INDEX ks.t_v_idx")
+    for stmt in (create, drop):
+        with pytest.raises(
+            Unauthorized, match=r"^User alice has no ALTER permission on <table ks\.t> or any"
+        ):
+            access.check(c, "alice", stmt, None)
+    # an index that does not exist needs nothing: the statement reports it
+    access.check(c, "alice", parse_statement("DROP INDEX IF EXISTS ks.nope"), None)
+    c.roles.grant([P.ALTER], Resource.table("ks", "t"), "alice")
+    access.check(c, "alice", create, None)
+    access.check(c, "alice", drop, None)

@@ -18,6 +18,8 @@ from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 
 Requirement = tuple[Permission, Resource]
+# the table an index is on: (keyspace, index name) -> table name, None for no such index
+IndexTable = Callable[[str, str], str | None]
 
 # Tables anyone logged in may read: the drivers and CDC clients read these to find nodes,
 # schemas and streams (Cassandra keeps system.local/peers and system_schema readable; the
@@ -111,6 +113,7 @@ _RULES: dict[type, Callable[[Any, str | None], list[Requirement]]] = {
     ast.DropKeyspace: lambda s, ks: [(Permission.DROP, Resource.keyspace(s.name))],
     ast.CreateTable: lambda s, ks: [(Permission.CREATE, _keyspace_of(s.name, ks))],
     ast.AlterTable: lambda s, ks: [(Permission.ALTER, table_resource(s.name, ks))],
+    ast.CreateIndex: lambda s, ks: [(Permission.ALTER, table_resource(s.table, ks))],
     ast.DropTable: lambda s, ks: [(Permission.DROP, table_resource(s.name, ks))],
     ast.CreateType: lambda s, ks: [(Permission.CREATE, _keyspace_of(s.name, ks))],
     ast.AlterType: lambda s, ks: [(Permission.ALTER, _keyspace_of(s.name, ks))],
@@ -131,9 +134,24 @@ _RULES: dict[type, Callable[[Any, str | None], list[Requirement]]] = {
 }
 
 
-def required_permissions(stmt: ast.Statement, keyspace: str | None) -> list[Requirement]:
+def _drop_index(
+    stmt: ast.DropIndex, keyspace: str | None, index_table: IndexTable | None
+) -> list[Requirement]:
+    """ALTER on the index's table (Cassandra's ``DropIndexStatement.authorize``); nothing for
+    an index that does not exist, which the statement itself then reports."""
+    ks = stmt.name.keyspace or keyspace
+    if ks is None:
+        raise InvalidRequest(NO_KEYSPACE)
+    table = None if index_table is None else index_table(ks, stmt.name.name)
+    return [] if table is None else [(Permission.ALTER, Resource.table(ks, table))]
+
+
+def required_permissions(
+    stmt: ast.Statement, keyspace: str | None, index_table: IndexTable | None = None
+) -> list[Requirement]:
     """``(permission, resource)`` pairs a non-superuser needs for ``stmt`` in the session
-    keyspace ``keyspace`` (each held on the resource or a parent).
+    keyspace ``keyspace`` (each held on the resource or a parent); ``index_table`` finds the
+    table of the index a DROP INDEX names (without it, DROP INDEX needs nothing).
 
     Beyond these, role statements have Cassandra's extra rules, which
     ``cqlcdc.auth.statements`` applies: a role may change its own password without ALTER,
@@ -142,6 +160,8 @@ def required_permissions(stmt: ast.Statement, keyspace: str | None) -> list[Requ
     Raises:
         InvalidRequest: a table without a keyspace and no current keyspace.
     """
+    if isinstance(stmt, ast.DropIndex):
+        return _drop_index(stmt, keyspace, index_table)
     rule = _RULES.get(type(stmt))
     if rule is None:
         raise InvalidRequest(f"{type(stmt).__name__} has no permission rule")
@@ -151,6 +171,7 @@ def required_permissions(stmt: ast.Statement, keyspace: str | None) -> list[Requ
 __all__ = [
     "AUTH_STATEMENTS",
     "READABLE_KEYSPACES",
+    "IndexTable",
     "Requirement",
     "required_permissions",
     "table_resource",

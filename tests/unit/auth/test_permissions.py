@@ -66,6 +66,8 @@ TABLE = "<table ks.t>"
         ("ALTER TABLE ks.t WITH cdc = {'enabled': true}", [("ALTER", TABLE)]),
         ("DROP TABLE t", [("DROP", TABLE)]),
         ("DROP TABLE IF EXISTS k2.t", [("DROP", "<table k2.t>")]),
+        ("CREATE INDEX ON t (v)", [("ALTER", TABLE)]),
+        ("CREATE INDEX IF NOT EXISTS i ON k2.t (KEYS(m))", [("ALTER", "<table k2.t>")]),
         ("CREATE TYPE addr (street text)", [("CREATE", "<keyspace ks>")]),
         ("ALTER TYPE k2.addr ADD city text", [("ALTER", "<keyspace k2>")]),
         ("DROP TYPE addr", [("DROP", "<keyspace ks>")]),
@@ -185,11 +187,31 @@ def test_every_statement_kind_has_a_rule() -> None:
         ast.CreateType,
         ast.AlterType,
         ast.DropType,
+        ast.CreateIndex,
         *AUTH_STATEMENTS,
     }
     from cqlcdc.auth.permissions import _RULES
 
     assert kinds <= set(_RULES)
+
+
+def test_drop_index_needs_alter_on_the_index_s_table() -> None:
+    indexes = {("ks", "t_v_idx"): "t", ("k2", "i"): "u"}
+
+    def index_table(keyspace: str, index: str) -> str | None:
+        return indexes.get((keyspace, index))
+
+    def drop(cql: str, keyspace: str | None) -> list[tuple[str, str]]:
+        stmt = parse_statement(cql)
+        return [(str(p), str(r)) for p, r in required_permissions(stmt, keyspace, index_table)]
+
+    assert drop("DROP INDEX t_v_idx", "ks") == [("ALTER", TABLE)]
+    assert drop("DROP INDEX IF EXISTS k2.i", "ks") == [("ALTER", "<table k2.u>")]
+    # no such index: nothing needed, the statement itself says so (Cassandra's authorize)
+    assert drop("DROP INDEX ks.nope", None) == []
+    assert required_permissions(parse_statement("DROP INDEX ks.t_v_idx"), None) == []
+    with pytest.raises(InvalidRequest, match=exactly(NO_KEYSPACE)):
+        drop("DROP INDEX t_v_idx", None)
 
 
 def test_an_unknown_statement_is_refused() -> None:
