@@ -5,7 +5,10 @@ as the driver reads it, and writes to an indexed table logged as without the ind
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,6 +113,11 @@ def test_describe_and_system_schema(session: Any) -> None:
     assert "CREATE INDEX t_v_idx ON ks.t(v);" in text
     assert "CREATE INDEX mk ON ks.t(keys(m));" in text
     assert "CREATE INDEX local_w ON ks.t((pk), w);" in text
+    assert session.execute("DESCRIBE INDEX ks.mk").one()[0].strip() == (
+        "CREATE INDEX mk ON ks.t(keys(m));"
+    )
+    with pytest.raises(InvalidRequest, match="Index 'nope' not found in keyspace 'ks'"):
+        session.execute("DESCRIBE INDEX ks.nope")
     rows = {
         r.index_name: (r.kind, dict(r.options))
         for r in session.execute(
@@ -138,7 +146,15 @@ def test_the_driver_sees_the_indexes(session: Any) -> None:
         indexes = cluster.metadata.keyspaces["ks"].tables["t"].indexes
         assert indexes["t_v_idx"].index_options == {"target": "v"}
         assert "CREATE INDEX t_v_idx ON ks.t (v)" in indexes["t_v_idx"].as_cql_query()
-        assert sorted(tuple(r) for r in cql.execute("SELECT pk, ck FROM ks.t WHERE v = 1"))
+        cql.execute("INSERT INTO ks.t (pk, ck, v) VALUES (9, 9, 99)")
+        assert [tuple(r) for r in cql.execute("SELECT pk, ck FROM ks.t WHERE v = 99")] == [(9, 9)]
+        cqlsh = Path(sys.executable).with_name("cqlsh")
+        done = subprocess.run(
+            [str(cqlsh), host, str(port), "-e", "DESCRIBE INDEX ks.mk; DESCRIBE FUNCTIONS;"],
+            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "CREATE INDEX mk ON ks.t(keys(m));" in done.stdout
     finally:
         cluster.shutdown()
         server.stop_thread()

@@ -450,7 +450,17 @@ class Truncate:
 
 
 DescribeKind = Literal[
-    "TABLE", "TYPE", "KEYSPACE", "TABLES", "TYPES", "KEYSPACES", "SCHEMA", "CLUSTER"
+    "TABLE",
+    "TYPE",
+    "KEYSPACE",
+    "INDEX",
+    "TABLES",
+    "TYPES",
+    "KEYSPACES",
+    "SCHEMA",
+    "CLUSTER",
+    "FUNCTIONS",
+    "AGGREGATES",
 ]
 
 

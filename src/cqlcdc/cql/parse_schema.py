@@ -34,12 +34,15 @@ class SchemaMixin(TermsMixin):
         "columnfamily": ("TABLE", True),
         "type": ("TYPE", True),
         "keyspace": ("KEYSPACE", True),
+        "index": ("INDEX", True),
         "tables": ("TABLES", False),
         "columnfamilies": ("TABLES", False),
         "types": ("TYPES", False),
         "keyspaces": ("KEYSPACES", False),
         "schema": ("SCHEMA", False),
         "cluster": ("CLUSTER", False),
+        "functions": ("FUNCTIONS", False),
+        "aggregates": ("AGGREGATES", False),
     }
 
     # -- keyspaces ---------------------------------------------------------------------------
@@ -157,8 +160,9 @@ class SchemaMixin(TermsMixin):
     # -- DESCRIBE ----------------------------------------------------------------------------
 
     def _parse_describe(self) -> Describe:
-        """``DESCRIBE TABLE t`` / ``TYPE ut`` / ``KEYSPACE [ks]`` / ``TABLES`` / ``TYPES`` /
-        ``KEYSPACES`` / ``[FULL] SCHEMA`` / ``CLUSTER``, or ``DESCRIBE name`` (a keyspace if
+        """``DESCRIBE TABLE t`` / ``TYPE ut`` / ``KEYSPACE [ks]`` / ``INDEX i`` / ``TABLES`` /
+        ``TYPES`` / ``KEYSPACES`` / ``[FULL] SCHEMA`` / ``CLUSTER`` / ``FUNCTIONS`` /
+        ``AGGREGATES``, or ``DESCRIBE name`` (a keyspace if
         unqualified, a table if qualified)."""
         self._expect_word("describe", "desc")
         self._match_word("full")  # DESC FULL SCHEMA: the same output here

@@ -189,6 +189,8 @@ def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) ->
         return _statements(texts)
     if stmt.kind == "CLUSTER":
         return "Cluster: cqlcdc\nPartitioner: Murmur3Partitioner\n"
+    if stmt.kind in ("FUNCTIONS", "AGGREGATES"):  # there are no user-defined ones
+        return ""
     if stmt.kind == "KEYSPACE":
         name = stmt.name.name if stmt.name is not None else current
         if name is None:
@@ -215,6 +217,12 @@ def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) ->
             raise InvalidRequest(f"Type '{stmt.name.name}' not found in keyspace '{ks}'")
         fields = list(zip(udt.field_names, udt.field_types, strict=True))
         return _statements([describe_type(ks, udt.name, fields)])
+    if stmt.kind == "INDEX":
+        for owner in catalog.tables(ks):
+            for index in owner.indexes:
+                if index.name == stmt.name.name:
+                    return _statements([create_index_statement(owner, index)])
+        raise InvalidRequest(f"Index '{stmt.name.name}' not found in keyspace '{ks}'")
     table = catalog.table(ks, stmt.name.name)
     if table is None:
         raise InvalidRequest(f"Table '{stmt.name.name}' not found in keyspace '{ks}'")
