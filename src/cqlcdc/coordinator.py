@@ -393,7 +393,8 @@ class Coordinator:
         snap = self.engine.snapshot()
         if snap.version_of("errors") is None:
             return {}
-        errs = snap.read("errors", [("seq", ">=", first), ("seq", "<=", last)])
+        window: list[tuple[str, str, Any]] = [("seq", ">=", first), ("seq", "<=", last)]
+        errs = snap.read("errors", window, prune=window)  # files by their seq statistics
         out: dict[int, CqlError] = {}
         for row in errs.sort_by("seq").to_pylist():
             cls = CqlError.by_code.get(row["code"], InvalidRequest)
@@ -416,7 +417,8 @@ class Coordinator:
         snap = self.engine.snapshot()
         if snap.version_of(OUTCOMES) is None:
             raise ServerError(f"The outcome of conditional write seq={seq} was not recorded")
-        found = snap.read(OUTCOMES, [("seq", "=", seq)]).to_pylist()
+        window: list[tuple[str, str, Any]] = [("seq", ">=", seq), ("seq", "<=", seq)]
+        found = snap.read(OUTCOMES, window, prune=window).to_pylist()
         if not found:
             raise ServerError(f"The outcome of conditional write seq={seq} was not recorded")
         outcome = found[0]
