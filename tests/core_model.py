@@ -1,7 +1,8 @@
 """The core alone, in memory: statements -> mutations -> log rows and state, without Spark.
 
 A test oracle (and a fast way to pin core behaviour): it runs the same functions the pipeline
-runs (mutation building, list resolution, the log writer), one write at a time.
+runs (the session's write planner, list resolution, conditions, the log writer), one write at
+a time.
 """
 
 from __future__ import annotations
@@ -15,19 +16,14 @@ from cqlcdc.cdc.streams import Generation
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.conditions import evaluate as evaluate_conditions
 from cqlcdc.storage.list_ops import resolve_list_ops
-from cqlcdc.storage.mutations import (
-    Mutation,
-    WriteContext,
-    build_delete,
-    build_insert,
-    build_update,
-    merge_by_partition,
-)
+from cqlcdc.storage.mutations import Mutation, WriteContext
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.select import base_partition_rows, evaluate, prepare
 from cqlcdc.storage.token import murmur3_token, serialize_partition_key
 from cqlcdc.storage.view import PartitionView
+from cqlcdc.writes import plan_write
 
 NOW_US = 1_700_000_000_000_000
 
@@ -61,30 +57,19 @@ class CoreModel:
         return schema
 
     def write(self, stmt: ast.Insert | ast.Update | ast.Delete | ast.Batch) -> list[dict[str, Any]]:
+        """Apply a write as the pipeline would (the session's own planner, ``plan_write``);
+        a lightweight transaction whose condition fails writes and logs nothing."""
         self.clock_us += 10
         seed = next(self._seeds)
         ctx = WriteContext(self.clock_us, self.clock_us, seed)
-        if isinstance(stmt, ast.Batch):
-            stmts: tuple[Any, ...] = stmt.statements
-            if stmt.using.timestamp is not None:
-                assert isinstance(stmt.using.timestamp, ast.Constant)
-                ctx.timestamp_us = int(stmt.using.timestamp.text)
-        else:
-            stmts = (stmt,)
-        muts: list[Mutation] = []
-        schemas = {}
-        for s in stmts:
-            schema = self.table(s.table)
-            schemas[schema.table_id] = schema
-            if isinstance(s, ast.Insert):
-                muts += build_insert(schema, s, ctx)
-            elif isinstance(s, ast.Update):
-                muts += build_update(schema, s, ctx)
-            else:
-                muts += build_delete(schema, s, ctx)
+        plan = plan_write(self.table, stmt, ctx)
         written: list[dict[str, Any]] = []
-        for m in merge_by_partition(muts):
-            schema = schemas[m.table_id]
+        for m in plan.mutations:
+            schema = plan.schemas[m.table_id]
+            if plan.condition is not None:
+                current = self.states.get(schema.table_id, {}).get(m.partition.pk)
+                if not evaluate_conditions(schema, plan.condition, current, ctx.now_s)[0]:
+                    continue
             written += self.apply(schema, m, ctx.now_s, seed)
         return written
 

@@ -9,7 +9,8 @@ the coordinator's lock, which orders clocks, seeds and seqs, and end in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -74,23 +75,33 @@ class Prepared(Protocol):
     def statement(self) -> ast.Statement: ...
 
 
-def row_records(
-    coordinator: Coordinator,
-    stmt: WriteStatement,
-    parameters: Parameters,
-    keyspace: str | None,
-    first_seq: int | None = None,
-) -> tuple[list[IngestRecord], bool]:
-    """Validate a write and make its ingest records, one per partition, seqs from
-    ``first_seq`` (default ``coordinator.next_seq``; call with ``coordinator.lock`` held).
+@dataclass(frozen=True, slots=True)
+class PlannedWrite:
+    """A validated write: its mutations merged one per partition, the tables they go to,
+    its conditions (a lightweight transaction), and whether its outcome depends on the
+    state (a list index or a condition: its writer must wait to learn it)."""
 
-    Returns:
-        The records, and whether the write's outcome depends on the state (a list index),
-        so its caller must wait for it to learn its error.
+    mutations: list[Mutation]
+    schemas: dict[str, TableSchema]
+    condition: Conditional | None
+    stateful: bool
+
+
+def plan_write(
+    table_of: Callable[[ast.QualifiedName], TableSchema], stmt: WriteStatement, ctx: WriteContext
+) -> PlannedWrite:
+    """Validate a write as ScyllaDB does and build its mutations: the one planner of every
+    write (the session's row path, and the in-memory core model the tests compare with).
+
+    Args:
+        table_of: the table a statement names (raises for an unknown one).
+        stmt: the statement or batch.
+        ctx: its timestamp, clock, seed and bound values (a batch's ``USING TIMESTAMP`` is
+            applied here).
+
+    Raises:
+        CqlError: the write is invalid (ScyllaDB's class and message).
     """
-    seed = coordinator.next_seed()
-    now_us = coordinator.now_us()
-    ts = coordinator.timestamp_us()
     statements: Sequence[ast.Insert | ast.Update | ast.Delete]
     if isinstance(stmt, ast.Batch):
         statements = stmt.statements
@@ -98,7 +109,6 @@ def row_records(
             raise InvalidRequest("Global TTL on the BATCH statement is not supported.")
     else:
         statements = (stmt,)
-    ctx = WriteContext(ts, now_us, seed, bindings=parameters)
     if isinstance(stmt, ast.Batch) and stmt.using.timestamp is not None:
         from cqlcdc.types import native_type
 
@@ -109,7 +119,7 @@ def row_records(
     targets: list[TableSchema] = []
     timeout_ms(stmt.using.timeout, ctx)
     for s in statements:
-        schema = coordinator.table(s.table, keyspace)
+        schema = table_of(s.table)
         check_table_writable(schema)
         targets.append(schema)
         if s is not stmt:  # ScyllaDB prepares it, and keeps the batch's
@@ -146,18 +156,41 @@ def row_records(
         if len(merged) > 1:
             raise InvalidRequest("Batch with conditions cannot span multiple partitions")
         condition = Conditional(tuple(checked), result_columns(targets[0], statements))
+    stateful = conditional or any(m.list_ops for m in mutations)
+    return PlannedWrite(merged, schemas, condition, stateful)
+
+
+def row_records(
+    coordinator: Coordinator,
+    stmt: WriteStatement,
+    parameters: Parameters,
+    keyspace: str | None,
+    first_seq: int | None = None,
+) -> tuple[list[IngestRecord], bool]:
+    """Validate a write and make its ingest records, one per partition, seqs from
+    ``first_seq`` (default ``coordinator.next_seq``; call with ``coordinator.lock`` held).
+
+    Returns:
+        The records, and whether the write's outcome depends on the state (a list index,
+        a condition), so its caller must wait for it to learn its error or result.
+    """
+    seed = coordinator.next_seed()
+    now_us = coordinator.now_us()
+    ctx = WriteContext(coordinator.timestamp_us(), now_us, seed, bindings=parameters)
+    plan = plan_write(lambda name: coordinator.table(name, keyspace), stmt, ctx)
     records = []
     seq = coordinator.next_seq if first_seq is None else first_seq
-    for m in merged:
-        schema = schemas[m.table_id]
+    for m in plan.mutations:
+        schema = plan.schemas[m.table_id]
         pk_bytes = write_key_bytes(schema, m.partition)
         write = WritePayload(m.partition, tuple(m.list_ops), now_us, seed)
+        condition = plan.condition
         payload = encode_payload(write if condition is None else ConditionalWrite(write, condition))
         records.append(coordinator.record(schema, murmur3_token(pk_bytes), pk_bytes, payload, seq))
         seq += 1
-    for table_id in schemas:
+    for table_id in plan.schemas:
         coordinator.last_write_ms[table_id] = now_us // 1000
-    return records, conditional or any(m.list_ops for m in mutations)
+    return records, plan.stateful
 
 
 def conditional_write(stmt: ast.Statement) -> bool:

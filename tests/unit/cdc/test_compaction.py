@@ -204,17 +204,17 @@ def test_compacting_a_prefix_keeps_every_state(
 @settings(max_examples=80, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.booleans(), _pk, _ck, st.integers(-5, 5), st.integers(-50, 400)),
+        st.tuples(st.booleans(), _pk, _ck, st.integers(-5, 5)),
         min_size=1,
         max_size=30,
     ),
     st.integers(0, 30),
 )
-def test_counters_keep_their_sum(ops: list[tuple[bool, int, int, int, int]], split: int) -> None:
+def test_counters_keep_their_sum(ops: list[tuple[bool, int, int, int]], split: int) -> None:
     model = _model(COUNTERS)
-    for delete, p, c, x, ts in ops:
-        if delete:
-            model.run(f"DELETE FROM ks.c USING TIMESTAMP {NOW_US + ts} WHERE pk = {p}")
+    for delete, p, c, x in ops:
+        if delete:  # a counter write takes no USING TIMESTAMP (ScyllaDB refuses it)
+            model.run(f"DELETE FROM ks.c WHERE pk = {p}")
         else:
             model.run(f"UPDATE ks.c SET n = n + {x} WHERE pk = {p} AND ck = {c}")
     schema = model.table(_qualified("ks.c"))
