@@ -64,18 +64,20 @@ class CoreModel:
         ctx = WriteContext(self.clock_us, self.clock_us, seed)
         plan = plan_write(self.table, stmt, ctx)
         written: list[dict[str, Any]] = []
-        for m in plan.mutations:
+        for record, m in enumerate(plan.mutations):
             schema = plan.schemas[m.table_id]
             if plan.condition is not None:
                 current = self.states.get(schema.table_id, {}).get(m.partition.pk)
                 if not evaluate_conditions(schema, plan.condition, current, ctx.now_s)[0]:
                     continue
-            written += self.apply(schema, m, ctx.now_s, seed)
+            written += self.apply(schema, m, ctx.now_s, seed, record)
         return written
 
     def apply(
-        self, schema: TableSchema, m: Mutation, now_s: int, seed: int
+        self, schema: TableSchema, m: Mutation, now_s: int, seed: int, record: int = 0
     ) -> list[dict[str, Any]]:
+        """Apply one partition's mutation; ``record`` numbers the partitions of one write
+        (their log rows share the seed, as the pipeline's records do, yet differ)."""
         states = self.states.setdefault(schema.table_id, {})
         current = states.get(m.partition.pk)
         if m.list_ops:
@@ -87,7 +89,7 @@ class CoreModel:
             writer = LogWriter(
                 schema, m.partition.pk, lambda ts: self.generation.stream_for_token(token)
             )
-            rows = writer.write(m.partition, current, WriteInfo(now_s, seed))
+            rows = writer.write(m.partition, current, WriteInfo(now_s, seed, record))
             self.logs.setdefault(schema.table_id, []).extend(rows)
         if current is None:
             current = states[m.partition.pk] = Partition(m.partition.pk)

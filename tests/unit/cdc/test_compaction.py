@@ -38,9 +38,9 @@ class RecordingModel(CoreModel):
     fragments: list[tuple[str, bytes, int, bytes]] = field(default_factory=list)
 
     def apply(
-        self, schema: TableSchema, m: Mutation, now_s: int, seed: int
+        self, schema: TableSchema, m: Mutation, now_s: int, seed: int, record: int = 0
     ) -> list[dict[str, Any]]:
-        rows = super().apply(schema, m, now_s, seed)
+        rows = super().apply(schema, m, now_s, seed, record)
         if not m.partition.is_empty():  # the processor skips empty mutations too
             pk = serialize_partition_key(schema, m.partition.pk)
             self.fragments.append(
