@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -165,9 +165,42 @@ class Runner:
 
 
 def _connect(args: argparse.Namespace) -> Any:
+    """The embedded engine on ``--data-dir``, or with ``--connect`` a running server's."""
+    if getattr(args, "connect", None):
+        from cqlcdc.remote.session import RemoteSession, parse_address
+
+        host, port = parse_address(args.connect)
+        return RemoteSession(host, port, username=args.username, password=_password(args))
     from cqlcdc.session import connect
 
     return connect(data_dir=args.data_dir, master=args.master, verbose=args.verbose)
+
+
+def _password(args: argparse.Namespace) -> str | None:
+    """``--password``, else ``$CQLCDC_PASSWORD``, else asked for on the terminal when a
+    user is given (never echoed)."""
+    if args.username is None:
+        return None
+    if args.password is not None:
+        return str(args.password)
+    if "CQLCDC_PASSWORD" in os.environ:
+        return os.environ["CQLCDC_PASSWORD"]
+    import getpass
+
+    return getpass.getpass(f"Password for {args.username}: ")
+
+
+def connect_arguments(p: argparse.ArgumentParser) -> None:
+    """``--connect HOST:PORT`` (a running ``cqlcdc serve``) and its login."""
+    p.add_argument(
+        "--connect",
+        metavar="HOST:PORT",
+        help="go through a running cqlcdc serve instead of opening --data-dir",
+    )
+    p.add_argument("--username", "-u", help="log in as this role (serve --auth)")
+    p.add_argument(
+        "--password", "-p", help="its password (default: $CQLCDC_PASSWORD, else asked for)"
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -223,14 +256,17 @@ def cmd_shell(args: argparse.Namespace) -> int:
 
 def cmd_changefeed_read(args: argparse.Namespace) -> int:
     """Print a feed's records as JSON lines: {"partition", "offset", "key", "value"}."""
-    from cqlcdc.feed_reader import FeedReader
-
     try:
-        reader = FeedReader(args.data_dir, args.feed)
-        if args.follow:
-            messages = reader.follow(args.partition, args.from_offset, on_gap="notice")
+        if args.connect:
+            messages = _remote_feed(args)
         else:
-            messages = reader.read(args.partition, args.from_offset, on_gap="notice")
+            from cqlcdc.feed_reader import FeedReader
+
+            reader = FeedReader(args.data_dir, args.feed)
+            if args.follow:
+                messages = reader.follow(args.partition, args.from_offset, on_gap="notice")
+            else:
+                messages = reader.read(args.partition, args.from_offset, on_gap="notice")
         for msg in messages:
             print(json.dumps(msg.to_json(), ensure_ascii=False), flush=True)
     except CqlError as e:
@@ -239,6 +275,46 @@ def cmd_changefeed_read(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, BrokenPipeError):
         return 0
     return 0
+
+
+def _remote_feed(args: argparse.Namespace) -> Iterator[Any]:
+    """The messages ``FeedReader`` gives, read through a server's ``system_cqlcdc`` tables:
+    the same records, the same gap notices, ``--follow`` polling for new ones."""
+    import time
+
+    from cqlcdc.feed_reader import FeedMessage, check_partition
+
+    session = _connect(args)
+    try:
+        offsets = session.feed_offsets(args.feed)
+        if args.partition is not None:
+            check_partition(args.partition, len(offsets))
+        positions = {
+            p: args.from_offset
+            for p, _, _ in offsets
+            if args.partition is None or p == args.partition
+        }
+        while True:
+            got = False
+            earliest = {p: first for p, first, _ in session.feed_offsets(args.feed)}
+            for p in sorted(positions):
+                start = positions[p]
+                if start < earliest[p]:
+                    yield FeedMessage(p, start, None, {"gap": {"from": start, "to": earliest[p]}})
+                    start = positions[p] = earliest[p]
+                    got = True
+                for offset, key, value in session.feed_records(args.feed, p, start):
+                    positions[p] = offset + 1
+                    got = True
+                    yield FeedMessage(
+                        p, offset, None if key is None else json.loads(key), json.loads(value)
+                    )
+            if not args.follow:
+                return
+            if not got:
+                time.sleep(0.2)
+    finally:
+        session.close()
 
 
 def cmd_load(args: argparse.Namespace) -> int:
@@ -311,6 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(p: argparse.ArgumentParser) -> None:
         engine_arguments(p)
+        connect_arguments(p)
         p.add_argument("--format", choices=["table", "json"], default="table")
 
     run = sub.add_parser("run", help="run the statements of a .cql file, like cqlsh -f")
@@ -328,6 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--partition", type=int, default=None)
     read.add_argument("--from-offset", type=int, default=0)
     read.add_argument("--follow", action="store_true", help="keep printing new records")
+    connect_arguments(read)
     read.set_defaults(func=cmd_changefeed_read)
     add_replay_command(sub, engine_arguments)
     loadp = sub.add_parser(

@@ -15,12 +15,15 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import pyarrow as pa
 
-from cqlcdc.cdc.feeds import feed_output, table_feeds
+from cqlcdc.cdc.feeds import FEED_SCHEMA, feed_output, table_feeds
 from cqlcdc.errors import InvalidRequest
+
+if TYPE_CHECKING:
+    from cqlcdc.schema.catalog import Catalog
 
 
 class FeedMessage(NamedTuple):
@@ -44,6 +47,12 @@ class FeedMessage(NamedTuple):
         }
 
 
+def check_partition(partition: int, partitions: int) -> None:
+    """Raises InvalidRequest unless ``partition`` is one of a topic's ``partitions``."""
+    if not 0 <= partition < partitions:
+        raise InvalidRequest(f"Partition {partition} does not exist (the topic has {partitions})")
+
+
 class OffsetOutOfRange(InvalidRequest):
     """The requested offset is older than the earliest record the topic still retains."""
 
@@ -59,15 +68,28 @@ def _manifest(data_dir: Path) -> dict[str, Any]:
 class FeedReader:
     """Reads one changefeed topic, ``"ks.table/feed"``, of a data directory."""
 
-    def __init__(self, data_dir: str | Path, feed: str) -> None:
-        from cqlcdc.schema.catalog import Catalog
+    def __init__(self, data_dir: str | Path, feed: str, catalog: Catalog | None = None) -> None:
+        """Find the feed's topic.
 
+        Args:
+            data_dir: the data directory.
+            feed: ``"keyspace.table/feed"``.
+            catalog: the schema to find the feed in (default: the data directory's, read
+                from disk; the server passes its own).
+
+        Raises:
+            InvalidRequest: a malformed name, an unknown table or changefeed.
+        """
         self.data_dir = Path(data_dir).resolve()
         table, _, name = feed.partition("/")
         ks, _, tname = table.rpartition(".")
         if not name or not ks:
             raise InvalidRequest(f"A changefeed is named keyspace.table/feed, not {feed!r}")
-        schema = Catalog(self.data_dir).table(ks, tname)
+        if catalog is None:
+            from cqlcdc.schema.catalog import Catalog
+
+            catalog = Catalog(self.data_dir)
+        schema = catalog.table(ks, tname)
         if schema is None:
             raise InvalidRequest(f"unconfigured table {tname}")
         found = [f for f in table_feeds(schema) if f.name == name]
@@ -86,10 +108,9 @@ class FeedReader:
         from deltalake import DeltaTable
 
         version = _manifest(self.data_dir).get("versions", {}).get(self.output)
-        if version is None:
-            return pa.table(
-                {"partition": pa.array([], pa.int32()), "offset": pa.array([], pa.int64())}
-            )
+        if version is None:  # nothing committed to the topic yet
+            names = columns if columns is not None else FEED_SCHEMA.names
+            return FEED_SCHEMA.empty_table().select(names)
         return DeltaTable(str(self.path), version=version).to_pyarrow_table(
             columns=columns, filters=filters
         )
@@ -124,10 +145,8 @@ class FeedReader:
                 reading resumes at the earliest retained offset (never a silent skip).
         """
         parts = range(self.partitions) if partition is None else [partition]
-        if partition is not None and not 0 <= partition < self.partitions:
-            raise InvalidRequest(
-                f"Partition {partition} does not exist (the topic has {self.partitions})"
-            )
+        if partition is not None:
+            check_partition(partition, self.partitions)
         earliest = self.earliest_offsets()
         for p in parts:
             start = from_offset
@@ -139,13 +158,26 @@ class FeedReader:
                     )
                 yield FeedMessage(p, start, None, {"gap": {"from": start, "to": earliest[p]}})
                 start = earliest[p]
-            table = self._table(
-                ["partition", "offset", "key", "value"],
-                [("partition", "=", p), ("offset", ">=", start)],
-            ).sort_by("offset")
-            for row in table.to_pylist():
-                key = None if row["key"] is None else json.loads(row["key"])
-                yield FeedMessage(p, int(row["offset"]), key, json.loads(row["value"]))
+            for offset, key, value in self.raw_records(p, start):
+                yield FeedMessage(
+                    p, offset, None if key is None else json.loads(key), json.loads(value)
+                )
+
+    def raw_records(
+        self, partition: int, first: int = 0, last: int | None = None, limit: int | None = None
+    ) -> list[tuple[int, str | None, str]]:
+        """The committed records of ``partition`` with offsets ``first``..``last``
+        (inclusive), at most ``limit`` of them, in offset order, as (offset, key JSON text
+        or None, value JSON text); no gap handling (``read`` adds it)."""
+        filters: list[tuple[str, str, Any]] = [("partition", "=", partition)]
+        filters.append(("offset", ">=", first))
+        if last is not None:
+            filters.append(("offset", "<=", last))
+        table = self._table(["partition", "offset", "key", "value"], filters).sort_by("offset")
+        if limit is not None:
+            table = table.slice(0, limit)
+        offsets, keys, values = (table[c].to_pylist() for c in ("offset", "key", "value"))
+        return list(zip((int(o) for o in offsets), keys, values, strict=True))
 
     def follow(
         self,

@@ -115,10 +115,12 @@ def _statement_for(
 
 
 class Progress:
-    """Rows, rows/s and ETA on one terminal line (only when ``out`` is a terminal)."""
+    """Rows, rows/s and ETA on one terminal line (only when ``out`` is a terminal; default:
+    the standard error of the moment, not of the import)."""
 
-    def __init__(self, total: int | None, out: TextIO = sys.stderr) -> None:
+    def __init__(self, total: int | None, out: TextIO | None = None) -> None:
         self.total = total
+        out = out if out is not None else sys.stderr
         self.out = out
         self.start = time.monotonic()
         self.enabled = out.isatty()
@@ -180,7 +182,7 @@ def load(
     from cqlcdc.session import PreparedStatement
 
     ks, _, name = table.rpartition(".")
-    schema = session.coordinator.table(ast.QualifiedName(ks or None, name), session.keyspace)
+    schema = session.table_schema(ast.QualifiedName(ks or None, name))
     result = LoadResult()
     started = time.monotonic()
     done = 0

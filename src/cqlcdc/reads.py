@@ -1,4 +1,5 @@
-"""CQL reads: the committed partitions a SELECT needs, from base, log and system tables.
+"""CQL reads: the committed partitions a SELECT needs, from base, log and system tables
+(and ``system_cqlcdc``'s changefeed topics, ``cqlcdc.feed_tables``).
 
 Reads see every output at the versions of the last fully committed micro-batch (the
 engine's snapshot), so a write and its log rows appear together.
@@ -17,8 +18,9 @@ import pyarrow.compute as pc
 
 from cqlcdc.cdc.processor import base_output, log_output, merge_fragments
 from cqlcdc.cdc.streams import STREAM_VERSION
-from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, SystemView, system_rows
+from cqlcdc.cdc.system_tables import FEEDS_KEYSPACE, SYSTEM_KEYSPACES, SystemView, system_rows
 from cqlcdc.cql import ast
+from cqlcdc.feed_tables import feed_partitions
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.mutations import WriteContext
@@ -56,7 +58,9 @@ def select(
     res = prepare(schema, stmt, ctx)
     snap = coordinator.engine.snapshot()
     catalog = coordinator.catalog
-    if schema.keyspace in SYSTEM_KEYSPACES:
+    if schema.keyspace == FEEDS_KEYSPACE:
+        parts = feed_partitions(coordinator, schema, stmt, res)
+    elif schema.keyspace in SYSTEM_KEYSPACES:
         view = SystemView(
             coordinator.generations, catalog, coordinator.node, coordinator.num_buckets
         )

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from cqlcdc.coordinator import InitialScan
     from cqlcdc.pipeline.engine import Engine
     from cqlcdc.schema.catalog import Catalog
+    from cqlcdc.schema.model import TableSchema
 
 # execute_many takes the bulk path (cqlcdc.writes) from this many writes on
 BULK_MIN_WRITES = 16
@@ -140,6 +141,14 @@ class Session:
     def flush(self) -> None:
         """Wait until every write acknowledged to the ingest log is committed."""
         self.coordinator.flush()
+
+    def table_schema(self, name: ast.QualifiedName) -> TableSchema:
+        """The schema of a table (an unqualified name in this session's keyspace).
+
+        Raises:
+            InvalidRequest: no such keyspace or table.
+        """
+        return self.coordinator.table(name, self.keyspace)
 
     def table_location(self, table: str) -> Path:
         """See ``Coordinator.table_location`` (names resolve in this session's keyspace)."""

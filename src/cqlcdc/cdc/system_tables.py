@@ -6,6 +6,7 @@ This module dispatches to ``system_local`` (``system.local``/``peers``/``peers_v
 generations and streams with (reference 6): ``system_distributed.cdc_generation_timestamps``
 and ``cdc_streams_descriptions_v2`` (the vnode-based discovery queries of ScyllaDB's CDC
 client libraries), and the tablets-style ``system.cdc_timestamps`` and ``system.cdc_streams``.
+It also declares cqlcdc's ``system_cqlcdc`` tables, whose rows ``cqlcdc.feed_tables`` reads.
 
 >>> [c.name for c in system_table("system_schema", "tables").primary_key]
 ['keyspace_name', 'table_name']
@@ -24,7 +25,9 @@ from cqlcdc.storage.select import PartitionRows
 from cqlcdc.storage.token import murmur3_token
 from cqlcdc.types import SetType, native_type
 
-SYSTEM_KEYSPACES = ("system", "system_distributed", "system_schema")
+# cqlcdc's own: the changefeed topics over CQL (rows served by cqlcdc.feed_tables)
+FEEDS_KEYSPACE = "system_cqlcdc"
+SYSTEM_KEYSPACES = ("system", "system_distributed", "system_schema", FEEDS_KEYSPACE)
 
 
 def _col(name: str, type_name: str, kind: ColumnKind, pos: int = 0, desc: bool = False) -> Column:
@@ -62,6 +65,29 @@ _TABLES: dict[tuple[str, str], TableSchema] = {
         ),
         table_id="system.cdc_timestamps",
     ),
+    (FEEDS_KEYSPACE, "changefeed_partitions"): TableSchema(
+        FEEDS_KEYSPACE,
+        "changefeed_partitions",
+        (
+            _col("feed", "text", "partition_key"),  # keyspace.table/feed
+            _col("partition", "int", "clustering"),
+            _col("earliest_offset", "bigint", "regular"),  # the oldest retained record
+            _col("next_offset", "bigint", "regular"),  # the offset the next record gets
+        ),
+        table_id=f"{FEEDS_KEYSPACE}.changefeed_partitions",
+    ),
+    (FEEDS_KEYSPACE, "changefeed_records"): TableSchema(
+        FEEDS_KEYSPACE,
+        "changefeed_records",
+        (
+            _col("feed", "text", "partition_key", 0),
+            _col("partition", "int", "partition_key", 1),
+            _col("offset", "bigint", "clustering"),
+            _col("key", "text", "regular"),  # the message key as JSON text (null: none)
+            _col("value", "text", "regular"),  # the message value as JSON text
+        ),
+        table_id=f"{FEEDS_KEYSPACE}.changefeed_records",
+    ),
     ("system", "cdc_streams"): TableSchema(
         "system",
         "cdc_streams",
@@ -98,6 +124,7 @@ SYSTEM_KEYSPACE_SCHEMAS = (
         (("class", "org.apache.cassandra.locator.SimpleStrategy"), ("replication_factor", "3")),
     ),
     Keyspace("system_schema", _LOCAL),
+    Keyspace(FEEDS_KEYSPACE, _LOCAL),
 )
 SYSTEM_TABLES: tuple[TableSchema, ...] = (
     *_TABLES.values(),
@@ -155,6 +182,9 @@ def system_rows(schema: TableSchema, view: SystemView) -> list[PartitionRows]:
                 }
                 for i in range(g.num_ranges)
             ]
+    elif schema.keyspace == FEEDS_KEYSPACE:
+        # read from the topics' files, restricted by the WHERE clause: not a catalog view
+        raise ValueError(f"{schema.qualified_name} is read by cqlcdc.feed_tables")
     else:
         current = max(g.timestamp_ms for g in gens)
         for t in cdc_tables:

@@ -46,8 +46,16 @@ from cqlcdc.schema.typeshape import (
 from cqlcdc.types import UserType, resolve_type
 from cqlcdc.types.base import CqlType
 
+# ScyllaDB's, and cqlcdc's system_cqlcdc (changefeed topics over CQL)
 SYSTEM_KEYSPACES = frozenset(
-    {"system", "system_schema", "system_auth", "system_distributed", "system_traces"}
+    {
+        "system",
+        "system_schema",
+        "system_auth",
+        "system_distributed",
+        "system_traces",
+        "system_cqlcdc",
+    }
 )
 _STRATEGIES = ("SimpleStrategy", "NetworkTopologyStrategy", "EverywhereStrategy", "LocalStrategy")
 _NO_KEYSPACE = (

@@ -158,9 +158,21 @@ def _keyspace_texts(catalog: Catalog, keyspace: Keyspace) -> list[str]:
     return texts
 
 
+def listing_text(names_by_keyspace: Sequence[tuple[str, Sequence[str]]], current: bool) -> str:
+    """DESC TABLES / TYPES as cqlsh prints them: in the ``current`` keyspace its names
+    alone, else a titled block of names per keyspace (also for the ``--connect`` client,
+    which gets the names from the server)."""
+    if current:
+        return "".join(describe_names(names) for _, names in names_by_keyspace)
+    return "\n".join(
+        f"Keyspace {ks}\n{'-' * (len(ks) + 9)}\n{describe_names(names)}"
+        for ks, names in names_by_keyspace
+    )
+
+
 def _listing(catalog: Catalog, current: str | None, names_of: str) -> str:
     keyspaces = [current] if current is not None else [k.name for k in catalog.keyspaces()]
-    blocks = []
+    blocks: list[tuple[str, Sequence[str]]] = []
     for ks in keyspaces:
         if catalog.keyspace(ks) is None:
             raise InvalidRequest(f"'{ks}' not found in keyspaces")
@@ -168,10 +180,8 @@ def _listing(catalog: Catalog, current: str | None, names_of: str) -> str:
             names = [t.name for t in catalog.tables(ks) if not catalog.is_attached_log(ks, t.name)]
         else:
             names = [t.name for t in catalog.user_types(ks)]
-        if current is not None:
-            return describe_names(names)
-        blocks.append(f"Keyspace {ks}\n{'-' * (len(ks) + 9)}\n{describe_names(names)}")
-    return "\n".join(blocks)
+        blocks.append((ks, names))
+    return listing_text(blocks, current is not None)
 
 
 def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) -> str:
@@ -240,5 +250,6 @@ __all__ = [
     "describe_statement",
     "describe_table",
     "describe_type",
+    "listing_text",
     "maybe_quote",
 ]

@@ -403,8 +403,12 @@ def describe_rows(session: Session, stmt: ast.Describe, rows: Rows) -> RowsResul
     elif stmt.kind in ("TABLES", "TYPES"):
         spaces = [current] if current else [k.name for k in catalog.keyspaces()]
         for ks in spaces:
-            if stmt.kind == "TABLES":
-                listing += [(ks, "table", t.name, "") for t in catalog.tables(ks)]
+            if stmt.kind == "TABLES":  # a CDC log shows with its base, as DESCRIBE TABLES
+                listing += [
+                    (ks, "table", t.name, "")
+                    for t in catalog.tables(ks)
+                    if not catalog.is_attached_log(ks, t.name)
+                ]
             else:
                 listing += [(ks, "type", u.name, "") for u in catalog.user_types(ks)]
     else:

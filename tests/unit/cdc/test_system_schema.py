@@ -44,7 +44,7 @@ DDL = [
     'CREATE TABLE ks."Mixed" ("Key" int, "Ck" int, "Val" text, PRIMARY KEY ("Key", "Ck"))',
     "CREATE TABLE other.kv (k text PRIMARY KEY, v blob) WITH paxos_grace_seconds = 100",
 ]
-SYSTEM = {"system", "system_auth", "system_distributed", "system_schema"}
+SYSTEM = {"system", "system_auth", "system_distributed", "system_schema", "system_cqlcdc"}
 
 
 def _catalog(data_dir: Path, ddl: list[str] = DDL) -> Catalog:
