@@ -118,3 +118,31 @@ def test_cli_refuses_a_negative_default_ttl(spark: Any, tmp_path: Path, capsys: 
         "message": "default_time_to_live cannot be smaller than 0, (default 0)",
     }
     assert lines[2]["error"]["message"] == "unconfigured table gone"
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        ('CREATE MATERIALIZED VIEW ks.mv AS SELECT * FROM ks.views_scylla_cdc_log '
+         'WHERE "cdc$stream_id" IS NOT NULL PRIMARY KEY ("cdc$stream_id", "cdc$time")',
+         "Materialized views cannot be created on CDC Log tables"),
+        ("CREATE MATERIALIZED VIEW ks.mv AS SELECT pk, v FROM ks.views "
+         "WHERE v IS NOT NULL AND pk IS NOT NULL PRIMARY KEY (v, pk)",
+         "Materialized views are not supported by cqlcdc (a view would have to be maintained "
+         "with its base table and log): query the base table, add a secondary index, or read "
+         "the CDC log"),
+        ("ALTER MATERIALIZED VIEW ks.mv WITH comment = 'x'",
+         "Materialized view 'mv' not found in keyspace 'ks'"),
+        ("DROP MATERIALIZED VIEW ks.mv", "Materialized view 'mv' not found in keyspace 'ks'"),
+    ],
+)  # fmt: skip
+def test_materialized_views_are_refused(session: Any, statement: str, message: str) -> None:
+    session.execute(
+        "CREATE TABLE IF NOT EXISTS ks.views (pk int PRIMARY KEY, v int) "
+        "WITH cdc = {'enabled': true}"
+    )
+    with pytest.raises(InvalidRequest) as caught:
+        session.execute(statement)
+    assert caught.value.message == message
+    session.execute("DROP MATERIALIZED VIEW IF EXISTS ks.mv")  # none exists: nothing to do
+    assert "mv" not in [t.name for t in session.catalog.tables("ks")]

@@ -114,6 +114,10 @@ _RULES: dict[type, Callable[[Any, str | None], list[Requirement]]] = {
     ast.CreateTable: lambda s, ks: [(Permission.CREATE, _keyspace_of(s.name, ks))],
     ast.AlterTable: lambda s, ks: [(Permission.ALTER, table_resource(s.name, ks))],
     ast.CreateIndex: lambda s, ks: [(Permission.ALTER, table_resource(s.table, ks))],
+    # a view: ALTER on its base table (Cassandra's CreateViewStatement); none exist to alter
+    ast.CreateMaterializedView: lambda s, ks: [(Permission.ALTER, table_resource(s.base, ks))],
+    ast.AlterMaterializedView: lambda s, ks: [(Permission.ALTER, _keyspace_of(s.name, ks))],
+    ast.DropMaterializedView: lambda s, ks: [(Permission.DROP, _keyspace_of(s.name, ks))],
     ast.DropTable: lambda s, ks: [(Permission.DROP, table_resource(s.name, ks))],
     ast.CreateType: lambda s, ks: [(Permission.CREATE, _keyspace_of(s.name, ks))],
     ast.AlterType: lambda s, ks: [(Permission.ALTER, _keyspace_of(s.name, ks))],

@@ -437,6 +437,32 @@ class CreateIndex:
 
 
 @dataclass(frozen=True, slots=True)
+class CreateMaterializedView:
+    """``CREATE MATERIALIZED VIEW [IF NOT EXISTS] v AS SELECT ... FROM base WHERE ...
+    PRIMARY KEY (...) [WITH ...]``: only the names are kept (views are refused; the base
+    decides which error, ``Catalog._create_view``)."""
+
+    name: QualifiedName
+    base: QualifiedName
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterMaterializedView:
+    """``ALTER MATERIALIZED VIEW v WITH ...``."""
+
+    name: QualifiedName
+
+
+@dataclass(frozen=True, slots=True)
+class DropMaterializedView:
+    """``DROP MATERIALIZED VIEW [IF EXISTS] v``."""
+
+    name: QualifiedName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class DropIndex:
     """``DROP INDEX [IF EXISTS] [ks.]name``."""
 
@@ -732,6 +758,9 @@ Statement: TypeAlias = (
     | DropTable
     | CreateIndex
     | DropIndex
+    | CreateMaterializedView
+    | AlterMaterializedView
+    | DropMaterializedView
     | Truncate
     | Describe
     | Insert

@@ -1,16 +1,24 @@
-"""Grammar rules for secondary indexes: ScyllaDB's ``CREATE INDEX`` (global, local and
-collection targets) and ``DROP INDEX``."""
+"""Grammar rules for secondary indexes (ScyllaDB's ``CREATE INDEX`` with global, local and
+collection targets, ``DROP INDEX``) and for materialized views, which are parsed to be
+refused with ScyllaDB's errors (``CREATE/ALTER/DROP MATERIALIZED VIEW``)."""
 
 from __future__ import annotations
 
-from cqlcdc.cql.ast import CreateIndex, DropIndex, IndexTarget
-from cqlcdc.cql.parse_terms import TermsMixin
+from cqlcdc.cql.ast import (
+    AlterMaterializedView,
+    CreateIndex,
+    CreateMaterializedView,
+    DropIndex,
+    DropMaterializedView,
+    IndexTarget,
+)
+from cqlcdc.cql.parse_table import TableMixin
 from cqlcdc.cql.tokens import TokenType
 
 _TARGET_FUNCTIONS = ("keys", "values", "entries", "full")
 
 
-class IndexMixin(TermsMixin):
+class IndexMixin(TableMixin):
     def _parse_create_custom_index(self) -> CreateIndex:
         """``CREATE CUSTOM INDEX ... USING 'class'`` (CREATE CUSTOM consumed)."""
         self._expect_word("index")
@@ -57,3 +65,37 @@ class IndexMixin(TermsMixin):
         """``DROP INDEX [IF EXISTS] [ks.]name`` (DROP INDEX consumed)."""
         if_exists = self._parse_if_exists()
         return DropIndex(self._parse_qualified_name(), if_exists)
+
+    # -- materialized views ------------------------------------------------------------------
+
+    def _parse_create_materialized_view(self) -> CreateMaterializedView:
+        """``CREATE MATERIALIZED VIEW [IF NOT EXISTS] v AS SELECT ... FROM base ...`` (CREATE
+        MATERIALIZED consumed): the view's and the base table's names."""
+        self._expect_word("view")
+        if_not_exists = self._parse_if_not_exists()
+        name = self._parse_qualified_name()
+        self._expect_word("as")
+        self._expect_word("select")
+        while not self._is_word("from"):
+            if self._at_end():
+                raise self._mismatch("K_FROM")
+            self._advance()
+        self._advance()
+        base = self._parse_qualified_name()
+        while not self._at_end() and not self._at(TokenType.SEMICOLON):
+            self._advance()  # WHERE ... PRIMARY KEY (...) WITH ...: not kept
+        return CreateMaterializedView(name, base, if_not_exists)
+
+    def _parse_alter_materialized_view(self) -> AlterMaterializedView:
+        """``ALTER MATERIALIZED VIEW v WITH ...`` (ALTER MATERIALIZED consumed)."""
+        self._expect_word("view")
+        name = self._parse_qualified_name()
+        self._expect_word("with")
+        self._parse_options()
+        return AlterMaterializedView(name)
+
+    def _parse_drop_materialized_view(self) -> DropMaterializedView:
+        """``DROP MATERIALIZED VIEW [IF EXISTS] v`` (DROP MATERIALIZED consumed)."""
+        self._expect_word("view")
+        if_exists = self._parse_if_exists()
+        return DropMaterializedView(self._parse_qualified_name(), if_exists)

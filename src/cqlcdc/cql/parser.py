@@ -23,7 +23,7 @@ from cqlcdc.cql.parse_table import TableMixin
 from cqlcdc.cql.tokens import Token, TokenType, tokenize
 
 
-class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin, RolesMixin, IndexMixin):
+class Parser(DmlMixin, SelectMixin, IndexMixin, TableMixin, SchemaMixin, RolesMixin):
     """Parses the tokens of one statement (an optional trailing ``;``, then EOF)."""
 
     STATEMENT_PARSERS: ClassVar[dict[str, Callable[[Parser], Statement]]] = {
@@ -52,6 +52,7 @@ class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin, RolesMixin, IndexMi
         "type": lambda self: self._parse_create_type(),
         "index": lambda self: self._parse_create_index(),
         "custom": lambda self: self._parse_create_custom_index(),
+        "materialized": lambda self: self._parse_create_materialized_view(),
         "role": lambda self: self._parse_create_role(),
         "user": lambda self: self._parse_create_user(),
     }
@@ -63,6 +64,7 @@ class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin, RolesMixin, IndexMi
         "type": lambda self: self._parse_alter_type_statement(),
         "role": lambda self: self._parse_alter_role(),
         "user": lambda self: self._parse_alter_user(),
+        "materialized": lambda self: self._parse_alter_materialized_view(),
     }
 
     DROP_PARSERS: ClassVar[dict[str, Callable[[Parser], Statement]]] = {
@@ -71,6 +73,7 @@ class Parser(DmlMixin, SelectMixin, TableMixin, SchemaMixin, RolesMixin, IndexMi
         "columnfamily": lambda self: self._parse_drop_table(),
         "type": lambda self: self._parse_drop_type(),
         "index": lambda self: self._parse_drop_index(),
+        "materialized": lambda self: self._parse_drop_materialized_view(),
         "role": lambda self: self._parse_drop_role(),
         "user": lambda self: self._parse_drop_user(),
     }

@@ -18,6 +18,7 @@ from cqlcdc.cql.ast import (
     AddTo,
     AlterColumnType,
     AlterKeyspace,
+    AlterMaterializedView,
     AlterRole,
     AlterTable,
     AlterTableAction,
@@ -31,6 +32,7 @@ from cqlcdc.cql.ast import (
     Constant,
     CreateIndex,
     CreateKeyspace,
+    CreateMaterializedView,
     CreateRole,
     CreateTable,
     CreateType,
@@ -41,6 +43,7 @@ from cqlcdc.cql.ast import (
     DropColumns,
     DropIndex,
     DropKeyspace,
+    DropMaterializedView,
     DropRole,
     DropTable,
     DropType,
@@ -121,6 +124,14 @@ def render(node: Statement) -> str:
             return _render_create_index(node)
         case DropIndex():
             return f"DROP INDEX {_if(node.if_exists, 'IF EXISTS ')}{render_name(node.name)}"
+        case CreateMaterializedView():
+            head = f"CREATE MATERIALIZED VIEW {_if(node.if_not_exists, 'IF NOT EXISTS ')}"
+            return f"{head}{render_name(node.name)} AS SELECT ... FROM {render_name(node.base)}"
+        case AlterMaterializedView():
+            return f"ALTER MATERIALIZED VIEW {render_name(node.name)}"
+        case DropMaterializedView():
+            head = f"DROP MATERIALIZED VIEW {_if(node.if_exists, 'IF EXISTS ')}"
+            return f"{head}{render_name(node.name)}"
         case Truncate():
             return f"TRUNCATE TABLE {render_name(node.name)}"
         case Describe():

@@ -502,6 +502,41 @@ class Catalog:
             f"'{keyspace}'"
         )
 
+    def _create_view(self, stmt: ast.CreateMaterializedView, current: str | None) -> bool:
+        """Views are refused; first ScyllaDB's own checks (``create_view_statement``), so
+        a view on a CDC log gets ScyllaDB's error word for word."""
+        keyspace = self._ks(stmt.name, current)
+        base_keyspace = stmt.base.keyspace or keyspace
+        if base_keyspace != keyspace:
+            raise InvalidRequest(
+                "Cannot create a materialized view on a table in a separate keyspace "
+                f"('{base_keyspace}' != '{keyspace}')"
+            )
+        base = self._existing_table(ast.QualifiedName(keyspace, stmt.base.name), current)
+        if any(c.type.is_counter for c in base.columns):
+            raise InvalidRequest("Materialized views are not supported on counter tables")
+        if self.is_attached_log(base.keyspace, base.name):
+            raise InvalidRequest("Materialized views cannot be created on CDC Log tables")
+        raise InvalidRequest(
+            "Materialized views are not supported by cqlcdc (a view would have to be "
+            "maintained with its base table and log): query the base table, add a secondary "
+            "index, or read the CDC log"
+        )
+
+    def _alter_view(self, stmt: ast.AlterMaterializedView, current: str | None) -> bool:
+        keyspace = self._ks(stmt.name, current)
+        raise InvalidRequest(
+            f"Materialized view '{stmt.name.name}' not found in keyspace '{keyspace}'"
+        )
+
+    def _drop_view(self, stmt: ast.DropMaterializedView, current: str | None) -> bool:
+        keyspace = self._ks(stmt.name, current)
+        if stmt.if_exists:
+            return False  # there are none
+        raise InvalidRequest(
+            f"Materialized view '{stmt.name.name}' not found in keyspace '{keyspace}'"
+        )
+
     def _truncate(self, stmt: ast.Truncate, current: str | None) -> bool:
         self._existing_table(stmt.name, current)
         return False
@@ -519,6 +554,9 @@ class Catalog:
         ast.DropTable: _drop_table,
         ast.CreateIndex: _create_index,
         ast.DropIndex: _drop_index,
+        ast.CreateMaterializedView: _create_view,
+        ast.AlterMaterializedView: _alter_view,
+        ast.DropMaterializedView: _drop_view,
         ast.Truncate: _truncate,
     }
 
