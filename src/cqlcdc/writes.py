@@ -347,8 +347,10 @@ def bulk_plans(
 def _bulk_plan(
     schema: TableSchema, stmt: ast.Insert | ast.Update | ast.Delete
 ) -> BulkStatement | None:
-    if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES or schema.compact_storage:
+    if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES:
         return None  # the row path says why
+    if schema.compact_storage:
+        return None  # rows without a marker (and a key-only table's hidden value): row path
     unset = -(1 << 62)
     if isinstance(stmt, ast.Insert) and stmt.json is not None:
         return None  # the row path reads the JSON
@@ -366,18 +368,13 @@ def _bulk_plan(
 
 
 def check_table_writable(schema: TableSchema) -> None:
-    """Log tables, system tables and (for now) COMPACT STORAGE tables take no writes.
+    """Log tables and system tables take no writes.
 
     Raises:
-        InvalidRequest: naming the table and why.
+        InvalidRequest: naming the table.
     """
     if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES:
         raise InvalidRequest(f"Cannot modify table {schema.qualified_name} directly")
-    if schema.compact_storage:
-        raise InvalidRequest(
-            f"Cannot modify table {schema.qualified_name}: COMPACT STORAGE tables (made by an "
-            "earlier version) are read-only until their semantics are implemented"
-        )
 
 
 def check_batch(batch: ast.Batch, schemas: Sequence[TableSchema]) -> None:

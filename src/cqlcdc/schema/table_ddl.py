@@ -49,13 +49,6 @@ _VALUE_COMPATIBLE = frozenset(
 )
 
 
-COMPACT_STORAGE_DISABLED = (
-    "Support for the deprecated feature of 'CREATE TABLE WITH COMPACT STORAGE' is disabled "
-    "and will eventually be removed in a future version.  To enable, set the "
-    "'enable_create_table_with_compact_storage' config option to 'true'."
-)
-
-
 def validate_name(name: str, what: str) -> None:
     """Table/keyspace names: ``\\w+`` and at most 48 characters.
 
@@ -146,12 +139,9 @@ def build_table(
         _check_udt_column(types[c.name])
     if not stmt.partition_key:
         raise InvalidRequest("No PRIMARY KEY specified (exactly one required)")
-    if stmt.compact_storage:
-        # ScyllaDB's default (enable_create_table_with_compact_storage: false), and ours
-        # until COMPACT STORAGE's semantics are implemented: a compact table would accept
-        # writes it cannot store as ScyllaDB does (rows without a marker vanish)
-        raise InvalidRequest(COMPACT_STORAGE_DISABLED)
     statics = {c.name for c in stmt.columns if c.static}
+    if stmt.compact_storage:
+        _check_compact(stmt, types, statics)
     key_kind: dict[str, tuple[str, int]] = {}
     for kind, names in (("partition_key", stmt.partition_key), ("clustering", stmt.clustering_key)):
         for position, key in enumerate(names):
@@ -174,9 +164,38 @@ def build_table(
             )
         else:
             columns.append(Column(c.name, types[c.name], "static" if c.static else "regular"))
-    table = TableSchema(keyspace, name, tuple(columns))
+    table = TableSchema(keyspace, name, tuple(columns), compact_storage=stmt.compact_storage)
     check_counter_mix(table)
     return table
+
+
+def _check_compact(stmt: CreateTable, types: dict[str, CqlType], statics: set[str]) -> None:
+    """``WITH COMPACT STORAGE`` as ScyllaDB checks it (``create_table_statement``, with
+    ``enable_create_table_with_compact_storage: true``): no static or multi-cell columns;
+    with clustering columns (a dense table) at most one other column; without, at least
+    one.
+
+    Raises:
+        InvalidRequest: ScyllaDB's message.
+    """
+    keys = set(stmt.partition_key) | set(stmt.clustering_key)
+    others = sorted(c.name for c in stmt.columns if c.name not in keys)
+    if any(types[name].multicell for name in others):
+        raise InvalidRequest(
+            "Non-frozen collections and UDTs are not supported with COMPACT STORAGE"
+        )
+    if statics:
+        raise InvalidRequest("Static columns are not supported in COMPACT STORAGE tables")
+    if stmt.clustering_key and len(others) > 1:
+        raise InvalidRequest(
+            "COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not "
+            f"part of the PRIMARY KEY (got: {', '.join(others)})"
+        )
+    if not stmt.clustering_key and not others:
+        raise InvalidRequest(
+            "COMPACT STORAGE with non-composite PRIMARY KEY require one column not part of "
+            "the PRIMARY KEY, none given"
+        )
 
 
 def _clustering_order(stmt: CreateTable) -> set[str]:

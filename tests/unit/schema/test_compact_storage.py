@@ -1,62 +1,100 @@
-"""COMPACT STORAGE is refused as ScyllaDB refuses it by default, and a compact table left
-by an older version takes no writes: no acknowledged write can vanish into one."""
+"""COMPACT STORAGE tables as ScyllaDB makes them (``enable_create_table_with_compact_storage:
+true``): its checks and messages at CREATE, and the writes that would leave a row without
+any cell refused, since a compact row has no marker."""
 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from cqlcdc.cql import parse_statement
+from cqlcdc.cql import ast, parse_statement
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.catalog import Catalog
-from cqlcdc.schema.table_ddl import COMPACT_STORAGE_DISABLED
+from cqlcdc.storage.mutations import COMPACT_VALUE, WriteContext, build_insert
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+
+
+def _catalog() -> Catalog:
+    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog.execute(parse_statement(KS), None)
+    return catalog
 
 
 @pytest.mark.parametrize(
     "columns",
     [
-        "pk int, ck int, PRIMARY KEY (pk, ck)",  # the issue's key-only table
-        "pk int PRIMARY KEY, v int",
-        "pk int, ck int, v int, PRIMARY KEY (pk, ck)",
+        "pk int, ck int, PRIMARY KEY (pk, ck)",  # key-only: a hidden empty value
+        "pk int PRIMARY KEY, v int, w text",  # "static": one row per partition
+        "pk int, ck int, v int, PRIMARY KEY (pk, ck)",  # dense: one value per row
     ],
 )
-def test_create_table_with_compact_storage_is_refused_with_scyllas_message(columns: str) -> None:
-    catalog = Catalog(Path(tempfile.mkdtemp()))
-    catalog.execute(parse_statement(KS), None)
-    stmt = parse_statement(
-        f"CREATE TABLE ks.cs ({columns}) WITH COMPACT STORAGE AND cdc = {{'enabled': true}}"
-    )
-    with pytest.raises(InvalidRequest) as info:
-        catalog.execute(stmt, None)
-    assert info.value.message == COMPACT_STORAGE_DISABLED
-    assert "'enable_create_table_with_compact_storage' config option" in COMPACT_STORAGE_DISABLED
-    assert catalog.table("ks", "cs") is None
-    assert catalog.table("ks", "cs_scylla_cdc_log") is None
-
-
-def test_earlier_errors_come_first_as_in_scylla() -> None:
-    catalog = Catalog(Path(tempfile.mkdtemp()))
-    catalog.execute(parse_statement(KS), None)
-    stmt = parse_statement("CREATE TABLE ks.cs (pk int PRIMARY KEY, pk int) WITH COMPACT STORAGE")
-    with pytest.raises(InvalidRequest, match="Multiple definition of identifier pk"):
-        catalog.execute(stmt, None)
-
-
-def test_writes_to_a_compact_table_from_an_older_version_are_refused() -> None:
-    from cqlcdc.writes import check_table_writable
-
-    catalog = Catalog(Path(tempfile.mkdtemp()))
-    catalog.execute(parse_statement(KS), None)
+def test_compact_tables_are_made_and_described(columns: str) -> None:
+    catalog = _catalog()
     catalog.execute(
-        parse_statement("CREATE TABLE ks.cs (pk int, ck int, PRIMARY KEY (pk, ck))"), None
+        parse_statement(
+            f"CREATE TABLE ks.cs ({columns}) WITH COMPACT STORAGE AND cdc = {{'enabled': true}}"
+        ),
+        None,
     )
-    schema = catalog.table("ks", "cs")
-    assert schema is not None
-    check_table_writable(schema)
-    with pytest.raises(InvalidRequest, match=r"COMPACT STORAGE tables .* are read-only"):
-        check_table_writable(replace(schema, compact_storage=True))
+    table = catalog.table("ks", "cs")
+    assert table is not None and table.compact_storage
+    assert catalog.table("ks", "cs_scylla_cdc_log") is not None
+    text = catalog.execute(parse_statement("DESCRIBE TABLE ks.cs"), None) or ""
+    assert "COMPACT STORAGE\n    AND " in text
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ("pk int, ck int, a int, b int, PRIMARY KEY (pk, ck)",
+         "COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part "
+         "of the PRIMARY KEY (got: a, b)"),
+        ("pk int PRIMARY KEY",
+         "COMPACT STORAGE with non-composite PRIMARY KEY require one column not part of the "
+         "PRIMARY KEY, none given"),
+        ("pk int, ck int, s int static, v int, PRIMARY KEY (pk, ck)",
+         "Static columns are not supported in COMPACT STORAGE tables"),
+        ("pk int PRIMARY KEY, m map<int, int>",
+         "Non-frozen collections and UDTs are not supported with COMPACT STORAGE"),
+        ("pk int PRIMARY KEY, pk int", "Multiple definition of identifier pk"),  # first
+    ],
+)  # fmt: skip
+def test_scyllas_checks(columns: str, message: str) -> None:
+    catalog = _catalog()
+    with pytest.raises(InvalidRequest) as info:
+        catalog.execute(
+            parse_statement(f"CREATE TABLE ks.cs ({columns}) WITH COMPACT STORAGE"), None
+        )
+    assert info.value.message == message
+    assert catalog.table("ks", "cs") is None
+
+
+def _insert(catalog: Catalog, cql: str) -> list[object]:
+    stmt = parse_statement(cql)
+    assert isinstance(stmt, ast.Insert)
+    table = catalog.table("ks", stmt.table.name)
+    assert table is not None
+    return list(build_insert(table, stmt, WriteContext(1, 1_000_000, 1)))
+
+
+def test_a_row_of_keys_alone_is_refused_unless_the_table_is_key_only() -> None:
+    catalog = _catalog()
+    for ddl in (
+        "CREATE TABLE ks.dense (pk int, ck int, v int, PRIMARY KEY (pk, ck)) WITH COMPACT STORAGE",
+        "CREATE TABLE ks.stat (pk int PRIMARY KEY, v int) WITH COMPACT STORAGE",
+        "CREATE TABLE ks.keys (pk int, ck int, PRIMARY KEY (pk, ck)) WITH COMPACT STORAGE",
+    ):
+        catalog.execute(parse_statement(ddl), None)
+    with pytest.raises(InvalidRequest, match=r"^Column v is mandatory for this COMPACT STORAGE"):
+        _insert(catalog, "INSERT INTO ks.dense (pk, ck) VALUES (1, 1)")
+    with pytest.raises(InvalidRequest, match=r"^Column value is mandatory for this COMPACT"):
+        _insert(catalog, "INSERT INTO ks.stat (pk) VALUES (1)")
+    (mutation,) = _insert(catalog, "INSERT INTO ks.keys (pk, ck) VALUES (1, 1)")
+    row = mutation.partition.rows[(1,)]  # type: ignore[attr-defined]
+    assert row.marker is None  # no marker, but the hidden value makes the row exist
+    assert set(row.cells) == {COMPACT_VALUE}
+    (mutation,) = _insert(catalog, "INSERT INTO ks.dense (pk, ck, v) VALUES (1, 1, 2)")
+    assert mutation.partition.rows[(1,)].marker is None  # type: ignore[attr-defined]
