@@ -142,16 +142,20 @@ def client(host: str, port: int, in_flight: int, seconds: float) -> None:
     cluster.shutdown()
 
 
-def driver_process(host: str, port: int, in_flight: int, seconds: float) -> dict[str, float]:
-    done = subprocess.run(
-        [sys.executable, __file__, "--client", f"{host}:{port}:{in_flight}:{seconds}"],
-        capture_output=True,
-        text=True,
-    )
+def client_process(argv: list[str]) -> dict[str, float]:
+    """Run a client of one write run in its own process; its last line is its summary."""
+    done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(f"the driver process failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"the client {argv[0]} failed:\n{done.stderr[-3000:]}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def driver_process(host: str, port: int, in_flight: int, seconds: float) -> dict[str, float]:
+    """The writes through the Python cassandra-driver (``client``)."""
+    return client_process(
+        [sys.executable, __file__, "--client", f"{host}:{port}:{in_flight}:{seconds}"]
+    )
 
 
 def node_process(host: str, port: int, in_flight: int, seconds: float) -> dict[str, float]:
@@ -159,15 +163,9 @@ def node_process(host: str, port: int, in_flight: int, seconds: float) -> dict[s
     ``make setup``), whose cost per request is a fraction of the Python driver's: on a
     small machine the Python client, not the server, is what a 64-in-flight run measures."""
     script = Path(__file__).resolve().parent / "node_writes.js"
-    done = subprocess.run(
-        ["node", str(script), host, str(port), str(in_flight), str(seconds), str(10**12)],
-        capture_output=True,
-        text=True,
+    return client_process(
+        ["node", str(script), host, str(port), str(in_flight), str(seconds), str(10**12)]
     )
-    if done.returncode != 0:
-        raise RuntimeError(f"the node client failed:\n{done.stderr[-3000:]}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 def main() -> None:
