@@ -283,8 +283,10 @@ def build_insert(
     for c in ck_given:
         if values[c.name] is None:
             raise InvalidRequest(f"Invalid null value in condition for column {c.name}")
-    if schema.compact_storage and schema.regular_columns and all(
-        (schema.column(n) or col).is_key for n in values
+    if (
+        schema.compact_storage
+        and schema.regular_columns
+        and all((schema.column(n) or col).is_key for n in values)
     ):
         # no row marker: a row of keys only would be acknowledged and not exist (ScyllaDB's
         # update_statement; a static compact table's cells live in its hidden ``value``)
