@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from cqlcdc.cdc.replay_cli import add_replay_command
 from cqlcdc.cql import ast, parse_statement, split_statements
 from cqlcdc.errors import CqlError, CqlSyntaxError, DataDirLocked
+from cqlcdc.publish.command import add_publish_command
 
 _ERROR_KIND = {
     0x2000: "Syntax error in CQL query",
@@ -397,7 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
     shell = sub.add_parser("shell", help="interactive CQL shell")
     common(shell)
     shell.set_defaults(func=cmd_shell)
-    feed = sub.add_parser("changefeed", help="read changefeed topics")
+    feed = sub.add_parser("changefeed", help="read changefeed topics, publish them to Kafka")
     feed_sub = feed.add_subparsers(dest="feed_command", required=True)
     read = feed_sub.add_parser("read", help="print a feed's records as JSON lines")
     read.add_argument("feed", help="keyspace.table/feed")
@@ -407,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--follow", action="store_true", help="keep printing new records")
     connect_arguments(read)
     read.set_defaults(func=cmd_changefeed_read)
+    add_publish_command(feed_sub)
     add_replay_command(sub, engine_arguments)
     loadp = sub.add_parser(
         "load", help="bulk-load CQL files or CSV/Parquet/JSON-lines rows into a table"

@@ -179,6 +179,26 @@ class FeedReader:
         offsets, keys, values = (table[c].to_pylist() for c in ("offset", "key", "value"))
         return list(zip((int(o) for o in offsets), keys, values, strict=True))
 
+    def raw_ranges(
+        self, ranges: dict[int, tuple[int, int]]
+    ) -> dict[int, list[tuple[int, str | None, str]]]:
+        """``raw_records`` of several partitions in one scan: for each partition ``p`` the
+        committed records with offsets ``ranges[p][0]``..``ranges[p][1]`` (inclusive)."""
+        if not ranges:
+            return {}
+        filters = [
+            [("partition", "=", p), ("offset", ">=", first), ("offset", "<=", last)]
+            for p, (first, last) in ranges.items()
+        ]
+        table = self._table(["partition", "offset", "key", "value"], filters).sort_by(
+            [("partition", "ascending"), ("offset", "ascending")]
+        )
+        out: dict[int, list[tuple[int, str | None, str]]] = {p: [] for p in ranges}
+        columns = (table[c].to_pylist() for c in ("partition", "offset", "key", "value"))
+        for partition, offset, key, value in zip(*columns, strict=True):
+            out[int(partition)].append((int(offset), key, value))
+        return out
+
     def follow(
         self,
         partition: int | None = None,

