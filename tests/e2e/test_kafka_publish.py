@@ -29,7 +29,7 @@ import cqlcdc
 from cqlcdc.feed_reader import FeedReader
 from cqlcdc.publish import PublishConfig, PublishError, publish
 from cqlcdc.publish.kafka_client import OFFSET_HEADER
-from tests.e2e.kafka_broker import free_port, tansu
+from tests.e2e.kafka_broker import Tansu, free_port, tansu
 from tests.e2e.kafka_log import read_committed, read_log
 
 pytestmark = pytest.mark.spark
@@ -39,9 +39,14 @@ Record = tuple[int, str | None, str]  # feed offset, key JSON text, value JSON t
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: Any) -> Iterator[str]:
-    with tansu(tmp_path_factory.mktemp("tansu") / "tansu.log") as bootstrap:
-        yield bootstrap
+def tansu_broker(tmp_path_factory: Any) -> Iterator[Tansu]:
+    with tansu(tmp_path_factory.mktemp("tansu") / "tansu.log") as running:
+        yield running
+
+
+@pytest.fixture
+def broker(tansu_broker: Tansu) -> str:
+    return tansu_broker.bootstrap
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -219,11 +224,15 @@ def test_each_format_reads_back_equal_per_partition_in_order(session: Any, broke
         assert result.transactions > 3  # several slices
         assert consume(broker, topic, 3) == expected
         assert oracle(broker, topic, 3) == expected
-        # published once: a second run publishes nothing and the topic is unchanged
+        # published once: a second run publishes only what the feed gained since (an idle
+        # feed's periodic barriers may land in between), and the topic equals the feed
         again = publish(PublishConfig(session.data_dir, feed, broker, topic))
-        assert again.records == 0
-        assert oracle(broker, topic, 3) == expected
-        assert group_positions(broker, topic, 3) == {p: len(r) for p, r in expected.items()}
+        now = feed_records(session.data_dir, feed)
+        gained = sum(len(rows) for rows in now.values()) - result.records
+        assert again.records == gained
+        assert all(now[p][: len(rows)] == rows for p, rows in expected.items())
+        assert oracle(broker, topic, 3) == now
+        assert group_positions(broker, topic, 3) == {p: len(r) for p, r in now.items()}
     # the barriers of the JSON feed are messages without a key
     json_rows = feed_records(session.data_dir, "ks.t/json")
     assert any(key is None for rows in json_rows.values() for _, key, _ in rows)
@@ -440,3 +449,51 @@ def test_publish_error_is_raised_by_the_library(session: Any) -> None:
         publish(
             PublishConfig(session.data_dir, "ks.e/f", f"127.0.0.1:{free_port()}", "x", timeout_s=1)
         )
+
+
+def test_broker_unresponsive_mid_stream_is_retried_and_stays_exactly_once(
+    session: Any, tansu_broker: Tansu
+) -> None:
+    broker = tansu_broker.bootstrap
+    session.execute("CREATE TABLE ks.r (pk int, ck int, v text, PRIMARY KEY (pk, ck))")
+    session.execute(
+        "ALTER TABLE ks.r ADD CHANGEFEED f WITH (MODE = 'NEW_IMAGE', FORMAT = 'JSON', "
+        "TOPIC_MIN_ACTIVE_PARTITIONS = 2)"
+    )
+    update = session.prepare("UPDATE ks.r SET v = ? WHERE pk = ? AND ck = ?")
+    session.execute_many([update] * 20_000, [(f"r{i}", i % 101, i % 7) for i in range(20_000)])
+    session.flush()
+    expected = feed_records(session.data_dir, "ks.r/f")
+    topic = new_topic()
+    proc = spawn(
+        "ks.r/f",
+        "--data-dir",
+        str(session.data_dir),
+        "--bootstrap",
+        broker,
+        "--topic",
+        topic,
+        "--slice",
+        "1000",
+        "--progress",
+        "0.01",
+        "--timeout",
+        "1",
+        "--retries",
+        "8",
+    )
+    assert proc.stderr is not None
+    try:
+        while not proc.stderr.readline().startswith("cqlcdc publish: publishing:"):
+            assert proc.poll() is None
+        tansu_broker.process.send_signal(signal.SIGSTOP)  # the broker stops answering
+        time.sleep(3)
+        tansu_broker.process.send_signal(signal.SIGCONT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        tansu_broker.process.send_signal(signal.SIGCONT)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "attempt 1 of 9 failed (" in err
+    assert oracle(broker, topic, 2) == expected

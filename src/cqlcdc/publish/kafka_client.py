@@ -37,6 +37,11 @@ class PublishError(Exception):
         self.message = message
 
 
+class BrokerUnreachable(PublishError):
+    """No broker answered within the timeout: an error when publishing starts, a retried
+    attempt once it runs (a broker restarting, a network partition)."""
+
+
 def client_config(
     bootstrap: str,
     *,
@@ -135,8 +140,8 @@ class Broker:
     def close(self) -> None:
         self.consumer.close()
 
-    def unreachable(self, exc: BaseException) -> PublishError:
-        return PublishError(
+    def unreachable(self, exc: BaseException) -> BrokerUnreachable:
+        return BrokerUnreachable(
             f"cannot reach the Kafka broker at {self.bootstrap} within {self.timeout_s:g} s "
             f"({describe(exc)})"
         )

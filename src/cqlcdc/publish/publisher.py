@@ -24,6 +24,7 @@ from cqlcdc.publish.kafka_client import (
     FEED_HEADER,
     OFFSET_HEADER,
     Broker,
+    BrokerUnreachable,
     PublishError,
     describe,
     kafka_error,
@@ -155,32 +156,39 @@ class Publisher:
             targets = None if cfg.follow else self.reader.next_offsets()
             records = transactions = failures = 0
             last_note = start
+            recovering = False
             while not self.stop_requested:
-                available = self.reader.next_offsets()
-                limit = available if targets is None else targets
-                batch = self._read_slice(positions, limit)
-                if not batch:
-                    if targets is not None:
-                        break
-                    time.sleep(cfg.poll_s)
-                    continue
                 try:
+                    if recovering:
+                        positions = self._recover(broker)
+                        recovering = False
+                    available = self.reader.next_offsets()
+                    limit = available if targets is None else targets
+                    batch = self._read_slice(positions, limit)
+                    if not batch:
+                        if targets is not None:
+                            break
+                        time.sleep(cfg.poll_s)
+                        continue
                     done = self._transaction(broker, batch)
-                except _Attempt as e:
+                except (_Attempt, BrokerUnreachable) as e:
                     failures += 1
+                    reason = e.message if isinstance(e, BrokerUnreachable) else str(e)
                     if failures > cfg.retries:
                         raise PublishError(
                             f"gave up after {failures} failed attempts to publish to "
-                            f"{cfg.topic} at {cfg.bootstrap}: {e}"
+                            f"{cfg.topic} at {cfg.bootstrap}: {reason}"
                         ) from e
-                    self._say(f"attempt {failures} of {cfg.retries + 1} failed ({e}); retrying")
+                    self._say(
+                        f"attempt {failures} of {cfg.retries + 1} failed ({reason}); retrying"
+                    )
                     time.sleep(min(0.5 * 2 ** (failures - 1), 5.0))
-                    positions = self._recover(broker)
+                    recovering = True
                     continue
                 failures = 0
                 transactions += 1
-                records += sum(len(rows) for rows in batch.values())
                 positions.update(done)
+                records = sum(positions.values()) - resumed  # with commits of unknown outcome
                 now = time.monotonic()
                 if cfg.progress_s and now - last_note >= cfg.progress_s:
                     self._report(records, now - start, positions, available)
@@ -305,14 +313,14 @@ class Publisher:
         """After a failed slice: abort what is open (a new producer if that fails, whose
         init_transactions aborts it), then take the position from the broker."""
         try:
+            if self._producer is None:
+                raise _Attempt("no producer")
             self._producer.abort_transaction(self.config.timeout_s)
-        except KafkaException:
-            self._producer.purge()
+        except (KafkaException, _Attempt):
+            if self._producer is not None:
+                self._producer.purge()
             self._producer = None
-            try:
-                self._producer = self._new_producer()
-            except PublishError as e:
-                raise _Attempt(e.message) from e
+            self._producer = self._new_producer()
         self._check_topic(broker)
         return self._positions(broker)
 
@@ -370,7 +378,7 @@ class Publisher:
             err = kafka_error(e)
             if err is not None and err.code() in _FENCED:
                 raise self._fenced(err) from e
-            raise PublishError(
+            raise BrokerUnreachable(
                 f"cannot start a transactional producer on {cfg.bootstrap} within "
                 f"{cfg.timeout_s:g} s ({describe(e)})"
             ) from e
