@@ -23,6 +23,7 @@ from cqlcdc.cdc.feeds import FEED_SCHEMA, feed_output, table_feeds
 from cqlcdc.errors import InvalidRequest
 
 if TYPE_CHECKING:
+    from cqlcdc.changefeed.options import FeedOptions
     from cqlcdc.schema.catalog import Catalog
 
 
@@ -81,10 +82,16 @@ class FeedReader:
             InvalidRequest: a malformed name, an unknown table or changefeed.
         """
         self.data_dir = Path(data_dir).resolve()
-        table, _, name = feed.partition("/")
+        self.name = feed
+        self.options, self.output = self._find(catalog)
+        self.path = self.data_dir / "tables" / self.output
+
+    def _find(self, catalog: Catalog | None) -> tuple[FeedOptions, str]:
+        """The feed's options and the topic table of its current incarnation."""
+        table, _, name = self.name.partition("/")
         ks, _, tname = table.rpartition(".")
         if not name or not ks:
-            raise InvalidRequest(f"A changefeed is named keyspace.table/feed, not {feed!r}")
+            raise InvalidRequest(f"A changefeed is named keyspace.table/feed, not {self.name!r}")
         if catalog is None:
             from cqlcdc.schema.catalog import Catalog
 
@@ -95,10 +102,16 @@ class FeedReader:
         found = [f for f in table_feeds(schema) if f.name == name]
         if not found:
             raise InvalidRequest(f"Changefeed {name} does not exist in table {ks}.{tname}")
-        self.name = feed
-        self.options = found[0].options
-        self.output = feed_output(schema.table_id, found[0].topic)
-        self.path = self.data_dir / "tables" / self.output
+        return found[0].options, feed_output(schema.table_id, found[0].topic)
+
+    def is_current(self) -> bool:
+        """Whether the incarnation this reader reads is still the feed's (read from disk):
+        false once the feed, its table or its keyspace was dropped (and maybe made again),
+        after which its topic never gets another record."""
+        try:
+            return self._find(None)[1] == self.output
+        except InvalidRequest:
+            return False
 
     @property
     def partitions(self) -> int:

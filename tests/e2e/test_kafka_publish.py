@@ -158,10 +158,13 @@ def kill_inside_a_transaction(
             consumer.close()
 
 
-def group_positions(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"cqlcdc-publish.{topic}", "log_level": 0}
-    )
+def default_group(data_dir: Path | str, feed: str, topic: str) -> str:
+    """The publisher's default group: one per Kafka topic and feed incarnation (topic id)."""
+    return f"cqlcdc-publish.{topic}.{FeedReader(data_dir, feed).output.rsplit('/', 1)[-1]}"
+
+
+def group_positions(bootstrap: str, topic: str, partitions: int, group: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
     try:
         got = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
         return {tp.partition: max(tp.offset, 0) for tp in got}
@@ -232,7 +235,8 @@ def test_each_format_reads_back_equal_per_partition_in_order(session: Any, broke
         assert again.records == gained
         assert all(now[p][: len(rows)] == rows for p, rows in expected.items())
         assert oracle(broker, topic, 3) == now
-        assert group_positions(broker, topic, 3) == {p: len(r) for p, r in now.items()}
+        group = default_group(session.data_dir, feed, topic)
+        assert group_positions(broker, topic, 3, group) == {p: len(r) for p, r in now.items()}
     # the barriers of the JSON feed are messages without a key
     json_rows = feed_records(session.data_dir, "ks.t/json")
     assert any(key is None for rows in json_rows.values() for _, key, _ in rows)
@@ -257,6 +261,7 @@ def test_kill_9_at_random_points_neither_loses_nor_duplicates(
     expected = feed_records(session.data_dir, "ks.big/f")
     assert sum(len(r) for r in expected.values()) == total
     topic = new_topic()
+    group = default_group(session.data_dir, "ks.big/f", topic)
     args = ["ks.big/f", "--data-dir", str(session.data_dir), "--bootstrap", broker]
     args += ["--topic", topic, "--slice", "8000", "--progress", "0.01"]
     seed = int.from_bytes(os.urandom(4), "big")
@@ -274,7 +279,7 @@ def test_kill_9_at_random_points_neither_loses_nor_duplicates(
         time.sleep(rng.uniform(0, 0.06))  # then a random point of the next one
         proc.kill()
         proc.wait()
-        committed = sum(group_positions(broker, topic, 4).values())
+        committed = sum(group_positions(broker, topic, 4, group).values())
         if 0 < committed < total:
             kills.append(committed)
         if committed > total * 0.6:  # leave slices for the kill below
@@ -290,7 +295,7 @@ def test_kill_9_at_random_points_neither_loses_nor_duplicates(
         assert got[p] == expected[p], f"partition {p} differs (seed {seed}, kills {kills})"
     assert len(kills) >= 3, f"too few kills landed mid-publish (seed {seed}): {kills}"
     assert open_txn, "the publisher finished before a transaction was seen open"
-    assert group_positions(broker, topic, 4) == {p: len(r) for p, r in expected.items()}
+    assert group_positions(broker, topic, 4, group) == {p: len(r) for p, r in expected.items()}
     # kills inside transactions left records in the log that no read_committed reader sees
     host, port = broker.split(":")
     aborted = sum(len(read_log(host, int(port), topic, p)[1]) for p in range(4))
@@ -306,6 +311,7 @@ def test_follow_publishes_new_writes_and_sigterm_finishes(session: Any, broker: 
     )
     session.execute_many([f"INSERT INTO ks.f (pk, v) VALUES ({i}, {i})" for i in range(50)])
     topic = new_topic()
+    group = default_group(session.data_dir, "ks.f/f", topic)
     proc = spawn(
         "ks.f/f",
         "--data-dir",
@@ -328,7 +334,7 @@ def test_follow_publishes_new_writes_and_sigterm_finishes(session: Any, broker: 
             expected = feed_records(session.data_dir, "ks.f/f")
             want = sum(len(r) for r in expected.values())
             deadline = time.monotonic() + 30
-            while sum(group_positions(broker, topic, 2).values()) < want:
+            while sum(group_positions(broker, topic, 2, group).values()) < want:
                 assert proc.poll() is None, proc.communicate()[1]
                 assert time.monotonic() < deadline, "the follower did not publish new records"
                 time.sleep(0.1)
@@ -497,3 +503,48 @@ def test_broker_unresponsive_mid_stream_is_retried_and_stays_exactly_once(
     assert proc.returncode == 0, err
     assert "attempt 1 of 9 failed (" in err
     assert oracle(broker, topic, 2) == expected
+
+
+def test_a_feed_added_again_is_published_whole_and_a_follower_of_a_dropped_one_stops(
+    session: Any, broker: str
+) -> None:
+    """A re-added feed is a new topic starting at offset 0 (as in YDB): none of its records
+    may be skipped because the old incarnation had reached a higher offset in Kafka."""
+    add = (
+        "ALTER TABLE ks.again ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON', "
+        "TOPIC_MIN_ACTIVE_PARTITIONS = 2)"
+    )
+    session.execute("CREATE TABLE ks.again (pk int PRIMARY KEY, v int)")
+    session.execute(add)
+    session.execute_many([f"INSERT INTO ks.again (pk, v) VALUES ({i}, {i})" for i in range(40)])
+    session.flush()
+    topic = new_topic()
+    args = ["ks.again/f", "--data-dir", str(session.data_dir), "--bootstrap", broker]
+    args += ["--topic", topic]
+    first = feed_records(session.data_dir, "ks.again/f")
+    follower = spawn(*args, "--follow", "--progress", "0.1")
+    try:
+        group = default_group(session.data_dir, "ks.again/f", topic)
+        deadline = time.monotonic() + 30
+        while sum(group_positions(broker, topic, 2, group).values()) < 40:
+            assert follower.poll() is None, follower.communicate()[1]
+            assert time.monotonic() < deadline, "the follower did not publish"
+            time.sleep(0.1)
+        session.execute("ALTER TABLE ks.again DROP CHANGEFEED f")
+        _, err = follower.communicate(timeout=30)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    assert follower.returncode == 1, err
+    assert "cqlcdc publish: changefeed ks.again/f was dropped" in err
+    session.execute(add)
+    session.execute_many([f"UPDATE ks.again SET v = -1 WHERE pk = {i}" for i in range(0, 40, 4)])
+    session.flush()
+    second = feed_records(session.data_dir, "ks.again/f")
+    assert sum(len(r) for r in second.values()) == 10  # the new incarnation's own records
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert "published 10 records" in done.stderr
+    got = oracle(broker, topic, 2)  # the old incarnation's records, then the new one's
+    for p in range(2):
+        assert got[p] == first[p] + second[p]

@@ -33,7 +33,10 @@ def add_publish_command(feed_subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--follow", action="store_true", help="keep publishing new records until SIGTERM"
     )
-    p.add_argument("--group", help="consumer group holding the position (cqlcdc-publish.TOPIC)")
+    p.add_argument(
+        "--group",
+        help="consumer group holding the position (default cqlcdc-publish.TOPIC.FEED-TOPIC-ID)",
+    )
     p.add_argument("--transactional-id", help="the producer's (default: the group's name)")
     p.add_argument("--slice", type=int, default=20_000, help="records per transaction")
     p.add_argument(

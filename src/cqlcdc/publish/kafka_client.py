@@ -1,9 +1,9 @@
 """The broker side of publishing: client settings, the topic, the committed feed position.
 
 The position of a publisher is the next feed offset of each partition, stored as the offset
-of Kafka partition i in a consumer group (default ``cqlcdc-publish.<topic>``) and written by
-``send_offsets_to_transaction`` in the transaction that publishes the records before it, so
-the broker holds records and position together: both or neither.
+of Kafka partition i in a consumer group (default ``cqlcdc-publish.<topic>.<feed topic id>``)
+and written by ``send_offsets_to_transaction`` in the transaction that publishes the records
+before it, so the broker holds records and position together: both or neither.
 
 >>> client_config("127.0.0.1:9092", sasl_username="u", sasl_password="p")["sasl.mechanism"]
 'PLAIN'

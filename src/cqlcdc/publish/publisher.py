@@ -50,7 +50,8 @@ class PublishConfig:
         topic: the Kafka topic (created with the feed's partition count when missing).
         follow: keep publishing new records until ``Publisher.request_stop``.
         client: more librdkafka settings (security, ``--kafka-config`` pairs).
-        group: the consumer group holding the position (default ``cqlcdc-publish.<topic>``).
+        group: the consumer group holding the position (default
+            ``cqlcdc-publish.<topic>.<feed topic id>``, one per feed incarnation).
         transactional_id: the producer's (default: the group's name); one publisher per id.
         slice_records: records per transaction (split evenly over the partitions).
         timeout_s: the bound on each broker operation (reaching it, a flush, a commit).
@@ -108,7 +109,11 @@ class Publisher:
         self.config = config
         self.reader = FeedReader(config.data_dir, config.feed)
         self.partitions = self.reader.partitions
-        self.group = config.group or f"cqlcdc-publish.{config.topic}"
+        # the default group names the feed incarnation (its topic id): a feed dropped and
+        # added again starts at offset 0 with new records, which a position of the old one
+        # would silently skip
+        incarnation = self.reader.output.rsplit("/", 1)[-1]
+        self.group = config.group or f"cqlcdc-publish.{config.topic}.{incarnation}"
         self.transactional_id = config.transactional_id or self.group
         self.feed_id = f"{config.feed}@{self.reader.output}".encode()
         self.progress = progress if progress is not None else sys.stderr
@@ -123,6 +128,7 @@ class Publisher:
         self._errors: list[tuple[KafkaError, int, int, int]] = []
         self._producer: Any = None
         self.topic_id = ""
+        self._checked_at = 0.0
 
     def request_stop(self) -> None:
         """Finish the open transaction, then return from ``run`` (a signal handler's call)."""
@@ -168,6 +174,7 @@ class Publisher:
                     if not batch:
                         if targets is not None:
                             break
+                        self._check_current()
                         time.sleep(cfg.poll_s)
                         continue
                     done = self._transaction(broker, batch)
@@ -200,6 +207,20 @@ class Publisher:
             broker.close()
             if self._producer is not None:
                 self._producer.flush(0)
+
+    def _check_current(self) -> None:
+        """Following, stop with an error once the feed incarnation is gone (its topic gets no
+        more records): waiting on it forever would look like an idle feed."""
+        now = time.monotonic()
+        if now - self._checked_at < 1.0:
+            return
+        self._checked_at = now
+        if not self.reader.is_current():
+            raise PublishError(
+                f"changefeed {self.config.feed} was dropped (or its table or keyspace) while "
+                f"publishing; every record it had is published. A feed added again is a new "
+                f"topic: publish it with a new run"
+            )
 
     def _read_slice(
         self, positions: Mapping[int, int], limit: Mapping[int, int]
