@@ -490,7 +490,8 @@ def concat_chunks(chunks: Sequence[Chunk]) -> tuple[pa.Table, tuple[BulkStatemen
     return merged, tuple(sorted(index, key=index.__getitem__))
 
 
-def _python_values(table: pa.Table, name: str, schema: TableSchema) -> list[Any]:
+def python_values(table: pa.Table, name: str, schema: TableSchema) -> list[Any]:
+    """Column ``name`` of a chunk as the Python values the row path's mutations hold."""
     col = schema.column(name)
     array = table.column(name)
     if col is not None and col.type.cql_name == "timestamp":
@@ -508,7 +509,7 @@ def chunk_mutations(
     ck_cols = [c.name for c in schema.clustering_key]
     needed = {*pk_cols, *ck_cols, *(c for s in statements for c in s.columns)}
     values = {
-        name: _python_values(table, name, schema) for name in needed if name in table.column_names
+        name: python_values(table, name, schema) for name in needed if name in table.column_names
     }
     ts = table.column(TS).to_pylist()
     ttl = table.column(TTL).to_pylist()

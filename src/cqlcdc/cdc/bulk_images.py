@@ -1,0 +1,280 @@
+"""CDC log rows with pre- and postimages of bulk writes, column-wise.
+
+The images of a bucket of bulk writes (``cqlcdc.storage.bulk``) are a join of the writes with
+the prior state of the rows they touch, plus a sort-and-scan for several writes to one row in
+the batch: after sorting the writes by (row, seq), the value a column had before write k is
+the value written by the last earlier write of the row that touched the column, or, when
+none did, the prior state's (a forward fill per column, done with ``maximum.accumulate``).
+The delta rows are :func:`cqlcdc.cdc.bulk_log.bulk_log_rows`'; preimage and postimage rows
+are projections of the same columns, so no write goes through the log writer.
+
+That equals what :class:`cqlcdc.cdc.log_writer.LogWriter` writes for each write applied one
+by one (``tests/unit/cdc/test_bulk_images.py`` checks it with hypothesis) when replaying
+the writes in seq order over the prior state is plain overwriting, which is what this module
+checks before it answers; otherwise it answers None and the caller applies the writes one by
+one. The conditions: no write carries a TTL; in every row the writes' timestamps grow with
+seq and exceed every timestamp of the row's prior state (its cells, marker and the
+tombstones covering it), so last-write-wins never keeps an older value; no cell or marker of
+a touched row expires between the earliest and the latest write of the bucket; and the
+touched rows hold atomic cells only (a non-frozen collection or UDT takes the row path).
+What a table's log needs (CDC on, ``delta: 'full'``, images, no changefeeds) is the caller's
+check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cqlcdc.cdc.bulk_log import bulk_log_rows
+from cqlcdc.cdc.log_writer import OP_POSTIMAGE, OP_PREIMAGE
+from cqlcdc.cdc.streams import Generations
+from cqlcdc.schema.log_table import (
+    BATCH_SEQ_NO,
+    END_OF_BATCH,
+    OPERATION,
+    STREAM_ID,
+    TIME,
+    deleted_column,
+)
+from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.bulk import (
+    KIND_INSERT,
+    KIND_ROW_DELETE,
+    KIND_UPDATE,
+    NOW,
+    PK,
+    SEQ,
+    STMT,
+    TS,
+    BulkStatement,
+    python_values,
+)
+from cqlcdc.storage.bulk import TTL as TTL_COLUMN
+from cqlcdc.storage.cells import Cell
+from cqlcdc.storage.keys import ClusteringOrder
+from cqlcdc.storage.partition import Partition
+from cqlcdc.storage.view import row_is_live, row_values
+
+_OLDEST = np.iinfo(np.int64).min
+# columns a preimage or postimage row shares with its write's delta row
+_SHARED = ("_bucket", "_pk", "_seq", "_expiry_s", STREAM_ID, TIME)
+
+
+class _Prior:
+    """The prior state of the rows a bucket's writes touch, one entry per row."""
+
+    def __init__(self, rows: int, columns: Sequence[str]) -> None:
+        self.newest = np.full(rows, _OLDEST, np.int64)  # the newest timestamp in the row
+        self.marker = np.zeros(rows, np.bool_)  # a live row marker
+        self.values: dict[str, list[Any]] = {name: [None] * rows for name in columns}
+
+
+def _prior_state(
+    schema: TableSchema,
+    keys: Sequence[tuple[bytes, tuple[Any, ...]]],
+    partitions: Mapping[bytes, Partition],
+    now_lo: int,
+    now_hi: int,
+) -> _Prior | None:
+    """What a read at ``now_lo`` sees of each row (None: some row breaks a condition)."""
+    regulars = schema.regular_columns
+    prior = _Prior(len(keys), [c.name for c in regulars])
+    order = ClusteringOrder(schema)
+    values = prior.values
+    for r, (pk, ck) in enumerate(keys):
+        part = partitions.get(pk)
+        if part is None:
+            continue
+        shadow = part.row_shadow(ck, order)
+        newest = _OLDEST if shadow is None else shadow
+        row = part.rows.get(ck)
+        if row is not None:
+            marker = row.marker
+            if marker is not None:
+                newest = max(newest, marker.timestamp)
+                if now_lo < marker.expiry_s <= now_hi:
+                    return None
+            for data in row.cells.values():
+                if not isinstance(data, Cell):
+                    return None
+                newest = max(newest, data.timestamp)
+                if now_lo < data.expiry_s <= now_hi:
+                    return None
+            if row_is_live(row, shadow, now_lo):
+                prior.marker[r] = (
+                    marker is not None
+                    and marker.is_live(now_lo)
+                    and (shadow is None or marker.timestamp > shadow)
+                )
+                live, _ = row_values(row, regulars, shadow, now_lo)
+                for name, value in live.items():
+                    values[name][r] = value
+        prior.newest[r] = newest
+    return prior
+
+
+def _before_index(
+    touch: npt.NDArray[np.bool_],
+    first: npt.NDArray[np.int64],
+    rows: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """For each write (sorted by row, then seq): the index of the last earlier write of its
+    row that touched the column, or ``n + row`` (the prior state's entry) when none did."""
+    n = len(touch)
+    positions = np.arange(n, dtype=np.int64)
+    last = np.maximum.accumulate(np.where(touch, positions, -1))
+    previous = np.empty(n, np.int64)
+    previous[:1] = -1
+    previous[1:] = last[:-1]
+    return np.where(previous >= first, previous, n + rows)
+
+
+def image_log_rows(
+    schema: TableSchema,
+    log_schema: pa.Schema,
+    writes: pa.Table,
+    statements: Sequence[BulkStatement],
+    bucket: int,
+    generations: Generations,
+    partitions: Mapping[bytes, Partition],
+) -> pa.Table | None:
+    """The log rows (``log_schema``) of a bucket's bulk writes with the images the table's
+    CDC options ask for, given the prior state of the partitions they write (by serialized
+    partition key; a missing one is empty). None when the writes must be applied one by one
+    (see the module docstring)."""
+    n = writes.num_rows
+    if n == 0 or writes.column(TTL_COLUMN).to_numpy().any():
+        return None
+    which = writes.column(STMT).to_numpy().astype(np.int64)
+    kinds = np.array([s.kind for s in statements], np.int8)[which]
+    ts = writes.column(TS).to_numpy().astype(np.int64)
+    seq = writes.column(SEQ).to_numpy().astype(np.int64)
+    now_s = writes.column(NOW).to_numpy() // 1_000_000
+
+    # the rows written: (serialized partition key, clustering key), numbered
+    pks: list[bytes] = writes.column(PK).to_pylist()
+    cks = [python_values(writes, c.name, schema) for c in schema.clustering_key]
+    numbers: dict[tuple[bytes, tuple[Any, ...]], int] = {}
+    row_of = np.empty(n, np.int64)
+    for i, pk in enumerate(pks):
+        key = (pk, tuple(values[i] for values in cks))
+        row_of[i] = numbers.setdefault(key, len(numbers))
+    prior = _prior_state(schema, list(numbers), partitions, int(now_s.min()), int(now_s.max()))
+    if prior is None:
+        return None
+
+    # sorted by (row, seq): each write after the earlier ones of its row
+    order = np.lexsort((seq, row_of))
+    rows = row_of[order]
+    kind = kinds[order]
+    stmt = which[order]
+    start = np.ones(n, np.bool_)
+    start[1:] = rows[1:] != rows[:-1]
+    earlier = np.empty(n, np.int64)
+    earlier[1:] = ts[order][:-1]
+    earlier[start] = prior.newest[rows[start]]
+    if not (ts[order] > earlier).all():
+        return None  # last-write-wins would keep an older value somewhere
+    first = np.maximum.accumulate(np.where(start, np.arange(n, dtype=np.int64), 0))
+
+    row_delete = kind == KIND_ROW_DELETE
+    marker_at = _before_index((kind == KIND_INSERT) | row_delete, first, rows)
+    live_before = np.concatenate([kind == KIND_INSERT, prior.marker])[marker_at]
+    cdc = schema.cdc
+    full = cdc.preimage == "full"
+    field_of = {f.name: f for f in log_schema}
+    before: dict[str, pa.Array] = {}
+    after: dict[str, pa.Array] = {}
+    in_preimage: dict[str, npt.NDArray[np.bool_]] = {}
+    for col in schema.regular_columns:
+        name = col.name
+        arrow_type = field_of[name].type
+        written_by = np.array([name in s.columns for s in statements], np.bool_)[stmt]
+        touch = written_by | row_delete
+        sets = written_by & ((kind == KIND_UPDATE) | (kind == KIND_INSERT))
+        if name in writes.column_names:
+            bound = writes.column(name).combine_chunks().take(pa.array(order)).cast(arrow_type)
+            written = pc.if_else(pa.array(sets), bound, pa.nulls(n, arrow_type))
+        else:
+            written = pa.nulls(n, arrow_type)
+        convert = None if col.type.arrow_as_is else col.type.to_arrow
+        old = prior.values[name]
+        prior_array = pa.array(
+            old if convert is None else [None if v is None else convert(v) for v in old],
+            arrow_type,
+        )
+        value = pa.concat_arrays([written, prior_array]).take(
+            pa.array(_before_index(touch, first, rows))
+        )
+        before[name] = value
+        after[name] = pc.if_else(pa.array(touch), written, value)
+        live_before |= value.is_valid().to_numpy(zero_copy_only=False)
+        in_preimage[name] = np.full(n, full) | written_by | row_delete
+
+    delta = bulk_log_rows(schema, log_schema, writes, statements, bucket, generations)
+    delta = delta.take(pa.array(order))
+    pre = live_before if cdc.preimage != "false" else np.zeros(n, np.bool_)
+    post = ~row_delete if cdc.postimage else np.zeros(n, np.bool_)
+    parts = [_retimed(delta, pre, post)]
+    if pre.any():
+        columns: dict[str, pa.Array] = {}
+        for name, value in before.items():
+            wanted = in_preimage[name]
+            columns[name] = pc.if_else(pa.array(wanted), value, pa.nulls(n, value.type))
+            gone = wanted & ~value.is_valid().to_numpy(zero_copy_only=False)
+            columns[deleted_column(name)] = pa.array(gone, mask=~gone)
+        parts.append(_image_rows(schema, log_schema, delta, pre, OP_PREIMAGE, 0, columns))
+    if post.any():
+        seq_no = pre.astype(np.int32) + 1
+        parts.append(_image_rows(schema, log_schema, delta, post, OP_POSTIMAGE, seq_no, after))
+    out = pa.concat_tables(parts)
+    return out.take(pc.sort_indices(out, [("_seq", "ascending"), (BATCH_SEQ_NO, "ascending")]))
+
+
+def _retimed(
+    delta: pa.Table, pre: npt.NDArray[np.bool_], post: npt.NDArray[np.bool_]
+) -> pa.Table:
+    """The delta rows numbered after their preimage, the batch's end only without a
+    postimage after them."""
+    seq_no = pa.array(pre.astype(np.int32))
+    end = pa.array(np.ones(len(pre), np.bool_), mask=post)
+    delta = delta.set_column(delta.schema.get_field_index(BATCH_SEQ_NO), BATCH_SEQ_NO, seq_no)
+    return delta.set_column(delta.schema.get_field_index(END_OF_BATCH), END_OF_BATCH, end)
+
+
+def _image_rows(
+    schema: TableSchema,
+    log_schema: pa.Schema,
+    delta: pa.Table,
+    mask: npt.NDArray[np.bool_],
+    operation: int,
+    seq_no: int | npt.NDArray[np.int32],
+    values: Mapping[str, pa.Array],
+) -> pa.Table:
+    """Image rows for the writes in ``mask``: the delta row's stream, time and keys, the
+    operation, and ``values`` (every other column null)."""
+    keep = pa.array(mask)
+    count = int(mask.sum())
+    end = operation == OP_POSTIMAGE
+    columns: dict[str, pa.Array] = {
+        OPERATION: pa.array(np.full(count, operation, np.int8)),
+        BATCH_SEQ_NO: pa.array(
+            np.broadcast_to(np.asarray(seq_no, np.int32), mask.shape)[mask].astype(np.int32)
+        ),
+        END_OF_BATCH: pa.array(np.ones(count, np.bool_), mask=np.full(count, not end)),
+    }
+    for name in (*_SHARED, *(c.name for c in (*schema.partition_key, *schema.clustering_key))):
+        columns[name] = delta.column(name).filter(keep).combine_chunks()
+    for name, value in values.items():
+        columns[name] = value.filter(keep)
+    arrays = [
+        columns[f.name].cast(f.type) if f.name in columns else pa.nulls(count, f.type)
+        for f in log_schema
+    ]
+    return pa.Table.from_arrays(arrays, schema=log_schema)

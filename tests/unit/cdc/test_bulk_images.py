@@ -1,0 +1,330 @@
+"""Images of bulk writes computed column-wise equal the log writer's, write by write.
+
+The differential property: a random prior state (row-path writes of every kind: TTLs, range
+and partition tombstones, statics, frozen and non-frozen collections, client timestamps)
+and a random bucket of bulk writes; ``image_log_rows`` either declines (and the pipeline
+applies the writes one by one) or gives exactly the rows ``LogWriter`` gives when the writes
+are applied one by one in seq order, for every preimage/postimage option.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import strategies as st
+
+from cqlcdc.cdc.bulk_images import image_log_rows
+from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
+from cqlcdc.cdc.processor import load_generations, log_arrow_schema, log_rows_to_arrow
+from cqlcdc.cdc.streams import Generations
+from cqlcdc.cql import ast, parse_statement
+from cqlcdc.schema.catalog import Catalog
+from cqlcdc.schema.log_table import BATCH_SEQ_NO, log_table_schema
+from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.bulk import (
+    BulkStatement,
+    ChunkWrites,
+    bound_columns,
+    chunk_mutations,
+    concat_chunks,
+    decode_chunk,
+    make_chunks,
+    plan_bulk,
+)
+from cqlcdc.storage.mutations import WriteContext, build_delete, build_insert, build_update
+from cqlcdc.storage.partition import Partition
+from cqlcdc.storage.token import murmur3_token, serialize_partition_key
+from cqlcdc.storage.vectorized import splitmix64
+
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+NOW_US = 1_700_000_000_123_456
+NOW_S = NOW_US // 1_000_000
+FIRST_TS = 10_000  # the batch's session timestamps: FIRST_TS, FIRST_TS + 1, ...
+GENERATIONS: Generations = load_generations(Path(tempfile.mkdtemp()))
+IMAGES = [
+    ("'true'", "false"),
+    ("'full'", "false"),
+    ("'false'", "true"),
+    ("'true'", "true"),
+    ("'full'", "true"),
+]
+
+
+def _table(preimage: str, postimage: str, with_set: bool) -> TableSchema:
+    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog.execute(parse_statement(KS), None)
+    extra = ", z set<int>" if with_set else ""
+    catalog.execute(
+        parse_statement(
+            "CREATE TABLE ks.t (pk int, ck int, v int, w text, m timestamp, "
+            f"f frozen<list<int>>, s int static{extra}, PRIMARY KEY (pk, ck)) WITH cdc = "
+            f"{{'enabled': true, 'preimage': {preimage}, 'postimage': {postimage}}}"
+        ),
+        None,
+    )
+    schema = catalog.table("ks", "t")
+    assert schema is not None
+    return schema
+
+
+@st.composite
+def _prior_write(draw: st.DrawFn, with_set: bool) -> tuple[str, int]:
+    """A row-path write with literals and its own timestamp (and the now it ran at)."""
+    pk, ck = draw(st.integers(0, 2)), draw(st.integers(0, 3))
+    ts = draw(st.one_of(st.integers(1, 9_000), st.integers(9_000, 10_030)))
+    ttl = draw(st.sampled_from(["", "", " AND TTL 5", " AND TTL 100"]))
+    ran = draw(st.sampled_from([0, 3, 5, 10]))  # seconds before the batch
+    v = draw(st.sampled_from(["1", "2", "null"]))
+    kinds = ["insert", "update", "static", "row", "range", "partition", "cells"]
+    kind = draw(st.sampled_from([*kinds, "set"] if with_set else kinds))
+    where = f"WHERE pk = {pk} AND ck = {ck}"
+    text = {
+        "insert": f"INSERT INTO ks.t (pk, ck, v, w, f) VALUES ({pk}, {ck}, {v}, 'x{ts}', [1, {ck}])"
+        f" USING TIMESTAMP {ts}{ttl}",
+        "update": f"UPDATE ks.t USING TIMESTAMP {ts}{ttl} SET v = {v}, m = 7 {where}",
+        "static": f"UPDATE ks.t USING TIMESTAMP {ts}{ttl} SET s = {v} WHERE pk = {pk}",
+        "row": f"DELETE FROM ks.t USING TIMESTAMP {ts} {where}",
+        "range": f"DELETE FROM ks.t USING TIMESTAMP {ts} WHERE pk = {pk} AND ck > {ck}",
+        "partition": f"DELETE FROM ks.t USING TIMESTAMP {ts} WHERE pk = {pk}",
+        "cells": f"DELETE w, f FROM ks.t USING TIMESTAMP {ts} {where}",
+        "set": f"UPDATE ks.t USING TIMESTAMP {ts}{ttl} SET z = z + {{{ck}}} {where}",
+    }[kind]
+    return text, ran
+
+
+def _row_path(schema: TableSchema, text: str, now_us: int) -> Partition:
+    stmt = parse_statement(text)
+    ctx = WriteContext(1, now_us, 7)
+    if isinstance(stmt, ast.Insert):
+        built = build_insert(schema, stmt, ctx, 0)
+    elif isinstance(stmt, ast.Update):
+        built = build_update(schema, stmt, ctx, 0)
+    else:
+        assert isinstance(stmt, ast.Delete)
+        built = build_delete(schema, stmt, ctx)
+    assert len(built) == 1
+    return built[0].partition
+
+
+BULK_TEXTS = [
+    "INSERT INTO ks.t (pk, ck, v, w) VALUES (?, ?, ?, ?)",
+    "INSERT INTO ks.t (pk, ck, m) VALUES (?, ?, ?)",
+    "UPDATE ks.t SET v = ?, w = ? WHERE pk = ? AND ck = ?",
+    "UPDATE ks.t SET m = ? WHERE pk = ? AND ck = ?",
+    "DELETE FROM ks.t WHERE pk = ? AND ck = ?",
+    "DELETE v FROM ks.t WHERE pk = ? AND ck = ?",
+    "UPDATE ks.t USING TIMESTAMP 10005 SET v = ? WHERE pk = ? AND ck = ?",
+    "UPDATE ks.t USING TTL 30 SET w = ? WHERE pk = ? AND ck = ?",
+]
+
+
+def _plan(schema: TableSchema, text: str) -> BulkStatement:
+    stmt = parse_statement(text)
+    assert isinstance(stmt, ast.Insert | ast.Update | ast.Delete)
+    ts = 10_005 if "TIMESTAMP" in text else None
+    plan = plan_bulk(schema, stmt, ts, 30 if "TTL" in text else 0)
+    assert plan is not None, text
+    return plan
+
+
+def _param(name: str) -> st.SearchStrategy[Any]:
+    if name in ("pk",):
+        return st.integers(0, 2)
+    if name == "ck":
+        return st.integers(0, 3)
+    if name == "w":
+        return st.one_of(st.none(), st.sampled_from(["a", "b"]))
+    return st.one_of(st.none(), st.integers(0, 3))
+
+
+@st.composite
+def _case(draw: st.DrawFn) -> dict[str, Any]:
+    preimage, postimage = draw(st.sampled_from(IMAGES))
+    with_set = draw(st.booleans())
+    schema = _table(preimage, postimage, with_set)
+    prior = draw(st.lists(_prior_write(with_set), max_size=12))
+    texts = draw(
+        st.lists(st.sampled_from(BULK_TEXTS[:6]), min_size=1, max_size=4)
+        | st.lists(st.sampled_from(BULK_TEXTS), min_size=1, max_size=4)
+    )
+    plans = tuple(_plan(schema, t) for t in dict.fromkeys(texts))
+    n = draw(st.integers(1, 30))
+    which = draw(st.lists(st.integers(0, len(plans) - 1), min_size=n, max_size=n))
+    params = [tuple(draw(_param(m)) for m in plans[w].markers) for w in which]
+    return {
+        "schema": schema,
+        "prior": prior,
+        "plans": plans,
+        "which": which,
+        "params": params,
+        "split": draw(st.integers(0, n)),
+        "gap_s": draw(st.sampled_from([0, 2, 5, 100])),
+    }
+
+
+def _bucket(
+    schema: TableSchema,
+    plans: tuple[BulkStatement, ...],
+    which: list[int],
+    params: list[Any],
+    split: int,
+    gap_s: int,
+) -> pa.Table:
+    """The bulk writes as the pipeline reads them: one bucket, seqs from 100, in two appends
+    (the writes before ``split`` at NOW_US, the rest ``gap_s`` seconds later)."""
+    n = len(which)
+    stmt = np.array(which, np.int8)
+    timestamps = np.arange(FIRST_TS, FIRST_TS + n, dtype=np.int64)
+    for i, plan in enumerate(plans):
+        if plan.timestamp is not None:
+            timestamps[stmt == i] = plan.timestamp
+    tables = []
+    for i, plan in enumerate(plans):
+        positions = np.flatnonzero(stmt == i)
+        columns = bound_columns(schema, plan, [params[j] for j in positions])
+        assert columns is not None
+        columns["_pos"] = pa.array(positions)
+        tables.append(pa.table(columns))
+    merged = pa.concat_tables(tables, promote_options="default")
+    merged = merged.take(pc.sort_indices(merged.column("_pos"))).drop_columns(["_pos"])
+    seeds = splitmix64(np.arange(n, dtype=np.uint64))
+    chunks = []
+    for lo, hi, now_us in ((0, split, NOW_US), (split, n, NOW_US + gap_s * 1_000_000)):
+        if lo == hi:
+            continue
+        part = ChunkWrites(
+            plans, stmt[lo:hi], merged.slice(lo, hi - lo), timestamps[lo:hi], seeds[lo:hi]
+        )
+        made = make_chunks(schema, part, 100 + lo, now_us, 1)
+        assert made is not None and len(made) == 1
+        chunks.append(decode_chunk(made[0][4]))
+    table, statements = concat_chunks(chunks)
+    assert statements == plans
+    return table
+
+
+def _prior_partitions(schema: TableSchema, prior: list[tuple[str, int]]) -> dict[bytes, Partition]:
+    parts: dict[bytes, Partition] = {}
+    for text, ran in prior:
+        mutation = _row_path(schema, text, NOW_US - ran * 1_000_000)
+        key = serialize_partition_key(schema, mutation.pk)
+        parts.setdefault(key, Partition(mutation.pk)).apply(mutation)
+    return parts
+
+
+def _one_by_one(
+    schema: TableSchema, table: pa.Table, statements: Any, parts: dict[bytes, Partition]
+) -> pa.Table:
+    """What the pipeline's row path logs: the log writer per write, in seq order."""
+    rows: list[dict[str, Any]] = []
+    mutations = chunk_mutations(schema, table, statements)
+    seqs = table.column("_seq").to_pylist()
+    seeds = table.column("_seed").to_pylist()
+    now_s = [now // 1_000_000 for now in table.column("_now_us").to_pylist()]
+    for i in np.argsort(seqs, kind="stable"):
+        mutation = mutations[i]
+        key = serialize_partition_key(schema, mutation.pk)
+        token = murmur3_token(key)
+        writer = LogWriter(schema, mutation.pk, lambda t, tok=token: GENERATIONS.stream_id(tok, t))
+        current = parts.get(key)
+        info = WriteInfo(now_s[i], seeds[i] & 0xFFFFFFFFFFFFFFFF, seqs[i])
+        for row in writer.write(mutation, current, info):
+            expiry = now_s[i] + 86_400
+            row.update({"_bucket": 0, "_pk": key, "_seq": seqs[i], "_expiry_s": expiry})
+            rows.append(row)
+        if current is None:
+            current = parts[key] = Partition(mutation.pk)
+        current.apply(mutation)
+    return log_rows_to_arrow(log_table_schema(schema), rows)
+
+
+def _columnar(
+    schema: TableSchema, table: pa.Table, statements: Any, parts: dict[bytes, Partition]
+) -> pa.Table | None:
+    log_schema = log_arrow_schema(log_table_schema(schema))
+    return image_log_rows(schema, log_schema, table, statements, 0, GENERATIONS, parts)
+
+
+def _assert_same(fast: pa.Table, slow: pa.Table) -> None:
+    assert fast.num_rows == slow.num_rows, (fast.to_pylist(), slow.to_pylist())
+    for name in slow.column_names:
+        assert fast.column(name).combine_chunks().equals(slow.column(name).combine_chunks()), (
+            name,
+            fast.column(name).to_pylist(),
+            slow.column(name).to_pylist(),
+        )
+
+
+def _pinned(prior: list[tuple[str, int]], texts: list[int], params: list[Any], **kw: Any) -> Any:
+    schema = _table(kw.pop("preimage", "'full'"), kw.pop("postimage", "true"), False)
+    plans = tuple(_plan(schema, BULK_TEXTS[t]) for t in dict.fromkeys(texts))
+    which = [list(dict.fromkeys(texts)).index(t) for t in texts]
+    case = {"schema": schema, "prior": prior, "plans": plans, "which": which, "params": params}
+    return {**case, "split": kw.pop("split", 0), "gap_s": kw.pop("gap_s", 0)}
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(_case())
+# a prior cell expires between two appends of the bucket: the second one's preimage lacks it
+@example(
+    _pinned(
+        [("UPDATE ks.t USING TIMESTAMP 5 AND TTL 5 SET v = 1 WHERE pk = 0 AND ck = 0", 3)],
+        [3, 3],
+        [(1, 0, 0), (2, 0, 0)],
+        split=1,
+        gap_s=5,
+    )
+)
+# a prior value newer than the batch's writes survives them (last write wins)
+@example(
+    _pinned(
+        [("INSERT INTO ks.t (pk, ck, v) VALUES (0, 0, 1) USING TIMESTAMP 10020", 0)],
+        [2, 2],
+        [(2, "a", 0, 0), (3, "b", 0, 0)],
+    )
+)
+def test_columnar_images_equal_the_log_writer_one_write_at_a_time(case: dict[str, Any]) -> None:
+    schema = case["schema"]
+    table = _bucket(
+        schema, case["plans"], case["which"], case["params"], case["split"], case["gap_s"]
+    )
+    fast = _columnar(schema, table, case["plans"], _prior_partitions(schema, case["prior"]))
+    event("columnar" if fast is not None else "declined")
+    if fast is None:
+        return
+    slow = _one_by_one(schema, table, case["plans"], _prior_partitions(schema, case["prior"]))
+    assert fast.column(BATCH_SEQ_NO).to_pylist() == slow.column(BATCH_SEQ_NO).to_pylist()
+    _assert_same(fast, slow)
+
+
+def test_a_load_over_earlier_writes_is_columnar_and_declines_what_it_must() -> None:
+    schema = _table("'full'", "true", True)
+    prior = [
+        ("INSERT INTO ks.t (pk, ck, v, w) VALUES (0, 0, 1, 'a') USING TIMESTAMP 5", 0),
+        ("UPDATE ks.t USING TIMESTAMP 6 SET v = 2 WHERE pk = 1 AND ck = 1", 0),
+        ("DELETE FROM ks.t USING TIMESTAMP 7 WHERE pk = 2", 0),
+    ]
+    plans = tuple(_plan(schema, BULK_TEXTS[t]) for t in (2, 4))
+    params = [(7, "x", 0, 0), (8, None, 1, 1), (9, "y", 2, 3), (0, 0), (10, "z", 0, 0)]
+    table = _bucket(schema, plans, [0, 0, 0, 1, 0], params, 5, 0)
+    fast = _columnar(schema, table, plans, _prior_partitions(schema, prior))
+    assert fast is not None
+    _assert_same(fast, _one_by_one(schema, table, plans, _prior_partitions(schema, prior)))
+    # declined: a TTL in the batch; a non-frozen collection in a touched row
+    ttl = (_plan(schema, BULK_TEXTS[7]),)
+    with_ttl = _bucket(schema, ttl, [0], [("w", 0, 0)], 1, 0)
+    assert _columnar(schema, with_ttl, ttl, {}) is None
+    with_set = prior + [
+        ("UPDATE ks.t USING TIMESTAMP 8 SET z = z + {1} WHERE pk = 0 AND ck = 0", 0)
+    ]
+    assert _columnar(schema, table, plans, _prior_partitions(schema, with_set)) is None
