@@ -324,7 +324,8 @@ def test_a_load_over_earlier_writes_is_columnar_and_declines_what_it_must() -> N
     ttl = (_plan(schema, BULK_TEXTS[7]),)
     with_ttl = _bucket(schema, ttl, [0], [("w", 0, 0)], 1, 0)
     assert _columnar(schema, with_ttl, ttl, {}) is None
-    with_set = prior + [
-        ("UPDATE ks.t USING TIMESTAMP 8 SET z = z + {1} WHERE pk = 0 AND ck = 0", 0)
+    with_set = [
+        *prior,
+        ("UPDATE ks.t USING TIMESTAMP 8 SET z = z + {1} WHERE pk = 0 AND ck = 0", 0),
     ]
     assert _columnar(schema, table, plans, _prior_partitions(schema, with_set)) is None
