@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from cqlcdc.cdc.bulk_images import image_log_rows
 from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
 from cqlcdc.cdc.events import expiry_events, row_events, snapshot_events
 from cqlcdc.cdc.feeds import (
@@ -275,12 +276,19 @@ class CoreProcessor:
         latest = self._schema(table_id, max(r["schema_version"] for r in recs))
         if latest is None:  # the table was dropped before its writes were applied
             return {}
+        partitions: dict[bytes, Partition] | None = None
         chunk_recs = [r for r in recs if is_chunk(r["payload"])]
         if chunk_recs:
             chunks = [decode_chunk(r["payload"]) for r in chunk_recs]
             writes, statements = concat_chunks(chunks)
             if len(chunks) == len(recs) and bulk_log_applies(latest):
                 return self._bulk_bucket(latest, bucket, writes, statements)
+            if len(chunks) == len(recs) and image_log_applies(latest):
+                pks = sorted(set(writes.column(PK).to_pylist()))
+                partitions = self._prior(state, latest, bucket, pks)
+                done = self._image_bucket(latest, bucket, writes, statements, partitions)
+                if done is not None:
+                    return done
             # the log needs state (images, feeds) or other records interleave: one by one,
             # each write keeping its chunk's schema version (the feeds it belongs to)
             versions = [
@@ -291,14 +299,8 @@ class CoreProcessor:
             recs = [r for r in recs if not is_chunk(r["payload"])]
             recs += _expanded(latest, writes, statements, versions)
         pks = sorted({r["pk"] for r in recs})
-        prior = state.read(base_output(latest), bucket, pks)
-        fragments: dict[bytes, list[tuple[int, bytes]]] = {}
-        truncated = self.truncations.upto(table_id)
-        if prior.num_rows:
-            for row in prior.select(["pk", "seq", "fragment"]).to_pylist():
-                if row["seq"] <= truncated:
-                    continue
-                fragments.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
+        if partitions is None:
+            partitions = self._prior(state, latest, bucket, pks)
         feeds = table_feeds(latest)
         ctx = _BucketContext(latest, bucket, _Outputs([], [], []), FeedStager(latest, feeds))
         ctx.topics[latest.schema_version] = frozenset(f.topic for f in feeds)
@@ -318,8 +320,7 @@ class CoreProcessor:
             by_pk.setdefault(r["pk"], []).append(r)
         for pk_bytes, group in by_pk.items():
             pk = deserialize_partition_key(latest, pk_bytes)
-            frags = [f for _, f in sorted(fragments.get(pk_bytes, []))]
-            current = merge_fragments(pk, frags) if frags else None
+            current = partitions.get(pk_bytes)
             token: int = group[0]["token"]
             writer = LogWriter(latest, pk, self._stream_function(token, generations))
             for rec in sorted(group, key=lambda r: r["seq"]):
@@ -345,6 +346,72 @@ class CoreProcessor:
             result[scan_output(table_id)] = pa.Table.from_pylist(ctx.new_scans, schema=SCAN_SCHEMA)
         return result
 
+    def _prior(
+        self, state: Any, schema: TableSchema, bucket: int, pks: list[bytes]
+    ) -> dict[bytes, Partition]:
+        """The state of partitions ``pks`` of the bucket (those with any), merged from their
+        base fragments, leaving out what a TRUNCATE removed."""
+        from cqlcdc.storage.token import deserialize_partition_key
+
+        prior = state.read(base_output(schema), bucket, pks)
+        fragments: dict[bytes, list[tuple[int, bytes]]] = {}
+        truncated = self.truncations.upto(schema.table_id)
+        if prior.num_rows:
+            for row in prior.select(["pk", "seq", "fragment"]).to_pylist():
+                if row["seq"] <= truncated:
+                    continue
+                fragments.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
+        return {
+            pk: merge_fragments(
+                deserialize_partition_key(schema, pk), [f for _, f in sorted(frags)]
+            )
+            for pk, frags in fragments.items()
+        }
+
+    def _image_bucket(
+        self,
+        schema: TableSchema,
+        bucket: int,
+        writes: pa.Table,
+        statements: tuple[BulkStatement, ...],
+        partitions: dict[bytes, Partition],
+    ) -> dict[str, pa.Table] | None:
+        """A bucket of bulk writes only, for a table whose log has images: base fragments
+        and log rows column-wise (``cqlcdc.cdc.bulk_images``), or None when the writes must
+        be applied one by one."""
+        from cqlcdc.schema.log_table import log_table_schema
+
+        log = image_log_rows(
+            schema,
+            log_arrow_schema(log_table_schema(schema)),
+            writes,
+            statements,
+            bucket,
+            self.generations,
+            partitions,
+        )
+        if log is None:
+            return None
+        return {
+            base_output(schema): self._base_rows(schema, bucket, writes, statements),
+            log_output(schema): log,
+        }
+
+    @staticmethod
+    def _base_rows(
+        schema: TableSchema, bucket: int, writes: pa.Table, statements: tuple[BulkStatement, ...]
+    ) -> pa.Table:
+        return pa.table(
+            {
+                "bucket": pa.array(np.full(writes.num_rows, bucket, np.int32)),
+                "pk": writes.column(PK).combine_chunks(),
+                "token": writes.column(TOKEN).combine_chunks(),
+                "seq": writes.column(SEQ).combine_chunks(),
+                "fragment": bulk_fragments(schema, writes, statements),
+            },
+            schema=BASE_SCHEMA,
+        )
+
     def _bulk_bucket(
         self,
         schema: TableSchema,
@@ -356,17 +423,7 @@ class CoreProcessor:
         fragments and log rows column-wise (``cqlcdc.storage.bulk``, ``cqlcdc.cdc.bulk_log``)."""
         from cqlcdc.schema.log_table import log_table_schema
 
-        base = pa.table(
-            {
-                "bucket": pa.array(np.full(writes.num_rows, bucket, np.int32)),
-                "pk": writes.column(PK).combine_chunks(),
-                "token": writes.column(TOKEN).combine_chunks(),
-                "seq": writes.column(SEQ).combine_chunks(),
-                "fragment": bulk_fragments(schema, writes, statements),
-            },
-            schema=BASE_SCHEMA,
-        )
-        result = {base_output(schema): base}
+        result = {base_output(schema): self._base_rows(schema, bucket, writes, statements)}
         if not schema.cdc.enabled:
             return result
         log = log_table_schema(schema)
@@ -699,6 +756,19 @@ def bulk_log_applies(schema: TableSchema) -> bool:
         return False
     return not cdc.enabled or (
         cdc.delta == "full" and cdc.preimage == "false" and not cdc.postimage
+    )
+
+
+def image_log_applies(schema: TableSchema) -> bool:
+    """Whether bulk writes to ``schema`` may have their images made column-wise (where
+    ``cqlcdc.cdc.bulk_images`` accepts the bucket): CDC with images and full deltas, and no
+    changefeeds (whose records come from the row path's events)."""
+    cdc = schema.cdc
+    return (
+        cdc.enabled
+        and cdc.delta == "full"
+        and (cdc.preimage != "false" or cdc.postimage)
+        and not table_feeds(schema)
     )
 
 
