@@ -16,13 +16,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cqlcdc.cdc.processor import base_output, log_output, merge_fragments
+from cqlcdc.cdc.processor import base_output, log_output
 from cqlcdc.cdc.streams import STREAM_VERSION
 from cqlcdc.cdc.system_tables import FEEDS_KEYSPACE, SYSTEM_KEYSPACES, SystemView, system_rows
 from cqlcdc.cql import ast
 from cqlcdc.feed_tables import feed_partitions
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.codec import merge_fragments
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.select import (
     PartitionRows,

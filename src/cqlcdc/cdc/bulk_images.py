@@ -44,6 +44,7 @@ from cqlcdc.schema.log_table import (
 )
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.bulk import (
+    FRAGMENT_TAG,
     KIND_INSERT,
     KIND_ROW_DELETE,
     KIND_UPDATE,
@@ -56,41 +57,147 @@ from cqlcdc.storage.bulk import (
     python_values,
 )
 from cqlcdc.storage.bulk import TTL as TTL_COLUMN
+from cqlcdc.storage.bulk_state import merge_rows, parse_fragments
 from cqlcdc.storage.cells import Cell
+from cqlcdc.storage.codec import merge_fragments
 from cqlcdc.storage.keys import ClusteringOrder
 from cqlcdc.storage.partition import Partition
+from cqlcdc.storage.token import deserialize_partition_key
+from cqlcdc.storage.vectorized import length_prefixed
 from cqlcdc.storage.view import row_is_live, row_values
 
 _OLDEST = np.iinfo(np.int64).min
+_NOTHING = pa.scalar(b"", pa.large_binary())  # the separator of joined keys
 # columns a preimage or postimage row shares with its write's delta row
 _SHARED = ("_bucket", "_pk", "_seq", "_expiry_s", STREAM_ID, TIME)
+
+
+class _RowKeys:
+    """The rows a bucket's writes touch: per row its partition key and row key (partition
+    key + the clustering key's native ``[value]``s), and its clustering key in Python on
+    demand (``ck``; only rows merged in Python need it)."""
+
+    def __init__(
+        self, schema: TableSchema, first_writes: pa.Table, pks: pa.Array, row_keys: pa.Array
+    ) -> None:
+        self.schema = schema
+        self.first_writes = first_writes  # the first write of each row
+        self.pks: list[bytes] = pks.to_pylist()
+        self.row_keys = row_keys
+        self._cks: list[list[Any]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.pks)
+
+    def ck(self, row: int) -> tuple[Any, ...]:
+        if self._cks is None:
+            self._cks = [
+                python_values(self.first_writes, c.name, self.schema)
+                for c in self.schema.clustering_key
+            ]
+        return tuple(values[row] for values in self._cks)
 
 
 class _Prior:
     """The prior state of the rows a bucket's writes touch, one entry per row."""
 
-    def __init__(self, rows: int, columns: Sequence[str]) -> None:
-        self.newest = np.full(rows, _OLDEST, np.int64)  # the newest timestamp in the row
-        self.marker = np.zeros(rows, np.bool_)  # a live row marker
-        self.values: dict[str, list[Any]] = {name: [None] * rows for name in columns}
+    def __init__(self, newest: npt.NDArray[np.int64], marker: npt.NDArray[np.bool_]) -> None:
+        self.newest = newest  # the newest timestamp of anything in the row
+        self.marker = marker  # a live row marker
+        self.values: dict[str, pa.Array] = {}  # live values, in the log's Arrow types
 
 
 def _prior_state(
     schema: TableSchema,
-    keys: Sequence[tuple[bytes, tuple[Any, ...]]],
-    partitions: Mapping[bytes, Partition],
+    log_schema: pa.Schema,
+    keys: _RowKeys,
+    fragments: Mapping[bytes, Sequence[bytes]],
     now_lo: int,
     now_hi: int,
 ) -> _Prior | None:
-    """What a read at ``now_lo`` sees of each row (None: some row breaks a condition)."""
+    """What a read at ``now_lo`` sees of each row (None: some row breaks a condition).
+
+    Partitions made only of bulk fragments are merged column-wise
+    (``cqlcdc.storage.bulk_state``), the rest in Python.
+    """
+    count = len(keys)
+    bulk: list[bytes] = []
+    bulk_pk: list[bytes] = []
+    python_rows: list[int] = []
+    for pk, frags in fragments.items():
+        if all(f.startswith(FRAGMENT_TAG) for f in frags):
+            bulk += frags
+            bulk_pk += [pk] * len(frags)
+    bulk_pks = set(bulk_pk)
+    python_rows = [r for r, pk in enumerate(keys.pks) if pk in fragments and pk not in bulk_pks]
+    newest = np.full(count, _OLDEST, np.int64)
+    marker = np.zeros(count, np.bool_)
+    prior = _Prior(newest, marker)
+    typed: dict[str, pa.Array] = {}
+    if bulk:
+        parsed = parse_fragments(schema, pa.array(bulk, pa.binary()))
+        if parsed is None:
+            return None
+        row_keys = pc.binary_join_element_wise(
+            pa.array(bulk_pk, pa.large_binary()), parsed.ck, _NOTHING
+        )
+        found = pc.index_in(row_keys, value_set=keys.row_keys)
+        rows = found.fill_null(-1).to_numpy().astype(np.int64)
+        late = parsed.expiry[rows >= 0]
+        if ((late > now_lo) & (late <= now_hi)).any():
+            return None
+        merged = merge_rows(schema, parsed, rows, count, now_lo)
+        if merged is None:
+            return None
+        newest[:] = merged.newest
+        marker[:] = merged.marker
+        typed = merged.values
+    values: dict[str, list[Any]] = {c.name: [None] * count for c in schema.regular_columns}
+    if python_rows and not _python_rows(
+        schema, keys, python_rows, fragments, prior, values, now_lo, now_hi
+    ):
+        return None
+    on_python = np.zeros(count, np.bool_)
+    on_python[python_rows] = True
+    field_of = {f.name: f for f in log_schema}
+    for col in schema.regular_columns:
+        arrow_type = field_of[col.name].type
+        convert = None if col.type.arrow_as_is else col.type.to_arrow
+        old = values[col.name]
+        from_python = pa.array(
+            old if convert is None else [None if v is None else convert(v) for v in old],
+            arrow_type,
+        )
+        if col.name in typed:
+            from_bulk = typed[col.name].cast(arrow_type)
+            prior.values[col.name] = pc.if_else(pa.array(on_python), from_python, from_bulk)
+        else:
+            prior.values[col.name] = from_python
+    return prior
+
+
+def _python_rows(
+    schema: TableSchema,
+    keys: _RowKeys,
+    rows: Sequence[int],
+    fragments: Mapping[bytes, Sequence[bytes]],
+    prior: _Prior,
+    values: dict[str, list[Any]],
+    now_lo: int,
+    now_hi: int,
+) -> bool:
+    """Fill ``rows`` of ``prior``/``values`` from their partitions merged in Python; False
+    when a row breaks a condition."""
     regulars = schema.regular_columns
-    prior = _Prior(len(keys), [c.name for c in regulars])
     order = ClusteringOrder(schema)
-    values = prior.values
-    for r, (pk, ck) in enumerate(keys):
-        part = partitions.get(pk)
+    merged: dict[bytes, Partition] = {}
+    for r in rows:
+        pk, ck = keys.pks[r], keys.ck(r)
+        part = merged.get(pk)
         if part is None:
-            continue
+            part = merged[pk] = merge_fragments(
+                deserialize_partition_key(schema, pk), list(fragments[pk])
+            )
         shadow = part.row_shadow(ck, order)
         newest = _OLDEST if shadow is None else shadow
         row = part.rows.get(ck)
@@ -99,13 +206,13 @@ def _prior_state(
             if marker is not None:
                 newest = max(newest, marker.timestamp)
                 if now_lo < marker.expiry_s <= now_hi:
-                    return None
+                    return False
             for data in row.cells.values():
                 if not isinstance(data, Cell):
-                    return None
+                    return False
                 newest = max(newest, data.timestamp)
                 if now_lo < data.expiry_s <= now_hi:
-                    return None
+                    return False
             if row_is_live(row, shadow, now_lo):
                 prior.marker[r] = (
                     marker is not None
@@ -116,7 +223,7 @@ def _prior_state(
                 for name, value in live.items():
                     values[name][r] = value
         prior.newest[r] = newest
-    return prior
+    return True
 
 
 def _before_index(
@@ -135,6 +242,13 @@ def _before_index(
     return np.where(previous >= first, previous, n + rows)
 
 
+def keys_by_bytes(schema: TableSchema) -> bool:
+    """Whether two clustering keys of ``schema`` are one row exactly when their native
+    encodings are equal: not for a float or double, where -0.0 and 0.0 are one key to the
+    row path and two byte strings here (such tables take the row path)."""
+    return not any(c.type.cql_name in ("float", "double") for c in schema.clustering_key)
+
+
 def image_log_rows(
     schema: TableSchema,
     log_schema: pa.Schema,
@@ -142,12 +256,12 @@ def image_log_rows(
     statements: Sequence[BulkStatement],
     bucket: int,
     generations: Generations,
-    partitions: Mapping[bytes, Partition],
+    fragments: Mapping[bytes, Sequence[bytes]],
 ) -> pa.Table | None:
     """The log rows (``log_schema``) of a bucket's bulk writes with the images the table's
-    CDC options ask for, given the prior state of the partitions they write (by serialized
-    partition key; a missing one is empty). None when the writes must be applied one by one
-    (see the module docstring)."""
+    CDC options ask for, given the base fragments of the partitions they write (by
+    serialized partition key, in seq order, without what a TRUNCATE removed; a missing one
+    is empty). None when the writes must be applied one by one (see the module docstring)."""
     n = writes.num_rows
     if n == 0 or writes.column(TTL_COLUMN).to_numpy().any():
         return None
@@ -157,15 +271,20 @@ def image_log_rows(
     seq = writes.column(SEQ).to_numpy().astype(np.int64)
     now_s = writes.column(NOW).to_numpy() // 1_000_000
 
-    # the rows written: (serialized partition key, clustering key), numbered
-    pks: list[bytes] = writes.column(PK).to_pylist()
-    cks = [python_values(writes, c.name, schema) for c in schema.clustering_key]
-    numbers: dict[tuple[bytes, tuple[Any, ...]], int] = {}
-    row_of = np.empty(n, np.int64)
-    for i, pk in enumerate(pks):
-        key = (pk, tuple(values[i] for values in cks))
-        row_of[i] = numbers.setdefault(key, len(numbers))
-    prior = _prior_state(schema, list(numbers), partitions, int(now_s.min()), int(now_s.max()))
+    # the rows written, numbered by partition key + the clustering key's native [value]s
+    if not keys_by_bytes(schema):
+        return None
+    pk_column = writes.column(PK).combine_chunks().cast(pa.large_binary())
+    pieces = [
+        length_prefixed(writes.column(c.name), c.type.cql_name).cast(pa.large_binary())
+        for c in schema.clustering_key
+    ]
+    encoded = pc.dictionary_encode(pc.binary_join_element_wise(pk_column, *pieces, _NOTHING))
+    row_of = encoded.indices.to_numpy().astype(np.int64)  # rows numbered in order of writes
+    firsts = np.unique(row_of, return_index=True)[1]
+    first_writes = writes.take(pa.array(firsts))
+    keys = _RowKeys(schema, first_writes, pk_column.take(pa.array(firsts)), encoded.dictionary)
+    prior = _prior_state(schema, log_schema, keys, fragments, int(now_s.min()), int(now_s.max()))
     if prior is None:
         return None
 
@@ -203,13 +322,7 @@ def image_log_rows(
             written = pc.if_else(pa.array(sets), bound, pa.nulls(n, arrow_type))
         else:
             written = pa.nulls(n, arrow_type)
-        convert = None if col.type.arrow_as_is else col.type.to_arrow
-        old = prior.values[name]
-        prior_array = pa.array(
-            old if convert is None else [None if v is None else convert(v) for v in old],
-            arrow_type,
-        )
-        value = pa.concat_arrays([written, prior_array]).take(
+        value = pa.concat_arrays([written, prior.values[name]]).take(
             pa.array(_before_index(touch, first, rows))
         )
         before[name] = value
@@ -233,13 +346,21 @@ def image_log_rows(
     if post.any():
         seq_no = pre.astype(np.int32) + 1
         parts.append(_image_rows(schema, log_schema, delta, post, OP_POSTIMAGE, seq_no, after))
-    out = pa.concat_tables(parts)
-    return out.take(pc.sort_indices(out, [("_seq", "ascending"), (BATCH_SEQ_NO, "ascending")]))
+    # each write's rows together, in the order of the writes (by row, then seq): its
+    # preimage, delta and postimage land at their places of one permutation
+    first = np.zeros(n, np.int64)
+    np.cumsum((pre.astype(np.int64) + 1 + post)[:-1], out=first[1:])
+    places = [first + pre]
+    if pre.any():
+        places.append(first[pre])
+    if post.any():
+        places.append((first + pre + 1)[post])
+    order_of_rows = np.empty(int(first[-1] + pre[-1] + 1 + post[-1]), np.int64)
+    order_of_rows[np.concatenate(places)] = np.arange(len(order_of_rows), dtype=np.int64)
+    return pa.concat_tables(parts).take(pa.array(order_of_rows))
 
 
-def _retimed(
-    delta: pa.Table, pre: npt.NDArray[np.bool_], post: npt.NDArray[np.bool_]
-) -> pa.Table:
+def _retimed(delta: pa.Table, pre: npt.NDArray[np.bool_], post: npt.NDArray[np.bool_]) -> pa.Table:
     """The delta rows numbered after their preimage, the batch's end only without a
     postimage after them."""
     seq_no = pa.array(pre.astype(np.int32))

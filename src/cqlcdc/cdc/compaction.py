@@ -13,10 +13,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cqlcdc.cdc.processor import BASE_SCHEMA, merge_fragments
+from cqlcdc.cdc.processor import BASE_SCHEMA
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.cells import CounterCell
-from cqlcdc.storage.codec import encode_fragment
+from cqlcdc.storage.codec import encode_fragment, merge_fragments
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
 from cqlcdc.storage.partition import Partition, Row
 from cqlcdc.storage.token import deserialize_partition_key

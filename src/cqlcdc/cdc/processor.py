@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from cqlcdc.cdc.bulk_images import image_log_rows
+from cqlcdc.cdc.bulk_images import image_log_rows, keys_by_bytes
 from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
 from cqlcdc.cdc.events import expiry_events, row_events, snapshot_events
 from cqlcdc.cdc.feeds import (
@@ -57,9 +57,9 @@ from cqlcdc.storage.codec import (
     SweepRequest,
     TickRequest,
     WritePayload,
-    decode_fragment,
     decode_payload,
     encode_fragment,
+    merge_fragments,
 )
 from cqlcdc.storage.conditions import evaluate
 from cqlcdc.storage.list_ops import resolve_list_ops
@@ -172,14 +172,6 @@ def log_rows_to_arrow(log: TableSchema, rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pydict(data, schema=schema)
 
 
-def merge_fragments(pk: tuple[Any, ...], fragments: list[bytes]) -> Partition:
-    """A partition's state: the merge of every fragment written to it."""
-    state = Partition(pk)
-    for frag in fragments:
-        state.apply(decode_fragment(frag))
-    return state
-
-
 @dataclass(slots=True)
 class _Outputs:
     base: list[dict[str, Any]]
@@ -276,7 +268,7 @@ class CoreProcessor:
         latest = self._schema(table_id, max(r["schema_version"] for r in recs))
         if latest is None:  # the table was dropped before its writes were applied
             return {}
-        partitions: dict[bytes, Partition] | None = None
+        fragments: dict[bytes, list[bytes]] | None = None
         chunk_recs = [r for r in recs if is_chunk(r["payload"])]
         if chunk_recs:
             chunks = [decode_chunk(r["payload"]) for r in chunk_recs]
@@ -285,8 +277,8 @@ class CoreProcessor:
                 return self._bulk_bucket(latest, bucket, writes, statements)
             if len(chunks) == len(recs) and image_log_applies(latest):
                 pks = sorted(set(writes.column(PK).to_pylist()))
-                partitions = self._prior(state, latest, bucket, pks)
-                done = self._image_bucket(latest, bucket, writes, statements, partitions)
+                fragments = self._fragments(state, latest, bucket, pks)
+                done = self._image_bucket(latest, bucket, writes, statements, fragments)
                 if done is not None:
                     return done
             # the log needs state (images, feeds) or other records interleave: one by one,
@@ -299,8 +291,12 @@ class CoreProcessor:
             recs = [r for r in recs if not is_chunk(r["payload"])]
             recs += _expanded(latest, writes, statements, versions)
         pks = sorted({r["pk"] for r in recs})
-        if partitions is None:
-            partitions = self._prior(state, latest, bucket, pks)
+        if fragments is None:
+            fragments = self._fragments(state, latest, bucket, pks)
+        partitions = {
+            pk: merge_fragments(deserialize_partition_key(latest, pk), frags)
+            for pk, frags in fragments.items()
+        }
         feeds = table_feeds(latest)
         ctx = _BucketContext(latest, bucket, _Outputs([], [], []), FeedStager(latest, feeds))
         ctx.topics[latest.schema_version] = frozenset(f.topic for f in feeds)
@@ -346,13 +342,11 @@ class CoreProcessor:
             result[scan_output(table_id)] = pa.Table.from_pylist(ctx.new_scans, schema=SCAN_SCHEMA)
         return result
 
-    def _prior(
+    def _fragments(
         self, state: Any, schema: TableSchema, bucket: int, pks: list[bytes]
-    ) -> dict[bytes, Partition]:
-        """The state of partitions ``pks`` of the bucket (those with any), merged from their
-        base fragments, leaving out what a TRUNCATE removed."""
-        from cqlcdc.storage.token import deserialize_partition_key
-
+    ) -> dict[bytes, list[bytes]]:
+        """The base fragments of partitions ``pks`` of the bucket (those with any), in seq
+        order, leaving out what a TRUNCATE removed."""
         prior = state.read(base_output(schema), bucket, pks)
         fragments: dict[bytes, list[tuple[int, bytes]]] = {}
         truncated = self.truncations.upto(schema.table_id)
@@ -361,12 +355,7 @@ class CoreProcessor:
                 if row["seq"] <= truncated:
                     continue
                 fragments.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
-        return {
-            pk: merge_fragments(
-                deserialize_partition_key(schema, pk), [f for _, f in sorted(frags)]
-            )
-            for pk, frags in fragments.items()
-        }
+        return {pk: [f for _, f in sorted(frags)] for pk, frags in fragments.items()}
 
     def _image_bucket(
         self,
@@ -374,7 +363,7 @@ class CoreProcessor:
         bucket: int,
         writes: pa.Table,
         statements: tuple[BulkStatement, ...],
-        partitions: dict[bytes, Partition],
+        fragments: dict[bytes, list[bytes]],
     ) -> dict[str, pa.Table] | None:
         """A bucket of bulk writes only, for a table whose log has images: base fragments
         and log rows column-wise (``cqlcdc.cdc.bulk_images``), or None when the writes must
@@ -388,7 +377,7 @@ class CoreProcessor:
             statements,
             bucket,
             self.generations,
-            partitions,
+            fragments,
         )
         if log is None:
             return None
@@ -697,11 +686,14 @@ class CoreProcessor:
         """How many writes of ``records`` the core applies one by one in Python.
 
         Bulk chunks of tables logged column-wise cost nothing here (they are vectorized and
-        fastest in the driver, next to the data); every other write counts, and a batch with
+        fastest in the driver, next to the data), nor do those whose images are made
+        column-wise (``cqlcdc.cdc.bulk_images``; a bucket it declines for other reasons than
+        a TTL runs the log writer in the driver); every other write counts, and a batch with
         many of them runs on the executors, whose Python workers share the load.
         """
         cost = 0
         columnar: dict[str, bool] = {}
+        images: dict[str, bool] = {}
         table_ids = records.column("table_id").to_pylist()
         for i, payload in enumerate(records.column("payload").to_pylist()):
             if not is_chunk(payload):
@@ -711,8 +703,15 @@ class CoreProcessor:
             if table_id not in columnar:
                 schema = self.catalog.table_by_id(table_id)
                 columnar[table_id] = schema is not None and bulk_log_applies(schema)
-            if not columnar[table_id]:
-                cost += decode_chunk(payload).table.num_rows
+                images[table_id] = schema is not None and image_log_applies(schema)
+            if columnar[table_id]:
+                continue
+            chunk = decode_chunk(payload)
+            # images made column-wise: cheap, unless the chunk has TTLs, which the image path
+            # leaves to the log writer
+            if images[table_id] and not any(s.ttl for s in chunk.statements):
+                continue
+            cost += chunk.table.num_rows
         return cost
 
     # -- the driver's pass over a whole batch ---------------------------------------------
@@ -769,6 +768,7 @@ def image_log_applies(schema: TableSchema) -> bool:
         and cdc.delta == "full"
         and (cdc.preimage != "false" or cdc.postimage)
         and not table_feeds(schema)
+        and keys_by_bytes(schema)
     )
 
 

@@ -46,7 +46,6 @@ from cqlcdc.cdc.processor import (
     Truncations,
     base_output,
     log_output,
-    merge_fragments,
 )
 from cqlcdc.cdc.streams import Generation
 from cqlcdc.errors import InvalidRequest, ServerError
@@ -59,6 +58,7 @@ from cqlcdc.pipeline.commit import (
 )
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.codec import merge_fragments
 from cqlcdc.storage.select import base_partition_rows
 from cqlcdc.storage.token import deserialize_partition_key
 from cqlcdc.storage.view import PartitionView

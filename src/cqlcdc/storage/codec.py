@@ -102,3 +102,11 @@ def decode_fragment(data: bytes) -> Partition:
     obj = pickle.loads(data[len(_TAG) :])
     assert isinstance(obj, Partition)
     return obj
+
+
+def merge_fragments(pk: tuple[object, ...], fragments: list[bytes]) -> Partition:
+    """A partition's state: the merge of every fragment written to it, in order."""
+    state = Partition(pk)
+    for frag in fragments:
+        state.apply(decode_fragment(frag))
+    return state

@@ -31,15 +31,21 @@ from cqlcdc.storage.bulk import (
     BulkStatement,
     ChunkWrites,
     bound_columns,
+    bulk_fragments,
     chunk_mutations,
     concat_chunks,
     decode_chunk,
     make_chunks,
     plan_bulk,
 )
+from cqlcdc.storage.codec import encode_fragment, merge_fragments
 from cqlcdc.storage.mutations import WriteContext, build_delete, build_insert, build_update
 from cqlcdc.storage.partition import Partition
-from cqlcdc.storage.token import murmur3_token, serialize_partition_key
+from cqlcdc.storage.token import (
+    deserialize_partition_key,
+    murmur3_token,
+    serialize_partition_key,
+)
 from cqlcdc.storage.vectorized import splitmix64
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
@@ -121,6 +127,8 @@ BULK_TEXTS = [
     "DELETE v FROM ks.t WHERE pk = ? AND ck = ?",
     "UPDATE ks.t USING TIMESTAMP 10005 SET v = ? WHERE pk = ? AND ck = ?",
     "UPDATE ks.t USING TTL 30 SET w = ? WHERE pk = ? AND ck = ?",
+    "DELETE FROM ks.t USING TIMESTAMP 10005 WHERE pk = ? AND ck = ?",
+    "INSERT INTO ks.t (pk, ck, v) VALUES (?, ?, ?) USING TIMESTAMP 10005",
 ]
 
 
@@ -148,18 +156,32 @@ def _case(draw: st.DrawFn) -> dict[str, Any]:
     preimage, postimage = draw(st.sampled_from(IMAGES))
     with_set = draw(st.booleans())
     schema = _table(preimage, postimage, with_set)
-    prior = draw(st.lists(_prior_write(with_set), max_size=12))
+    prior = draw(st.lists(_prior_write(with_set), max_size=12) | st.just([]))
     texts = draw(
         st.lists(st.sampled_from(BULK_TEXTS[:6]), min_size=1, max_size=4)
         | st.lists(st.sampled_from(BULK_TEXTS), min_size=1, max_size=4)
     )
     plans = tuple(_plan(schema, t) for t in dict.fromkeys(texts))
+    bulk = None
+    if draw(st.booleans()):  # an earlier load: bulk fragments in the prior state
+        bulk_texts = draw(st.lists(st.sampled_from(BULK_TEXTS), min_size=1, max_size=3))
+        bulk_plans = tuple(_plan(schema, t) for t in dict.fromkeys(bulk_texts))
+        k = draw(st.integers(1, 20))
+        bulk_which = draw(st.lists(st.integers(0, len(bulk_plans) - 1), min_size=k, max_size=k))
+        bulk = {
+            "plans": bulk_plans,
+            "which": bulk_which,
+            "params": [tuple(draw(_param(m)) for m in bulk_plans[w].markers) for w in bulk_which],
+            "first_ts": draw(st.sampled_from([1, 500, 9_990, 10_004])),
+            "ran": draw(st.sampled_from([0, 10, 29, 40])),
+        }
     n = draw(st.integers(1, 30))
     which = draw(st.lists(st.integers(0, len(plans) - 1), min_size=n, max_size=n))
     params = [tuple(draw(_param(m)) for m in plans[w].markers) for w in which]
     return {
         "schema": schema,
         "prior": prior,
+        "bulk": bulk,
         "plans": plans,
         "which": which,
         "params": params,
@@ -175,12 +197,15 @@ def _bucket(
     params: list[Any],
     split: int,
     gap_s: int,
+    first_ts: int = FIRST_TS,
+    first_seq: int = 100,
+    now_us: int = NOW_US,
 ) -> pa.Table:
     """The bulk writes as the pipeline reads them: one bucket, seqs from 100, in two appends
     (the writes before ``split`` at NOW_US, the rest ``gap_s`` seconds later)."""
     n = len(which)
     stmt = np.array(which, np.int8)
-    timestamps = np.arange(FIRST_TS, FIRST_TS + n, dtype=np.int64)
+    timestamps = np.arange(first_ts, first_ts + n, dtype=np.int64)
     for i, plan in enumerate(plans):
         if plan.timestamp is not None:
             timestamps[stmt == i] = plan.timestamp
@@ -195,13 +220,13 @@ def _bucket(
     merged = merged.take(pc.sort_indices(merged.column("_pos"))).drop_columns(["_pos"])
     seeds = splitmix64(np.arange(n, dtype=np.uint64))
     chunks = []
-    for lo, hi, now_us in ((0, split, NOW_US), (split, n, NOW_US + gap_s * 1_000_000)):
+    for lo, hi, now in ((0, split, now_us), (split, n, now_us + gap_s * 1_000_000)):
         if lo == hi:
             continue
         part = ChunkWrites(
             plans, stmt[lo:hi], merged.slice(lo, hi - lo), timestamps[lo:hi], seeds[lo:hi]
         )
-        made = make_chunks(schema, part, 100 + lo, now_us, 1)
+        made = make_chunks(schema, part, first_seq + lo, now, 1)
         assert made is not None and len(made) == 1
         chunks.append(decode_chunk(made[0][4]))
     table, statements = concat_chunks(chunks)
@@ -209,13 +234,39 @@ def _bucket(
     return table
 
 
-def _prior_partitions(schema: TableSchema, prior: list[tuple[str, int]]) -> dict[bytes, Partition]:
-    parts: dict[bytes, Partition] = {}
+def _prior_fragments(
+    schema: TableSchema, prior: list[tuple[str, int]], bulk: dict[str, Any] | None = None
+) -> dict[bytes, list[bytes]]:
+    """The base fragments of the prior writes: the row path's (pickled), then a load's."""
+    out: dict[bytes, list[bytes]] = {}
     for text, ran in prior:
         mutation = _row_path(schema, text, NOW_US - ran * 1_000_000)
-        key = serialize_partition_key(schema, mutation.pk)
-        parts.setdefault(key, Partition(mutation.pk)).apply(mutation)
-    return parts
+        out.setdefault(serialize_partition_key(schema, mutation.pk), []).append(
+            encode_fragment(mutation)
+        )
+    if bulk:
+        table = _bucket(
+            schema,
+            bulk["plans"],
+            bulk["which"],
+            bulk["params"],
+            0,
+            0,
+            bulk["first_ts"],
+            1,
+            NOW_US - bulk["ran"] * 1_000_000,
+        )
+        fragments = bulk_fragments(schema, table, bulk["plans"]).to_pylist()
+        for pk, fragment in zip(table.column("_pk").to_pylist(), fragments, strict=True):
+            out.setdefault(pk, []).append(fragment)
+    return out
+
+
+def _partitions(schema: TableSchema, fragments: dict[bytes, list[bytes]]) -> dict[bytes, Partition]:
+    return {
+        pk: merge_fragments(deserialize_partition_key(schema, pk), frags)
+        for pk, frags in fragments.items()
+    }
 
 
 def _one_by_one(
@@ -245,14 +296,18 @@ def _one_by_one(
 
 
 def _columnar(
-    schema: TableSchema, table: pa.Table, statements: Any, parts: dict[bytes, Partition]
+    schema: TableSchema, table: pa.Table, statements: Any, fragments: dict[bytes, list[bytes]]
 ) -> pa.Table | None:
     log_schema = log_arrow_schema(log_table_schema(schema))
-    return image_log_rows(schema, log_schema, table, statements, 0, GENERATIONS, parts)
+    return image_log_rows(schema, log_schema, table, statements, 0, GENERATIONS, fragments)
 
 
 def _assert_same(fast: pa.Table, slow: pa.Table) -> None:
+    """The same rows, each write's together in the log writer's order (the writes may come
+    in another order: by row, then seq)."""
     assert fast.num_rows == slow.num_rows, (fast.to_pylist(), slow.to_pylist())
+    order = [("_seq", "ascending"), (BATCH_SEQ_NO, "ascending")]
+    fast = fast.take(pc.sort_indices(fast, order))
     for name in slow.column_names:
         assert fast.column(name).combine_chunks().equals(slow.column(name).combine_chunks()), (
             name,
@@ -261,11 +316,23 @@ def _assert_same(fast: pa.Table, slow: pa.Table) -> None:
         )
 
 
-def _pinned(prior: list[tuple[str, int]], texts: list[int], params: list[Any], **kw: Any) -> Any:
-    schema = _table(kw.pop("preimage", "'full'"), kw.pop("postimage", "true"), False)
+def _plans(schema: TableSchema, texts: list[int]) -> tuple[tuple[BulkStatement, ...], list[int]]:
     plans = tuple(_plan(schema, BULK_TEXTS[t]) for t in dict.fromkeys(texts))
-    which = [list(dict.fromkeys(texts)).index(t) for t in texts]
-    case = {"schema": schema, "prior": prior, "plans": plans, "which": which, "params": params}
+    return plans, [list(dict.fromkeys(texts)).index(t) for t in texts]
+
+
+def _pinned(prior: list[tuple[str, int]], texts: list[int], params: list[Any], **kw: Any) -> Any:
+    """A case by hand; ``load=(texts, params, first_ts)`` adds an earlier load."""
+    schema = _table(kw.pop("preimage", "'full'"), kw.pop("postimage", "true"), False)
+    plans, which = _plans(schema, texts)
+    bulk = None
+    if "load" in kw:
+        load_texts, load_params, first_ts = kw.pop("load")
+        load_plans, load_which = _plans(schema, load_texts)
+        bulk = {"plans": load_plans, "which": load_which, "params": load_params}
+        bulk.update({"first_ts": first_ts, "ran": 0})
+    case = {"schema": schema, "prior": prior, "bulk": bulk, "plans": plans, "which": which}
+    case["params"] = params
     return {**case, "split": kw.pop("split", 0), "gap_s": kw.pop("gap_s", 0)}
 
 
@@ -293,18 +360,45 @@ def _pinned(prior: list[tuple[str, int]], texts: list[int], params: list[Any], *
         [(2, "a", 0, 0), (3, "b", 0, 0)],
     )
 )
+# loaded rows: inserted then deleted (no marker left); a cell and the row tombstone on one
+# timestamp (the tombstone wins); two values on one timestamp (the merge compares them).
+# The batch's first seven writes go to another row: their timestamps are not above 10005.
+@example(_pinned([], [2], [(5, "c", 1, 0)], load=([0, 4], [(1, 0, 1, "a"), (1, 0)], 100)))
+@example(
+    _pinned(
+        [],
+        [2] * 8,
+        [(5, "c", 1, 1)] * 7 + [(6, "d", 0, 0)],
+        load=([6, 8], [(1, 0, 0), (0, 0)], 1),
+    )
+)
+@example(
+    _pinned(
+        [],
+        [2] * 8,
+        [(5, "c", 0, 0)] * 7 + [(6, "d", 1, 1)],
+        load=([6, 6], [(2, 1, 1), (1, 1, 1)], 1),
+    )
+)
 def test_columnar_images_equal_the_log_writer_one_write_at_a_time(case: dict[str, Any]) -> None:
     schema = case["schema"]
     table = _bucket(
         schema, case["plans"], case["which"], case["params"], case["split"], case["gap_s"]
     )
-    fast = _columnar(schema, table, case["plans"], _prior_partitions(schema, case["prior"]))
-    event("columnar" if fast is not None else "declined")
+    fragments = _prior_fragments(schema, case["prior"], case["bulk"])
+    fast = _columnar(schema, table, case["plans"], fragments)
+    bulk_only = any(all(not f.startswith(b"CQM1") for f in fs) for fs in fragments.values())
+    event(("columnar" if fast is not None else "declined") + (", bulk state" if bulk_only else ""))
     if fast is None:
         return
-    slow = _one_by_one(schema, table, case["plans"], _prior_partitions(schema, case["prior"]))
-    assert fast.column(BATCH_SEQ_NO).to_pylist() == slow.column(BATCH_SEQ_NO).to_pylist()
+    slow = _one_by_one(schema, table, case["plans"], _partitions(schema, fragments))
     _assert_same(fast, slow)
+    # each write's rows together, numbered from 0
+    seqs = fast.column("_seq").to_numpy()
+    numbers = fast.column(BATCH_SEQ_NO).to_numpy()
+    same = np.diff(seqs) == 0
+    assert (~same).sum() + 1 == len(np.unique(seqs))
+    assert (np.diff(numbers)[same] == 1).all() and (numbers[1:][~same] == 0).all()
 
 
 def test_a_load_over_earlier_writes_is_columnar_and_declines_what_it_must() -> None:
@@ -317,9 +411,10 @@ def test_a_load_over_earlier_writes_is_columnar_and_declines_what_it_must() -> N
     plans = tuple(_plan(schema, BULK_TEXTS[t]) for t in (2, 4))
     params = [(7, "x", 0, 0), (8, None, 1, 1), (9, "y", 2, 3), (0, 0), (10, "z", 0, 0)]
     table = _bucket(schema, plans, [0, 0, 0, 1, 0], params, 5, 0)
-    fast = _columnar(schema, table, plans, _prior_partitions(schema, prior))
+    fast = _columnar(schema, table, plans, _prior_fragments(schema, prior))
     assert fast is not None
-    _assert_same(fast, _one_by_one(schema, table, plans, _prior_partitions(schema, prior)))
+    slow = _one_by_one(schema, table, plans, _partitions(schema, _prior_fragments(schema, prior)))
+    _assert_same(fast, slow)
     # declined: a TTL in the batch; a non-frozen collection in a touched row
     ttl = (_plan(schema, BULK_TEXTS[7]),)
     with_ttl = _bucket(schema, ttl, [0], [("w", 0, 0)], 1, 0)
@@ -328,4 +423,4 @@ def test_a_load_over_earlier_writes_is_columnar_and_declines_what_it_must() -> N
         *prior,
         ("UPDATE ks.t USING TIMESTAMP 8 SET z = z + {1} WHERE pk = 0 AND ck = 0", 0),
     ]
-    assert _columnar(schema, table, plans, _prior_partitions(schema, with_set)) is None
+    assert _columnar(schema, table, plans, _prior_fragments(schema, with_set)) is None

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cqlcdc.cdc.compaction import compact_base_rows
-from cqlcdc.cdc.processor import BASE_SCHEMA, merge_fragments
+from cqlcdc.cdc.processor import BASE_SCHEMA
 from cqlcdc.errors import CqlError
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.codec import encode_fragment
+from cqlcdc.storage.codec import encode_fragment, merge_fragments
 from cqlcdc.storage.keys import Bound
 from cqlcdc.storage.mutations import Mutation
 from cqlcdc.storage.partition import Partition, RangeTombstone

@@ -1,0 +1,273 @@
+"""The state of rows written by bulk writes, merged column-wise from their base fragments.
+
+A bulk fragment (``FRAGMENT_TAG``, see ``cqlcdc.storage.bulk``) is one write to one row: a
+kind, one timestamp, TTL and expiry, the key and the written values in the native encoding.
+Many of them are parsed at once here (numpy over the fragments' bytes, one pass per field,
+grouped by their shared header), and the rows they touch are merged with last-write-wins per
+component, column by column: the newest row tombstone, the newest marker, and for each column
+the newest cell. That is what ``Partition.apply`` does one fragment at a time, as long as no
+two candidates for one component share the newest timestamp: there the merge compares values
+(``Cell.reconcile``), so :func:`merge_rows` declines (returns None) and the caller merges in
+Python. Only partitions whose every fragment is a bulk one can be merged here: they hold no
+range or partition tombstones, no statics and no collections.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.bulk import (
+    FRAGMENT_TAG,
+    KIND_INSERT,
+    KIND_ROW_DELETE,
+)
+from cqlcdc.storage.vectorized import FIXED_WIDTH, binary_parts
+
+_OLDEST = np.iinfo(np.int64).min
+_TAG_LEN = len(FRAGMENT_TAG)
+
+
+@dataclass(frozen=True, slots=True)
+class _Header:
+    kind: int
+    n_pk: int
+    n_ck: int
+    names: tuple[str, ...]  # keys, then the written columns
+    types: tuple[str, ...]  # their CQL type names
+
+
+def _header(header: bytes) -> _Header:
+    kind, n_pk, n_ck, n_cols = struct.unpack_from(">BBBH", header)
+    pos = 5
+    names: list[str] = []
+    types: list[str] = []
+    for _ in range(n_pk + n_ck + n_cols):
+        size = header[pos]
+        names.append(header[pos + 1 : pos + 1 + size].decode())
+        pos += 1 + size
+        size = header[pos]
+        types.append(header[pos + 1 : pos + 1 + size].decode())
+        pos += 1 + size
+    return _Header(kind, n_pk, n_ck, tuple(names), tuple(types))
+
+
+def _gather(data: npt.NDArray[np.uint8], at: npt.NDArray[np.int64], dtype: str) -> npt.NDArray[Any]:
+    """The big-endian ``dtype`` number at byte ``at[i]`` of ``data``, for every i."""
+    width = np.dtype(dtype).itemsize
+    raw = data[at[:, None] + np.arange(width, dtype=np.int64)]
+    return np.ascontiguousarray(raw).view(dtype).ravel()
+
+
+def _value_array(
+    data: npt.NDArray[np.uint8],
+    start: npt.NDArray[np.int64],
+    size: npt.NDArray[np.int64],
+    cql: str,
+    arrow_type: pa.DataType,
+) -> pa.Array:
+    """The values at ``start`` of ``size`` bytes (negative: null) as ``arrow_type``."""
+    valid = size >= 0
+    mask = ~valid
+    if cql in FIXED_WIDTH:
+        numbers = _gather(data, np.where(valid, start, 0), FIXED_WIDTH[cql])
+        numbers = numbers.astype(np.dtype(FIXED_WIDTH[cql]).newbyteorder("="))
+        if cql == "timestamp":
+            return pa.array(numbers, pa.int64(), mask=mask).cast(arrow_type)
+        return pa.array(numbers, mask=mask).cast(arrow_type)
+    if cql == "boolean":
+        flags = data[np.where(valid, start, 0)] != 0
+        return pa.array(flags, mask=mask).cast(arrow_type)
+    lengths = np.where(valid, size, 0)
+    offsets = np.zeros(len(size) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    index = np.repeat(start - offsets[:-1], lengths) + np.arange(offsets[-1], dtype=np.int64)
+    body = data[index]
+    kind = pa.large_string() if cql in ("text", "ascii") else pa.large_binary()
+    array = pa.Array.from_buffers(
+        kind,
+        len(size),
+        [pa.array(valid).buffers()[1], pa.py_buffer(offsets), pa.py_buffer(body.tobytes())],
+    )
+    return array.cast(arrow_type)
+
+
+def _region(
+    data: npt.NDArray[np.uint8], start: npt.NDArray[np.int64], end: npt.NDArray[np.int64]
+) -> pa.Array:
+    """Bytes ``start[i]:end[i]`` of ``data`` for every i, as a binary array."""
+    lengths = end - start
+    offsets = np.zeros(len(start) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    index = np.repeat(start - offsets[:-1], lengths) + np.arange(offsets[-1], dtype=np.int64)
+    body = data[index]
+    return pa.Array.from_buffers(
+        pa.large_binary(), len(start), [None, pa.py_buffer(offsets), pa.py_buffer(body.tobytes())]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Fragments:
+    """Bulk fragments parsed: per fragment its kind, timestamp, expiry and clustering key
+    (the native ``[value]``s of its clustering columns, joined: what ``length_prefixed`` makes
+    of a write's), and per column the fragments that write it with their values."""
+
+    kinds: npt.NDArray[np.int8]
+    ts: npt.NDArray[np.int64]
+    expiry: npt.NDArray[np.int64]
+    ck: pa.Array
+    sets: dict[str, npt.NDArray[np.bool_]]
+    values: dict[str, pa.Array]  # by fragment index, null where unwritten
+
+
+def parse_fragments(schema: TableSchema, fragments: pa.Array) -> Fragments | None:
+    """Parse bulk ``fragments`` of ``schema``'s table (every one must be one); None when one
+    writes a column the table no longer has."""
+    n = len(fragments)
+    kinds = np.zeros(n, np.int8)
+    ts = np.zeros(n, np.int64)
+    expiry = np.zeros(n, np.int64)
+    ck_start = np.zeros(n, np.int64)
+    ck_end = np.zeros(n, np.int64)
+    offsets, data = binary_parts(fragments)
+    lengths = _gather(data, offsets[:-1] + _TAG_LEN, ">u2").astype(np.int64)
+    columns = {c.name: c for c in schema.regular_columns}
+    sets: dict[str, npt.NDArray[np.bool_]] = {}
+    pieces: dict[str, list[tuple[npt.NDArray[np.int64], pa.Array]]] = {}
+    groups: dict[bytes, list[int]] = {}
+    heads = _region(data, offsets[:-1] + _TAG_LEN + 2, offsets[:-1] + _TAG_LEN + 2 + lengths)
+    for i, head in enumerate(heads.to_pylist()):
+        groups.setdefault(head, []).append(i)
+    for header_bytes, members in groups.items():
+        header = _header(header_bytes)
+        index = np.array(members, np.int64)
+        pos = offsets[:-1][index] + _TAG_LEN + 2 + len(header_bytes)
+        kinds[index] = header.kind
+        ts[index] = _gather(data, pos, ">i8")
+        expiry[index] = _gather(data, pos + 12, ">i8")
+        pos = pos + 20
+        keys = header.n_pk + header.n_ck
+        for slot, (name, cql) in enumerate(zip(header.names, header.types, strict=True)):
+            if slot == header.n_pk:
+                ck_start[index] = pos
+            size = _gather(data, pos, ">i4").astype(np.int64)
+            start = pos + 4
+            pos = start + np.maximum(size, 0)
+            if slot == keys - 1:
+                ck_end[index] = pos
+            if slot < keys:
+                continue
+            col = columns.get(name)
+            if col is None:
+                return None
+            sets.setdefault(name, np.zeros(n, np.bool_))[index] = True
+            array = _value_array(data, start, size, cql, col.type.arrow_type())
+            pieces.setdefault(name, []).append((index, array))
+        if header.n_ck == 0:
+            ck_start[index] = ck_end[index] = pos
+    values: dict[str, pa.Array] = {}
+    for name, parts in pieces.items():
+        by_fragment = np.full(n, -1, np.int64)
+        base = 0
+        for index, _ in parts:
+            by_fragment[index] = np.arange(base, base + len(index), dtype=np.int64)
+            base += len(index)
+        joined = pa.concat_arrays([array for _, array in parts])
+        values[name] = joined.take(pa.array(by_fragment, mask=by_fragment < 0))
+    return Fragments(kinds, ts, expiry, _region(data, ck_start, ck_end), sets, values)
+
+
+@dataclass(frozen=True, slots=True)
+class BulkRows:
+    """The merged state of some rows, one entry per row (``row`` numbers of the caller).
+
+    ``values[c]`` is the live value of column c at ``now_s`` (null: none), ``marker`` whether
+    a live row marker exists, ``newest`` the newest timestamp of anything in the row.
+    """
+
+    newest: npt.NDArray[np.int64]
+    marker: npt.NDArray[np.bool_]
+    values: dict[str, pa.Array]
+
+
+def merge_rows(
+    schema: TableSchema,
+    parsed: Fragments,
+    rows: npt.NDArray[np.int64],
+    count: int,
+    now_s: int,
+) -> BulkRows | None:
+    """Merge parsed fragments, fragment i belonging to row ``rows[i]`` of ``count`` (-1:
+    none of them), into each row's live state at ``now_s``; their order is free (the merge
+    is by timestamp). None when two candidates for one component tie on the newest
+    timestamp (see the module docstring)."""
+    keep = rows >= 0
+    r = rows[keep]
+    kinds, ts, expiry = parsed.kinds[keep], parsed.ts[keep], parsed.expiry[keep]
+    deletion = np.full(count, _OLDEST, np.int64)
+    deletes = kinds == KIND_ROW_DELETE
+    np.maximum.at(deletion, r[deletes], ts[deletes])
+    newest = np.full(count, _OLDEST, np.int64)
+    np.maximum.at(newest, r, ts)
+
+    inserts = np.flatnonzero(kinds == KIND_INSERT)
+    marker = np.zeros(count, np.bool_)
+    if len(inserts):
+        winner = _winners(r[inserts], ts[inserts], count)
+        if winner is None:
+            return None
+        has = winner >= 0
+        at = inserts[np.where(has, winner, 0)]
+        marker = has & (ts[at] > deletion) & ((expiry[at] == 0) | (expiry[at] > now_s))
+
+    values: dict[str, pa.Array] = {}
+    kept = pa.array(np.flatnonzero(keep))
+    for col in schema.regular_columns:
+        arrow_type = col.type.arrow_type()
+        if col.name not in parsed.sets:
+            values[col.name] = pa.nulls(count, arrow_type)
+            continue
+        setters = np.flatnonzero(parsed.sets[col.name][keep])
+        if not len(setters):
+            values[col.name] = pa.nulls(count, arrow_type)
+            continue
+        winner = _winners(r[setters], ts[setters], count)
+        if winner is None:
+            return None
+        has = winner >= 0
+        at = setters[np.where(has, winner, 0)]
+        value = parsed.values[col.name].take(kept).take(pa.array(at))
+        live = (
+            has
+            & value.is_valid().to_numpy(zero_copy_only=False)
+            & (ts[at] > deletion)
+            & ((expiry[at] == 0) | (expiry[at] > now_s))
+        )
+        values[col.name] = pc.if_else(pa.array(live), value, pa.nulls(count, arrow_type))
+    return BulkRows(newest, marker, values)
+
+
+def _winners(
+    rows: npt.NDArray[np.int64], ts: npt.NDArray[np.int64], count: int
+) -> npt.NDArray[np.int64] | None:
+    """For each of ``count`` rows, the index (into ``rows``/``ts``) of its candidate with the
+    newest timestamp, -1 for none; None when the newest two of a row tie."""
+    out = np.full(count, -1, np.int64)
+    if not len(rows):
+        return out
+    order = np.lexsort((ts, rows))
+    r, t = rows[order], ts[order]
+    last = np.ones(len(r), np.bool_)
+    last[:-1] = r[1:] != r[:-1]
+    tied = ~last[:-1] & (t[1:] == t[:-1]) & last[1:]
+    if tied.any():
+        return None
+    out[r[last]] = order[last]
+    return out
