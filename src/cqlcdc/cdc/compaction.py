@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cqlcdc.cdc.bulk_images import keys_by_bytes
 from cqlcdc.cdc.processor import BASE_SCHEMA
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.bulk import FRAGMENT_TAG
+from cqlcdc.storage.bulk_state import parse_fragments, surviving
 from cqlcdc.storage.cells import CounterCell
 from cqlcdc.storage.codec import encode_fragment, merge_fragments
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
@@ -55,10 +59,12 @@ def compact_base_rows(
         now_s: the current second (expired cells are kept: they still shadow older data).
 
     Returns:
-        Rows of ``BASE_SCHEMA`` sorted by (bucket, pk): per partition key the merge of its live
-        fragments in seq order, compacted, with ``seq`` the highest seq merged. Partitions
-        left empty are dropped. A partition with a single live fragment keeps it unchanged
-        (merging one fragment is that fragment; this saves a decode per cold partition).
+        Rows of ``BASE_SCHEMA`` sorted by (bucket, pk, seq): per partition key the merge of
+        its live fragments in seq order, compacted, with ``seq`` the highest seq merged.
+        Partitions left empty are dropped. A partition with a single live fragment keeps it
+        unchanged (merging one fragment is that fragment; this saves a decode per cold
+        partition). A partition made only of bulk fragments keeps those that can still win
+        a merge, unchanged (``bulk_state.surviving``): its state stays readable column-wise.
     """
     if rows.num_rows == 0:
         return BASE_SCHEMA.empty_table()
@@ -66,6 +72,7 @@ def compact_base_rows(
     if truncated_upto_seq:
         live = live.filter(pc.greater(live.column("seq"), truncated_upto_seq))
     live = live.sort_by([("bucket", "ascending"), ("pk", "ascending"), ("seq", "ascending")])
+    kept_bulk, live = _compact_bulk(schema, live)
     order = ClusteringOrder(schema)
     out: dict[str, list[Any]] = {name: [] for name in BASE_SCHEMA.names}
     data = live.to_pydict()
@@ -93,4 +100,37 @@ def compact_base_rows(
             out["seq"].append(data["seq"][last])
             out["fragment"].append(fragment)
         start = end
-    return pa.Table.from_pydict(out, schema=BASE_SCHEMA)
+    merged = pa.Table.from_pydict(out, schema=BASE_SCHEMA)
+    if kept_bulk.num_rows == 0:
+        return merged
+    both = pa.concat_tables([merged, kept_bulk])
+    return both.sort_by([("bucket", "ascending"), ("pk", "ascending"), ("seq", "ascending")])
+
+
+def _compact_bulk(schema: TableSchema, live: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Split off the partitions made only of bulk fragments and compact them column-wise
+    (``bulk_state.surviving``): their fragments that can still win a merge stay as they are,
+    so the state stays readable column-wise. Returns (kept rows, the other partitions)."""
+    if not keys_by_bytes(schema):
+        return BASE_SCHEMA.empty_table(), live
+    fragments = live.column("fragment").combine_chunks()
+    bulk = pc.starts_with(fragments, pattern=FRAGMENT_TAG.decode()).to_numpy(zero_copy_only=False)
+    if not bulk.any():
+        return BASE_SCHEMA.empty_table(), live
+    partition = pc.dictionary_encode(live.column("pk").combine_chunks()).indices.to_numpy()
+    other = np.bincount(partition, weights=~bulk, minlength=partition.max() + 1) > 0
+    in_bulk = ~other[partition]
+    if not in_bulk.any():
+        return BASE_SCHEMA.empty_table(), live
+    rows = live.filter(pa.array(in_bulk))
+    parsed = parse_fragments(schema, rows.column("fragment").combine_chunks())
+    if parsed is None:  # a column dropped since: merged the row path's way
+        return BASE_SCHEMA.empty_table(), live
+    row_keys = pc.binary_join_element_wise(
+        rows.column("pk").combine_chunks().cast(pa.large_binary()),
+        parsed.ck,
+        pa.scalar(b"", pa.large_binary()),
+    )
+    row_ids = pc.dictionary_encode(row_keys).indices.to_numpy().astype(np.int64)
+    keep = surviving(parsed, row_ids, int(row_ids.max()) + 1)
+    return rows.filter(pa.array(keep)), live.filter(pa.array(~in_bulk))

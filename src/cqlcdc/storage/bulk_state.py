@@ -271,3 +271,20 @@ def _winners(
         return None
     out[r[last]] = order[last]
     return out
+
+
+def surviving(parsed: Fragments, rows: npt.NDArray[np.int64], count: int) -> npt.NDArray[np.bool_]:
+    """Which fragments a compaction keeps: those holding a newest candidate (ties included)
+    of some component of their row (``rows[i]`` of ``count``): the row tombstone, the
+    marker, a column's cell. Merging the kept ones gives what merging all gives, since no
+    other candidate can win a last-write-wins merge, so they stay bulk fragments."""
+    keep = np.zeros(len(rows), np.bool_)
+    candidates = [parsed.kinds == KIND_ROW_DELETE, parsed.kinds == KIND_INSERT]
+    candidates += list(parsed.sets.values())
+    for mask in candidates:
+        if not mask.any():
+            continue
+        newest = np.full(count, _OLDEST, np.int64)
+        np.maximum.at(newest, rows[mask], parsed.ts[mask])
+        keep |= mask & (parsed.ts == newest[rows])
+    return keep

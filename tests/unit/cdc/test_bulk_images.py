@@ -20,14 +20,16 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from cqlcdc.cdc.bulk_images import image_log_rows
+from cqlcdc.cdc.compaction import compact_base_rows
 from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
-from cqlcdc.cdc.processor import load_generations, log_arrow_schema, log_rows_to_arrow
+from cqlcdc.cdc.processor import BASE_SCHEMA, load_generations, log_arrow_schema, log_rows_to_arrow
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import BATCH_SEQ_NO, log_table_schema
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.bulk import (
+    FRAGMENT_TAG,
     BulkStatement,
     ChunkWrites,
     bound_columns,
@@ -47,6 +49,7 @@ from cqlcdc.storage.token import (
     serialize_partition_key,
 )
 from cqlcdc.storage.vectorized import splitmix64
+from cqlcdc.storage.view import PartitionView
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 NOW_US = 1_700_000_000_123_456
@@ -424,3 +427,48 @@ def test_a_load_over_earlier_writes_is_columnar_and_declines_what_it_must() -> N
         ("UPDATE ks.t USING TIMESTAMP 8 SET z = z + {1} WHERE pk = 0 AND ck = 0", 0),
     ]
     assert _columnar(schema, table, plans, _prior_fragments(schema, with_set)) is None
+
+
+def _live(schema: TableSchema, fragments: dict[bytes, list[bytes]]) -> dict[bytes, Any]:
+    """What reads see of each partition, at several moments."""
+    view = PartitionView(schema)
+    out = {}
+    for pk, part in _partitions(schema, fragments).items():
+        rows = view.order.sorted(list(part.rows))
+        out[pk] = [
+            [live for ck in rows if (live := view.clustering_row(part, ck, now)) is not None]
+            for now in (NOW_S - 20, NOW_S, NOW_S + 25, NOW_S + 10**6)
+        ]
+    return out
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(_case())
+# a row alive only by its marker: the INSERT's fragment must stay, though its cells lost
+@example(_pinned([], [2], [(1, "a", 0, 0)], load=([0, 2], [(0, 0, 1, "a"), (None, None, 0, 0)], 1)))
+def test_compaction_keeps_bulk_state_in_bulk_fragments_and_equal(case: dict[str, Any]) -> None:
+    schema = case["schema"]
+    fragments = _prior_fragments(schema, case["prior"], case["bulk"])
+    rows = [(pk, f) for pk, frags in fragments.items() for f in frags]
+    base = pa.table(
+        {
+            "bucket": pa.array([0] * len(rows), pa.int32()),
+            "pk": pa.array([pk for pk, _ in rows], pa.binary()),
+            "token": pa.array([murmur3_token(pk) for pk, _ in rows], pa.int64()),
+            "seq": pa.array(range(1, len(rows) + 1), pa.int64()),
+            "fragment": pa.array([f for _, f in rows], pa.binary()),
+        },
+        schema=BASE_SCHEMA,
+    )
+    compacted = compact_base_rows(schema, base, 0, NOW_S)
+    after: dict[bytes, list[bytes]] = {}
+    for row in compacted.to_pylist():
+        after.setdefault(row["pk"], []).append(row["fragment"])
+    assert _live(schema, after) == _live(schema, fragments)
+    for pk, frags in fragments.items():
+        if all(f.startswith(FRAGMENT_TAG) for f in frags):  # still bulk, a subset
+            assert set(after[pk]) <= set(frags)
