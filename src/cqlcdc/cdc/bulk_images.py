@@ -308,9 +308,13 @@ def image_log_rows(
     cdc = schema.cdc
     full = cdc.preimage == "full"
     field_of = {f.name: f for f in log_schema}
-    before: dict[str, pa.Array] = {}
-    after: dict[str, pa.Array] = {}
-    in_preimage: dict[str, npt.NDArray[np.bool_]] = {}
+    m = len(prior.newest)
+    nothing = n + m  # the null at the end of each column's sources
+    # per column: its sources (the writes' bound values in write order, the prior values,
+    # a null), and for each write (by row, then seq) the source of its value before and
+    # after it, and whether its preimage shows the column
+    columns: dict[str, tuple[pa.Array, npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
+    shown: dict[str, npt.NDArray[np.bool_]] = {}
     for col in schema.regular_columns:
         name = col.name
         arrow_type = field_of[name].type
@@ -318,46 +322,43 @@ def image_log_rows(
         touch = written_by | row_delete
         sets = written_by & ((kind == KIND_UPDATE) | (kind == KIND_INSERT))
         if name in writes.column_names:
-            bound = writes.column(name).combine_chunks().take(pa.array(order)).cast(arrow_type)
-            written = pc.if_else(pa.array(sets), bound, pa.nulls(n, arrow_type))
+            bound = writes.column(name).combine_chunks().cast(arrow_type)
         else:
-            written = pa.nulls(n, arrow_type)
-        value = pa.concat_arrays([written, prior.values[name]]).take(
-            pa.array(_before_index(touch, first, rows))
-        )
-        before[name] = value
-        after[name] = pc.if_else(pa.array(touch), written, value)
-        live_before |= value.is_valid().to_numpy(zero_copy_only=False)
-        in_preimage[name] = np.full(n, full) | written_by | row_delete
+            bound = pa.nulls(n, arrow_type)
+        source = pa.concat_arrays([bound, prior.values[name], pa.nulls(1, arrow_type)])
+        wrote = np.where(sets, order, nothing)  # what each write put in the column
+        earlier_write = _before_index(touch, first, rows)  # < n: that write; else n + row
+        before = np.where(earlier_write < n, wrote[np.minimum(earlier_write, n - 1)], earlier_write)
+        after = np.where(touch, wrote, before)
+        columns[name] = (source, before, after)
+        live_before |= source.is_valid().to_numpy(zero_copy_only=False)[before]
+        shown[name] = np.full(n, full) | written_by | row_delete
 
     delta = bulk_log_rows(schema, log_schema, writes, statements, bucket, generations)
-    delta = delta.take(pa.array(order))
     pre = live_before if cdc.preimage != "false" else np.zeros(n, np.bool_)
     post = ~row_delete if cdc.postimage else np.zeros(n, np.bool_)
-    parts = [_retimed(delta, pre, post)]
+    # the delta rows stay in write order; image rows follow, by row then seq
+    in_write_order = np.empty(n, np.int64)
+    in_write_order[order] = np.arange(n, dtype=np.int64)
+    parts = [_retimed(delta, pre[in_write_order], post[in_write_order])]
     if pre.any():
-        columns: dict[str, pa.Array] = {}
-        for name, value in before.items():
-            wanted = in_preimage[name]
-            columns[name] = pc.if_else(pa.array(wanted), value, pa.nulls(n, value.type))
-            gone = wanted & ~value.is_valid().to_numpy(zero_copy_only=False)
-            columns[deleted_column(name)] = pa.array(gone, mask=~gone)
-        parts.append(_image_rows(schema, log_schema, delta, pre, OP_PREIMAGE, 0, columns))
+        values: dict[str, pa.Array] = {}
+        for name, (source, before, _) in columns.items():
+            picked = np.where(shown[name], before, nothing)[pre]
+            values[name] = source.take(pa.array(picked))
+            valid = source.is_valid().to_numpy(zero_copy_only=False)
+            gone = shown[name][pre] & ~valid[picked]
+            values[deleted_column(name)] = pa.array(gone, mask=~gone)
+        parts.append(_image_rows(schema, log_schema, delta, order[pre], OP_PREIMAGE, 0, values))
     if post.any():
-        seq_no = pre.astype(np.int32) + 1
-        parts.append(_image_rows(schema, log_schema, delta, post, OP_POSTIMAGE, seq_no, after))
-    # each write's rows together, in the order of the writes (by row, then seq): its
-    # preimage, delta and postimage land at their places of one permutation
-    first = np.zeros(n, np.int64)
-    np.cumsum((pre.astype(np.int64) + 1 + post)[:-1], out=first[1:])
-    places = [first + pre]
-    if pre.any():
-        places.append(first[pre])
-    if post.any():
-        places.append((first + pre + 1)[post])
-    order_of_rows = np.empty(int(first[-1] + pre[-1] + 1 + post[-1]), np.int64)
-    order_of_rows[np.concatenate(places)] = np.arange(len(order_of_rows), dtype=np.int64)
-    return pa.concat_tables(parts).take(pa.array(order_of_rows))
+        values = {
+            name: source.take(pa.array(after[post])) for name, (source, _, after) in columns.items()
+        }
+        seq_no = (pre.astype(np.int32) + 1)[post]
+        parts.append(
+            _image_rows(schema, log_schema, delta, order[post], OP_POSTIMAGE, seq_no, values)
+        )
+    return pa.concat_tables(parts)
 
 
 def _retimed(delta: pa.Table, pre: npt.NDArray[np.bool_], post: npt.NDArray[np.bool_]) -> pa.Table:
@@ -373,27 +374,24 @@ def _image_rows(
     schema: TableSchema,
     log_schema: pa.Schema,
     delta: pa.Table,
-    mask: npt.NDArray[np.bool_],
+    writes: npt.NDArray[np.int64],
     operation: int,
     seq_no: int | npt.NDArray[np.int32],
     values: Mapping[str, pa.Array],
 ) -> pa.Table:
-    """Image rows for the writes in ``mask``: the delta row's stream, time and keys, the
-    operation, and ``values`` (every other column null)."""
-    keep = pa.array(mask)
-    count = int(mask.sum())
+    """Image rows for ``writes`` (positions in ``delta``): their delta rows' stream, time
+    and keys, the operation, ``values`` (one per write) and every other column null."""
+    count = len(writes)
+    take = pa.array(writes)
     end = operation == OP_POSTIMAGE
     columns: dict[str, pa.Array] = {
         OPERATION: pa.array(np.full(count, operation, np.int8)),
-        BATCH_SEQ_NO: pa.array(
-            np.broadcast_to(np.asarray(seq_no, np.int32), mask.shape)[mask].astype(np.int32)
-        ),
+        BATCH_SEQ_NO: pa.array(np.broadcast_to(np.asarray(seq_no, np.int32), (count,))),
         END_OF_BATCH: pa.array(np.ones(count, np.bool_), mask=np.full(count, not end)),
     }
     for name in (*_SHARED, *(c.name for c in (*schema.partition_key, *schema.clustering_key))):
-        columns[name] = delta.column(name).filter(keep).combine_chunks()
-    for name, value in values.items():
-        columns[name] = value.filter(keep)
+        columns[name] = delta.column(name).take(take).combine_chunks()
+    columns.update(values)
     arrays = [
         columns[f.name].cast(f.type) if f.name in columns else pa.nulls(count, f.type)
         for f in log_schema

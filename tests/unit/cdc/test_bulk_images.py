@@ -306,8 +306,7 @@ def _columnar(
 
 
 def _assert_same(fast: pa.Table, slow: pa.Table) -> None:
-    """The same rows, each write's together in the log writer's order (the writes may come
-    in another order: by row, then seq)."""
+    """The same rows (in another order: the log's readers order them)."""
     assert fast.num_rows == slow.num_rows, (fast.to_pylist(), slow.to_pylist())
     order = [("_seq", "ascending"), (BATCH_SEQ_NO, "ascending")]
     fast = fast.take(pc.sort_indices(fast, order))
@@ -396,12 +395,6 @@ def test_columnar_images_equal_the_log_writer_one_write_at_a_time(case: dict[str
         return
     slow = _one_by_one(schema, table, case["plans"], _partitions(schema, fragments))
     _assert_same(fast, slow)
-    # each write's rows together, numbered from 0
-    seqs = fast.column("_seq").to_numpy()
-    numbers = fast.column(BATCH_SEQ_NO).to_numpy()
-    same = np.diff(seqs) == 0
-    assert (~same).sum() + 1 == len(np.unique(seqs))
-    assert (np.diff(numbers)[same] == 1).all() and (numbers[1:][~same] == 0).all()
 
 
 def test_a_load_over_earlier_writes_is_columnar_and_declines_what_it_must() -> None:
