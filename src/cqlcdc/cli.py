@@ -18,10 +18,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from cqlcdc.cdc.replay_cli import add_replay_command
 from cqlcdc.cql import ast, parse_statement, split_statements
 from cqlcdc.errors import CqlError, CqlSyntaxError, DataDirLocked
 from cqlcdc.publish.command import add_publish_command
+from cqlcdc.replay_command import add_replay_command
 
 _ERROR_KIND = {
     0x2000: "Syntax error in CQL query",

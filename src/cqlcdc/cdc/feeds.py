@@ -21,8 +21,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cqlcdc.cdc.events import RowEvent
 from cqlcdc.changefeed import FeedOptions, FeedRecord, barrier_record, feed_options_from_texts
+from cqlcdc.changefeed.events import RowEvent
 from cqlcdc.changefeed.records import encode, feed_records
 from cqlcdc.schema.model import TableSchema
 

@@ -21,7 +21,6 @@ import pyarrow as pa
 
 from cqlcdc.cdc.bulk_images import image_log_rows, keys_by_bytes
 from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
-from cqlcdc.cdc.events import expiry_events, row_events, snapshot_events
 from cqlcdc.cdc.feeds import (
     FEED_PREFIX,
     SCAN_SCHEMA,
@@ -35,6 +34,7 @@ from cqlcdc.cdc.feeds import (
 )
 from cqlcdc.cdc.log_writer import LogRow, LogWriter, WriteInfo
 from cqlcdc.cdc.streams import Generations
+from cqlcdc.changefeed.events import expiry_events, row_events, snapshot_events
 from cqlcdc.errors import CqlError, UnappliedWrite
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.bulk import (

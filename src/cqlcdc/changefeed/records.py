@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from cqlcdc.cdc.events import RowEvent
+from cqlcdc.changefeed.events import RowEvent
 from cqlcdc.changefeed.options import FeedOptions
 from cqlcdc.changefeed.partitioner import partition_for, primary_key_bytes
 from cqlcdc.changefeed.values import to_attribute_value, to_json
@@ -117,7 +117,7 @@ def feed_records(
         feed: the feed's options (mode, format, ...).
         schema: the table, at the version the write was made with.
         pk: the partition key values.
-        events: the write's row events (``cqlcdc.cdc.events.row_events``), in order.
+        events: the write's row events (``cqlcdc.changefeed.events.row_events``), in order.
         step: the virtual timestamp's step: commit time in milliseconds.
         tx_id: the virtual timestamp's transaction id (unsigned 64-bit).
         snapshot: the events are initial-scan rows (upserts whose ``new`` is the row).

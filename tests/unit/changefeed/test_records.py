@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from cqlcdc.cdc.events import RowEvent
 from cqlcdc.changefeed import FeedOptions, barrier_record, encode, feed_records
+from cqlcdc.changefeed.events import RowEvent
 from cqlcdc.changefeed.options import FORMATS, MODES
 from cqlcdc.changefeed.partitioner import partition_for, primary_key_bytes
 from cqlcdc.changefeed.records import CONNECTOR, CONNECTOR_VERSION, sequence_number
