@@ -495,8 +495,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_recover(args: argparse.Namespace) -> int:
     """Show the write the pipeline stopped at, or skip it (``--skip``) so the rest goes on."""
-    from cqlcdc.pipeline.commit import Manifest
-    from cqlcdc.pipeline.recovery import load_failure, load_skipped, parse_seqs, skip_records
+    from cqlcdc.store.commit import Manifest
+    from cqlcdc.store.recovery import load_failure, load_skipped, parse_seqs, skip_records
 
     data_dir = Path(args.data_dir).resolve()
     if not (data_dir / "ingest").is_dir():

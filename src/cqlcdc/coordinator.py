@@ -29,16 +29,17 @@ from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_table
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
-from cqlcdc.pipeline.recovery import DataDirLock
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_payload
 from cqlcdc.storage.select import ResultSet
 from cqlcdc.storage.token import bucket_of
 from cqlcdc.storage.uuids import SeededBits
+from cqlcdc.store.ingest import IngestLog
+from cqlcdc.store.records import IngestRecord
+from cqlcdc.store.recovery import DataDirLock
 
 if TYPE_CHECKING:
-    from cqlcdc.pipeline.records import IngestRecord
     from cqlcdc.session import Session
 
 DEFAULT_BUCKETS = 16
@@ -92,7 +93,6 @@ class Coordinator:
         verbose: bool,
     ) -> None:
         from cqlcdc.pipeline.engine import Engine
-        from cqlcdc.pipeline.ingest import IngestLog
         from cqlcdc.pipeline.spark import get_spark
 
         self._catalog = Catalog(self.data_dir)
@@ -277,8 +277,6 @@ class Coordinator:
         self, schema: TableSchema, token: int, pk: bytes, payload: bytes, seq: int
     ) -> IngestRecord:
         """An ingest record of ``schema``'s partition ``pk`` (its bucket from its token)."""
-        from cqlcdc.pipeline.records import IngestRecord
-
         return IngestRecord(
             seq=seq,
             table_id=schema.table_id,

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from cqlcdc.cdc.feeds import FEED_SCHEMA, feed_output, table_feeds
 from cqlcdc.errors import InvalidRequest
+from cqlcdc.store.commit import Manifest
 
 if TYPE_CHECKING:
     from cqlcdc.changefeed.options import FeedOptions
@@ -56,14 +57,6 @@ def check_partition(partition: int, partitions: int) -> None:
 
 class OffsetOutOfRange(InvalidRequest):
     """The requested offset is older than the earliest record the topic still retains."""
-
-
-def _manifest(data_dir: Path) -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = json.loads((data_dir / "manifest.json").read_text())
-        return data
-    except FileNotFoundError:
-        return {"versions": {}, "extra": {}}
 
 
 class FeedReader:
@@ -120,7 +113,7 @@ class FeedReader:
     def _table(self, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
         from deltalake import DeltaTable
 
-        version = _manifest(self.data_dir).get("versions", {}).get(self.output)
+        version = Manifest.load(self.data_dir).versions.get(self.output)
         if version is None:  # nothing committed to the topic yet
             names = columns if columns is not None else FEED_SCHEMA.names
             return FEED_SCHEMA.empty_table().select(names)
@@ -130,7 +123,7 @@ class FeedReader:
 
     def next_offsets(self) -> dict[int, int]:
         """The offset the next record of each partition will get (committed state)."""
-        state = _manifest(self.data_dir).get("extra", {}).get("feeds", {}).get(self.output, {})
+        state = Manifest.load(self.data_dir).extra.get("feeds", {}).get(self.output, {})
         nxt = state.get("next", {})
         return {p: int(nxt.get(str(p), 0)) for p in range(self.partitions)}
 

@@ -54,10 +54,10 @@ from cqlcdc.storage.mutations import (
 )
 from cqlcdc.storage.token import murmur3_token
 from cqlcdc.storage.vectorized import splitmix64
+from cqlcdc.store.records import IngestRecord
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator
-    from cqlcdc.pipeline.records import IngestRecord
 
 WriteStatement = ast.Insert | ast.Update | ast.Delete | ast.Batch
 Parameters = Sequence[Any] | Mapping[str, Any] | None

@@ -19,8 +19,8 @@ import cqlcdc
 from cqlcdc.cli import main
 from cqlcdc.errors import InvalidRequest, UnappliedWrite
 from cqlcdc.loader import load
-from cqlcdc.pipeline.records import IngestRecord
 from cqlcdc.storage.token import murmur3_token
+from cqlcdc.store.records import IngestRecord
 
 pytestmark = pytest.mark.spark
 

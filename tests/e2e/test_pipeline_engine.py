@@ -15,11 +15,12 @@ import pytest
 
 import cqlcdc
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest, ServerError, WriteTimeout
-from cqlcdc.pipeline import BucketProcessor, Engine, IngestLog, IngestRecord, Manifest, StateReader
+from cqlcdc.pipeline import Engine
 from cqlcdc.pipeline import engine as engine_module
-from cqlcdc.pipeline.commit import MANIFEST_NAME
 from cqlcdc.pipeline.engine import INGEST_DDL
-from cqlcdc.pipeline.ingest import read_ingest_file
+from cqlcdc.store.commit import MANIFEST_NAME, Manifest
+from cqlcdc.store.ingest import IngestLog, read_ingest_file
+from cqlcdc.store.records import BucketProcessor, IngestRecord, StateReader
 
 # Python workers (the executor path) must import cqlcdc; they inherit the driver's environment.
 _SRC = str(Path(next(iter(cqlcdc.__path__))).parent)

@@ -16,7 +16,6 @@ import pyarrow as pa
 import pytest
 
 import cqlcdc
-from cqlcdc.pipeline.commit import Manifest
 from cqlcdc.pipeline.table_scan import (
     log_files,
     open_scan,
@@ -25,6 +24,7 @@ from cqlcdc.pipeline.table_scan import (
     spark_schema,
 )
 from cqlcdc.pipeline.table_source import expiry_condition
+from cqlcdc.store.commit import Manifest
 
 pytestmark = pytest.mark.spark
 

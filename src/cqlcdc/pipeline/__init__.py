@@ -1,22 +1,11 @@
-"""The Spark side of cqlcdc: the ingest log, the streaming engine and Delta commits.
+"""The Spark side of cqlcdc: the streaming engine and the Spark data sources.
 
-The only package that imports pyspark.
+The only package that imports pyspark. What the engine writes and reads (the ingest log,
+Delta commits, the manifest, records) is the data directory's format, ``cqlcdc.store``,
+which never imports Spark.
 """
 
-from cqlcdc.pipeline.commit import Manifest, Snapshot
 from cqlcdc.pipeline.engine import Engine
-from cqlcdc.pipeline.ingest import IngestLog, read_ingest_file
-from cqlcdc.pipeline.records import BucketProcessor, IngestRecord, StateReader
 from cqlcdc.pipeline.spark import get_spark
 
-__all__ = [
-    "BucketProcessor",
-    "Engine",
-    "IngestLog",
-    "IngestRecord",
-    "Manifest",
-    "Snapshot",
-    "StateReader",
-    "get_spark",
-    "read_ingest_file",
-]
+__all__ = ["Engine", "get_spark"]

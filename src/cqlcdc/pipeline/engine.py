@@ -26,7 +26,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from cqlcdc.cdc.processor import ERRORS_SCHEMA
 from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
-from cqlcdc.pipeline.commit import (
+from cqlcdc.store.commit import (
     DATA_FILE_SCHEMA,
     DataFile,
     Manifest,
@@ -37,10 +37,10 @@ from cqlcdc.pipeline.commit import (
     data_files_to_arrow,
     write_data_file,
 )
-from cqlcdc.pipeline.compaction import CompactionPolicy, Compactor, vacuum
-from cqlcdc.pipeline.ingest import IngestLog, read_ingest_file
-from cqlcdc.pipeline.records import INGEST_SCHEMA, BucketProcessor
-from cqlcdc.pipeline.recovery import (
+from cqlcdc.store.compaction import CompactionPolicy, Compactor, vacuum
+from cqlcdc.store.ingest import IngestLog, read_ingest_file
+from cqlcdc.store.records import INGEST_SCHEMA, BucketProcessor
+from cqlcdc.store.recovery import (
     DataDirLock,
     load_skipped,
     save_failure,

@@ -49,19 +49,19 @@ from cqlcdc.cdc.processor import (
 )
 from cqlcdc.cdc.streams import Generation
 from cqlcdc.errors import InvalidRequest, ServerError
-from cqlcdc.pipeline.commit import (
-    FilterType,
-    Manifest,
-    open_table,
-    statistics_free_dataset,
-    table_dir,
-)
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.codec import merge_fragments
 from cqlcdc.storage.select import base_partition_rows
 from cqlcdc.storage.token import deserialize_partition_key
 from cqlcdc.storage.view import PartitionView
+from cqlcdc.store.commit import (
+    FilterType,
+    Manifest,
+    open_table,
+    statistics_free_dataset,
+    table_dir,
+)
 
 # the Delta app transaction id the engine records batch ids under (Engine's default)
 APP_ID = "cqlcdc"

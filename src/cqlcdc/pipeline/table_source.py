@@ -44,7 +44,6 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from cqlcdc.errors import InvalidRequest
-from cqlcdc.pipeline.commit import FilterType, Manifest
 from cqlcdc.pipeline.table_scan import (
     TableScan,
     base_buckets,
@@ -58,6 +57,7 @@ from cqlcdc.pipeline.table_scan import (
 )
 from cqlcdc.reads import _stream_buckets
 from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_key
+from cqlcdc.store.commit import FilterType, Manifest
 
 NAME = "cqlcdc"
 # Spark refuses a reader with pushFilters unless this is on (it is off by default)

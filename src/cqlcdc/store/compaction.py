@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction, RemoveAction
 
-from cqlcdc.pipeline.commit import ROW_GROUP_ROWS, DataFile, _delta_stats, table_dir
-from cqlcdc.pipeline.records import BucketProcessor
+from cqlcdc.store.commit import ROW_GROUP_ROWS, DataFile, _delta_stats, table_dir
+from cqlcdc.store.records import BucketProcessor
 
 _NAME = re.compile(r"^part-(\d+)-b(\d+)-")
 # the bucket column of each kind of output (base/errors: bucket, log: _bucket)

@@ -361,7 +361,7 @@ _DATASETS_LOCK = threading.Lock()
 class VersionedReader:
     """Reads output tables at fixed versions; picklable, so executors can use it too.
 
-    This is the :class:`~cqlcdc.pipeline.records.StateReader` handed to the core: it reads at
+    This is the :class:`~cqlcdc.store.records.StateReader` handed to the core: it reads at
     the versions of the last complete batch (the manifest).
     """
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest
-from cqlcdc.pipeline.records import INGEST_SCHEMA, IngestRecord, records_to_arrow
+from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord, records_to_arrow
 
 # Spark's file source ignores names starting with "." or "_": temp files hide behind the dot.
 _TMP_PREFIX = ".tmp-"
