@@ -123,8 +123,9 @@ def process_groups(
 
 class _FileTask:
     """The mapInArrow function of large batches: task ``part`` reads the micro-batch's ingest
-    files itself (a shared data path, like the Delta tables) and runs the core on the buckets
-    with ``bucket % parts == part``. Spark schedules the tasks; no record passes through it.
+    files itself (a shared data path, like the Delta tables), only the row groups of its
+    buckets where a file is written by bucket, and runs the core on the buckets with
+    ``bucket % parts == part``. Spark schedules the tasks; no record passes through it.
     Picklable; runs on executors."""
 
     def __init__(
@@ -148,13 +149,16 @@ class _FileTask:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for part in batch.column(0).to_pylist():
-                records = pa.concat_tables([read_ingest_file(p) for p in self.paths])
-                mine = pa.array(records.column("bucket").to_numpy() % self.parts == part)
+
+                def share(bucket: int, part: int = part) -> bool:
+                    return bucket % self.parts == part
+
+                records = pa.concat_tables([read_ingest_file(p, share) for p in self.paths])
                 if self.skipped:
                     kept = pc.invert(pc.is_in(records.column("seq"), pa.array(self.skipped)))
-                    mine = pc.and_(mine, kept)
+                    records = records.filter(kept)
                 files = process_groups(
-                    records.filter(mine),
+                    records,
                     self.processor,
                     self.tables_dir,
                     self.versions,

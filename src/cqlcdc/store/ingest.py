@@ -13,10 +13,11 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -65,11 +66,18 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def read_ingest_file(path: str | Path) -> pa.Table:
-    """Read and verify one ingest file.
+def read_ingest_file(path: str | Path, share: Callable[[int], bool] | None = None) -> pa.Table:
+    """Read and verify one ingest file, or the share of it a task applies.
 
-    Checks the Parquet footer, every page checksum, the schema, and that the seqs are strictly
-    increasing and match the range in the file name.
+    Checks the Parquet footer, every page checksum of what is read, the schema, that the
+    seqs are strictly increasing and that the file's seq range (from its row groups'
+    statistics when only a share is read) matches the range in the file name.
+
+    Args:
+        path: the file.
+        share: which buckets to read (None: all). A file written by buckets (see
+            :meth:`IngestLog.append`) is read only in the row groups of those buckets; the
+            records of other buckets are left out in any case.
 
     Raises:
         CorruptIngestFile: naming the file, if any check fails.
@@ -77,22 +85,75 @@ def read_ingest_file(path: str | Path) -> pa.Table:
     path = Path(path)
     expected = parse_ingest_file_name(path.name)
     try:
-        table = pq.read_table(path, page_checksum_verification=True)
+        if share is None:
+            table = pq.read_table(path, page_checksum_verification=True)
+            first_last = _seq_range(table)
+        else:
+            table, first_last = _read_share(path, share)
     except (OSError, pa.ArrowException) as err:
         raise CorruptIngestFile(f"Corrupt ingest file {path}: {err}") from err
     if not table.schema.equals(INGEST_SCHEMA, check_metadata=False):
         raise CorruptIngestFile(f"Corrupt ingest file {path}: unexpected schema {table.schema}")
-    if table.num_rows == 0:
+    if first_last is None:
         raise CorruptIngestFile(f"Corrupt ingest file {path}: no records")
     seqs: list[int] = table.column("seq").to_pylist()
     if any(a >= b for a, b in itertools.pairwise(seqs)):
         raise CorruptIngestFile(f"Corrupt ingest file {path}: seqs are not strictly increasing")
-    if expected is not None and (seqs[0], seqs[-1]) != expected:
+    if expected is not None and first_last != expected:
         raise CorruptIngestFile(
-            f"Corrupt ingest file {path}: holds seqs {seqs[0]}..{seqs[-1]}, "
+            f"Corrupt ingest file {path}: holds seqs {first_last[0]}..{first_last[1]}, "
             f"its name promises {expected[0]}..{expected[1]}"
         )
     return table
+
+
+def _seq_range(table: pa.Table) -> tuple[int, int] | None:
+    if table.num_rows == 0:
+        return None
+    seqs = table.column("seq")
+    return int(seqs[0].as_py()), int(seqs[-1].as_py())
+
+
+def _read_share(
+    path: Path, share: Callable[[int], bool]
+) -> tuple[pa.Table, tuple[int, int] | None]:
+    """The records of the buckets in ``share``, reading only the row groups that can hold
+    them (a row group of one bucket has equal bucket statistics), and the file's seq range
+    from the row groups' statistics."""
+    with pq.ParquetFile(path, page_checksum_verification=True) as file:
+        meta = file.metadata
+        bucket_at = meta.schema.to_arrow_schema().get_field_index("bucket")
+        seq_at = meta.schema.to_arrow_schema().get_field_index("seq")
+        groups: list[int] = []
+        lows: list[int] = []
+        highs: list[int] = []
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            if group.num_rows == 0:
+                continue
+            seq_stats = group.column(seq_at).statistics
+            buckets = group.column(bucket_at).statistics
+            if seq_stats is None or not seq_stats.has_min_max:
+                raise CorruptIngestFile(f"Corrupt ingest file {path}: no seq statistics")
+            lows.append(int(seq_stats.min))
+            highs.append(int(seq_stats.max))
+            single = buckets is not None and buckets.has_min_max and buckets.min == buckets.max
+            if not single or share(int(buckets.min)):
+                groups.append(g)
+        table = file.read_row_groups(groups) if groups else INGEST_SCHEMA.empty_table()
+    mine = pa.array([share(b) for b in table.column("bucket").to_pylist()], pa.bool_())
+    return table.filter(mine), (min(lows), max(highs)) if lows else None
+
+
+def _by_bucket(table: pa.Table) -> list[pa.Table]:
+    """The records of an append as row groups: one per bucket when they come bucket by
+    bucket (bulk appends do: their seqs are given bucket by bucket), so an executor task
+    reads only its buckets' row groups; else one."""
+    buckets = table.column("bucket").to_numpy()
+    if len(buckets) < 2 or (np.diff(buckets) < 0).any():
+        return [table]
+    starts = [0, *(np.flatnonzero(np.diff(buckets)) + 1).tolist(), len(buckets)]
+    return [table.slice(a, b - a) for a, b in itertools.pairwise(starts)]
 
 
 class IngestLog:
@@ -166,7 +227,11 @@ class IngestLog:
             final = self.directory / ingest_file_name(records[0].seq, records[-1].seq)
             tmp = self.directory / f"{_TMP_PREFIX}{uuid.uuid4().hex}.parquet"
             with open(tmp, "wb") as sink:
-                pq.write_table(table, sink, compression="zstd", write_page_checksum=True)
+                with pq.ParquetWriter(
+                    sink, table.schema, compression="zstd", write_page_checksum=True
+                ) as writer:
+                    for piece in _by_bucket(table):
+                        writer.write_table(piece, row_group_size=max(piece.num_rows, 1))
                 sink.flush()
                 os.fsync(sink.fileno())
             os.replace(tmp, final)

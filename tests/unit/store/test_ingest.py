@@ -1,0 +1,77 @@
+"""Ingest files written by bucket: a task reads only its buckets' row groups, verified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from cqlcdc.errors import CorruptIngestFile
+from cqlcdc.store.ingest import IngestLog, ingest_file_name, read_ingest_file
+from cqlcdc.store.records import IngestRecord
+
+
+def _records(buckets: list[int], first_seq: int = 1) -> list[IngestRecord]:
+    return [
+        IngestRecord(first_seq + i, "t", 1, b, b * 1000 + i, bytes([b, i]), b"payload %d" % i)
+        for i, b in enumerate(buckets)
+    ]
+
+
+def _seqs(path: Path, share: set[int] | None = None) -> list[int]:
+    table = read_ingest_file(path, None if share is None else share.__contains__)
+    return table.column("seq").to_pylist()
+
+
+def test_a_bulk_append_is_one_row_group_per_bucket_and_a_share_reads_only_its_own(
+    tmp_path: Path,
+) -> None:
+    log = IngestLog(tmp_path)
+    buckets = [0, 0, 2, 2, 2, 5, 7, 7]  # bucket by bucket, as bulk chunks come
+    log.append(_records(buckets))
+    path = log.files()[0].path
+    assert pq.ParquetFile(path).metadata.num_row_groups == 4
+    assert _seqs(path) == list(range(1, 9))
+    assert _seqs(path, {2, 7}) == [3, 4, 5, 7, 8]
+    assert _seqs(path, {1}) == []
+    # what the shares read, together, is the file
+    parts = [_seqs(path, {b for b in range(8) if b % 2 == k}) for k in (0, 1)]
+    assert sorted(parts[0] + parts[1]) == _seqs(path)
+
+
+def test_interleaved_buckets_stay_one_row_group_and_are_filtered(tmp_path: Path) -> None:
+    log = IngestLog(tmp_path)
+    log.append(_records([3, 1, 3, 0, 1]))
+    path = log.files()[0].path
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    assert _seqs(path, {1}) == [2, 5]
+    assert _seqs(path, {3, 0}) == [1, 3, 4]
+
+
+def test_a_share_still_checks_the_seq_range_against_the_name(tmp_path: Path) -> None:
+    log = IngestLog(tmp_path)
+    log.append(_records([0, 1, 2]))
+    path = log.files()[0].path
+    wrong = path.with_name(ingest_file_name(1, 4))
+    path.rename(wrong)
+    with pytest.raises(CorruptIngestFile, match=r"its name promises 1\.\.4"):
+        read_ingest_file(wrong, {2}.__contains__)
+    with pytest.raises(CorruptIngestFile, match=r"its name promises 1\.\.4"):
+        read_ingest_file(wrong)
+
+
+def test_a_damaged_row_group_fails_the_task_that_reads_it(tmp_path: Path) -> None:
+    log = IngestLog(tmp_path)
+    log.append(_records([0] * 50 + [1] * 50))
+    path = log.files()[0].path
+    meta = pq.ParquetFile(path).metadata
+    second = meta.row_group(1).column(6)  # the payload column of bucket 1's row group
+    start = second.dictionary_page_offset or second.data_page_offset
+    at = start + second.total_compressed_size - 3  # inside its last page's data
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert _seqs(path, {0}) == list(range(1, 51))  # bucket 0's pages are intact
+    with pytest.raises(CorruptIngestFile):
+        read_ingest_file(path, {1}.__contains__)
