@@ -24,7 +24,8 @@ check.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +35,7 @@ import pyarrow.compute as pc
 from cqlcdc.cdc.bulk_log import bulk_log_rows
 from cqlcdc.cdc.log_writer import OP_POSTIMAGE, OP_PREIMAGE
 from cqlcdc.cdc.streams import Generations
+from cqlcdc.changefeed.events import RowEvent
 from cqlcdc.schema.log_table import (
     BATCH_SEQ_NO,
     END_OF_BATCH,
@@ -109,7 +111,6 @@ class _Prior:
 
 def _prior_state(
     schema: TableSchema,
-    log_schema: pa.Schema,
     keys: _RowKeys,
     fragments: Mapping[bytes, Sequence[bytes]],
     now_lo: int,
@@ -159,9 +160,8 @@ def _prior_state(
         return None
     on_python = np.zeros(count, np.bool_)
     on_python[python_rows] = True
-    field_of = {f.name: f for f in log_schema}
     for col in schema.regular_columns:
-        arrow_type = field_of[col.name].type
+        arrow_type = col.type.arrow_type()
         convert = None if col.type.arrow_as_is else col.type.to_arrow
         old = values[col.name]
         from_python = pa.array(
@@ -249,19 +249,40 @@ def keys_by_bytes(schema: TableSchema) -> bool:
     return not any(c.type.cql_name in ("float", "double") for c in schema.clustering_key)
 
 
-def image_log_rows(
+@dataclass(frozen=True, slots=True)
+class BulkChanges:
+    """What a bucket of bulk writes does to the rows it touches, column-wise.
+
+    The writes sorted by (row, seq) are the *sorted* writes; ``order[k]`` is the position of
+    sorted write k in the bucket. Per regular column, ``columns[c]`` holds its ``source``
+    values (the writes' bound values in bucket order, the prior values, a null) and, per
+    sorted write, the index into them of the column's value before and after the write.
+    """
+
+    order: npt.NDArray[np.int64]
+    kind: npt.NDArray[np.int8]
+    stmt: npt.NDArray[np.int64]
+    columns: dict[str, tuple[pa.Array, npt.NDArray[np.int64], npt.NDArray[np.int64]]]
+    written_by: dict[str, npt.NDArray[np.bool_]]
+    live_before: npt.NDArray[np.bool_]
+    live_after: npt.NDArray[np.bool_]
+
+    @property
+    def row_delete(self) -> npt.NDArray[np.bool_]:
+        deletes: npt.NDArray[np.bool_] = self.kind == KIND_ROW_DELETE
+        return deletes
+
+
+def bulk_changes(
     schema: TableSchema,
-    log_schema: pa.Schema,
     writes: pa.Table,
     statements: Sequence[BulkStatement],
-    bucket: int,
-    generations: Generations,
     fragments: Mapping[bytes, Sequence[bytes]],
-) -> pa.Table | None:
-    """The log rows (``log_schema``) of a bucket's bulk writes with the images the table's
-    CDC options ask for, given the base fragments of the partitions they write (by
-    serialized partition key, in seq order, without what a TRUNCATE removed; a missing one
-    is empty). None when the writes must be applied one by one (see the module docstring)."""
+) -> BulkChanges | None:
+    """The changes of a bucket's bulk writes, given the base fragments of the partitions
+    they write (by serialized partition key, in seq order, without what a TRUNCATE removed;
+    a missing one is empty). None when the writes must be applied one by one (see the
+    module docstring)."""
     n = writes.num_rows
     if n == 0 or writes.column(TTL_COLUMN).to_numpy().any():
         return None
@@ -284,7 +305,7 @@ def image_log_rows(
     firsts = np.unique(row_of, return_index=True)[1]
     first_writes = writes.take(pa.array(firsts))
     keys = _RowKeys(schema, first_writes, pk_column.take(pa.array(firsts)), encoded.dictionary)
-    prior = _prior_state(schema, log_schema, keys, fragments, int(now_s.min()), int(now_s.max()))
+    prior = _prior_state(schema, keys, fragments, int(now_s.min()), int(now_s.max()))
     if prior is None:
         return None
 
@@ -303,24 +324,21 @@ def image_log_rows(
     first = np.maximum.accumulate(np.where(start, np.arange(n, dtype=np.int64), 0))
 
     row_delete = kind == KIND_ROW_DELETE
-    marker_at = _before_index((kind == KIND_INSERT) | row_delete, first, rows)
-    live_before = np.concatenate([kind == KIND_INSERT, prior.marker])[marker_at]
-    cdc = schema.cdc
-    full = cdc.preimage == "full"
-    field_of = {f.name: f for f in log_schema}
+    inserts = kind == KIND_INSERT
+    marker_at = _before_index(inserts | row_delete, first, rows)
+    marker_before = np.concatenate([inserts, prior.marker])[marker_at]
+    live_before = marker_before.copy()
+    live_after = inserts | (marker_before & ~row_delete)
     m = len(prior.newest)
     nothing = n + m  # the null at the end of each column's sources
-    # per column: its sources (the writes' bound values in write order, the prior values,
-    # a null), and for each write (by row, then seq) the source of its value before and
-    # after it, and whether its preimage shows the column
     columns: dict[str, tuple[pa.Array, npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
-    shown: dict[str, npt.NDArray[np.bool_]] = {}
+    written_by: dict[str, npt.NDArray[np.bool_]] = {}
     for col in schema.regular_columns:
         name = col.name
-        arrow_type = field_of[name].type
-        written_by = np.array([name in s.columns for s in statements], np.bool_)[stmt]
-        touch = written_by | row_delete
-        sets = written_by & ((kind == KIND_UPDATE) | (kind == KIND_INSERT))
+        arrow_type = col.type.arrow_type()
+        by = np.array([name in s.columns for s in statements], np.bool_)[stmt]
+        touch = by | row_delete
+        sets = by & ((kind == KIND_UPDATE) | inserts)
         if name in writes.column_names:
             bound = writes.column(name).combine_chunks().cast(arrow_type)
         else:
@@ -331,34 +349,97 @@ def image_log_rows(
         before = np.where(earlier_write < n, wrote[np.minimum(earlier_write, n - 1)], earlier_write)
         after = np.where(touch, wrote, before)
         columns[name] = (source, before, after)
-        live_before |= source.is_valid().to_numpy(zero_copy_only=False)[before]
-        shown[name] = np.full(n, full) | written_by | row_delete
+        written_by[name] = by
+        valid = source.is_valid().to_numpy(zero_copy_only=False)
+        live_before |= valid[before]
+        live_after |= valid[after]
+    return BulkChanges(order, kind, stmt, columns, written_by, live_before, live_after)
 
+
+def image_log_rows(
+    schema: TableSchema,
+    log_schema: pa.Schema,
+    writes: pa.Table,
+    statements: Sequence[BulkStatement],
+    bucket: int,
+    generations: Generations,
+    changes: BulkChanges,
+) -> pa.Table:
+    """The log rows (``log_schema``) of a bucket's bulk writes with the images the table's
+    CDC options ask for (``delta: 'full'``): the deltas in bucket order, then the images."""
+    n = writes.num_rows
+    order = changes.order
+    nothing = len(next(iter(changes.columns.values()))[0]) - 1 if changes.columns else n
+    cdc = schema.cdc
+    full = cdc.preimage == "full"
     delta = bulk_log_rows(schema, log_schema, writes, statements, bucket, generations)
-    pre = live_before if cdc.preimage != "false" else np.zeros(n, np.bool_)
-    post = ~row_delete if cdc.postimage else np.zeros(n, np.bool_)
-    # the delta rows stay in write order; image rows follow, by row then seq
+    pre = changes.live_before if cdc.preimage != "false" else np.zeros(n, np.bool_)
+    post = ~changes.row_delete if cdc.postimage else np.zeros(n, np.bool_)
     in_write_order = np.empty(n, np.int64)
     in_write_order[order] = np.arange(n, dtype=np.int64)
     parts = [_retimed(delta, pre[in_write_order], post[in_write_order])]
     if pre.any():
         values: dict[str, pa.Array] = {}
-        for name, (source, before, _) in columns.items():
-            picked = np.where(shown[name], before, nothing)[pre]
+        for name, (source, before, _) in changes.columns.items():
+            shown = full | changes.written_by[name] | changes.row_delete
+            picked = np.where(shown, before, nothing)[pre]
             values[name] = source.take(pa.array(picked))
             valid = source.is_valid().to_numpy(zero_copy_only=False)
-            gone = shown[name][pre] & ~valid[picked]
+            gone = shown[pre] & ~valid[picked]
             values[deleted_column(name)] = pa.array(gone, mask=~gone)
         parts.append(_image_rows(schema, log_schema, delta, order[pre], OP_PREIMAGE, 0, values))
     if post.any():
         values = {
-            name: source.take(pa.array(after[post])) for name, (source, _, after) in columns.items()
+            name: source.take(pa.array(after[post]))
+            for name, (source, _, after) in changes.columns.items()
         }
         seq_no = (pre.astype(np.int32) + 1)[post]
         parts.append(
             _image_rows(schema, log_schema, delta, order[post], OP_POSTIMAGE, seq_no, values)
         )
     return pa.concat_tables(parts)
+
+
+def feed_events(
+    schema: TableSchema,
+    writes: pa.Table,
+    statements: Sequence[BulkStatement],
+    changes: BulkChanges,
+) -> list[tuple[int, RowEvent]]:
+    """Each write's row event (``cqlcdc.changefeed.events``), as ``(position in the bucket,
+    event)`` in sorted order; a write that leaves its row absent before and after has none.
+    The values are the Python values the row path holds (columns of the bulk types only:
+    the caller's check)."""
+    names = list(changes.columns)
+    before_values: dict[str, list[Any]] = {}
+    after_values: dict[str, list[Any]] = {}
+    for name, (source, before, after) in changes.columns.items():
+        if pa.types.is_timestamp(source.type):
+            source = source.cast(pa.int64())
+        before_values[name] = source.take(pa.array(before)).to_pylist()
+        after_values[name] = source.take(pa.array(after)).to_pylist()
+    columns_of = [sorted(s.columns) for s in statements]
+    cks = [python_values(writes, c.name, schema) for c in schema.clustering_key]
+    out: list[tuple[int, RowEvent]] = []
+    live_before = changes.live_before.tolist()
+    live_after = changes.live_after.tolist()
+    kinds = changes.kind.tolist()
+    stmts = changes.stmt.tolist()
+    for k, position in enumerate(changes.order.tolist()):
+        old = new = None
+        if live_before[k]:
+            old = {c: v for c in names if (v := before_values[c][k]) is not None}
+        if live_after[k]:
+            new = {c: v for c in names if (v := after_values[c][k]) is not None}
+        if old is None and new is None:
+            continue
+        row_delete = kinds[k] == KIND_ROW_DELETE
+        written = {} if row_delete else {c: (new or {}).get(c) for c in columns_of[stmts[k]]}
+        event_kind: Literal["upsert", "erase"] = "upsert" if new is not None else "erase"
+        ck = tuple(values[position] for values in cks)
+        inserted = kinds[k] == KIND_INSERT
+        out.append((position, RowEvent(ck, event_kind, old, new, written, inserted)))
+    return out
 
 
 def _retimed(delta: pa.Table, pre: npt.NDArray[np.bool_], post: npt.NDArray[np.bool_]) -> pa.Table:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from cqlcdc.cdc.bulk_images import image_log_rows, keys_by_bytes
+from cqlcdc.cdc.bulk_images import bulk_changes, feed_events, image_log_rows, keys_by_bytes
 from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
 from cqlcdc.cdc.feeds import (
     FEED_PREFIX,
@@ -64,6 +64,7 @@ from cqlcdc.storage.codec import (
 from cqlcdc.storage.conditions import evaluate
 from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.partition import Partition
+from cqlcdc.storage.vectorized import BULK_TYPES
 
 BASE_SCHEMA = pa.schema(
     [
@@ -275,10 +276,11 @@ class CoreProcessor:
             writes, statements = concat_chunks(chunks)
             if len(chunks) == len(recs) and bulk_log_applies(latest):
                 return self._bulk_bucket(latest, bucket, writes, statements)
-            if len(chunks) == len(recs) and image_log_applies(latest):
+            same_version = all(r["schema_version"] == latest.schema_version for r in recs)
+            if len(chunks) == len(recs) and same_version and changes_apply(latest):
                 pks = sorted(set(writes.column(PK).to_pylist()))
                 fragments = self._fragments(state, latest, bucket, pks)
-                done = self._image_bucket(latest, bucket, writes, statements, fragments)
+                done = self._changes_bucket(latest, bucket, writes, statements, fragments)
                 if done is not None:
                     return done
             # the log needs state (images, feeds) or other records interleave: one by one,
@@ -357,7 +359,7 @@ class CoreProcessor:
                 fragments.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
         return {pk: [f for _, f in sorted(frags)] for pk, frags in fragments.items()}
 
-    def _image_bucket(
+    def _changes_bucket(
         self,
         schema: TableSchema,
         bucket: int,
@@ -365,26 +367,44 @@ class CoreProcessor:
         statements: tuple[BulkStatement, ...],
         fragments: dict[bytes, list[bytes]],
     ) -> dict[str, pa.Table] | None:
-        """A bucket of bulk writes only, for a table whose log has images: base fragments
-        and log rows column-wise (``cqlcdc.cdc.bulk_images``), or None when the writes must
-        be applied one by one."""
+        """A bucket of bulk writes only, for a table whose log has images or that has
+        changefeeds: base fragments, log rows and feed records column-wise
+        (``cqlcdc.cdc.bulk_images``), or None when the writes must be applied one by one."""
         from cqlcdc.schema.log_table import log_table_schema
+        from cqlcdc.storage.token import deserialize_partition_key
 
-        log = image_log_rows(
-            schema,
-            log_arrow_schema(log_table_schema(schema)),
-            writes,
-            statements,
-            bucket,
-            self.generations,
-            fragments,
-        )
-        if log is None:
+        changes = bulk_changes(schema, writes, statements, fragments)
+        if changes is None:
             return None
-        return {
-            base_output(schema): self._base_rows(schema, bucket, writes, statements),
-            log_output(schema): log,
-        }
+        result = {base_output(schema): self._base_rows(schema, bucket, writes, statements)}
+        if schema.cdc.enabled:
+            result[log_output(schema)] = image_log_rows(
+                schema,
+                log_arrow_schema(log_table_schema(schema)),
+                writes,
+                statements,
+                bucket,
+                self.generations,
+                changes,
+            )
+        feeds = table_feeds(schema)
+        if feeds:
+            stager = FeedStager(schema, feeds)
+            pks = writes.column(PK).to_pylist()
+            seqs = writes.column(SEQ).to_pylist()
+            now_us = writes.column(NOW).to_pylist()
+            keys: dict[bytes, tuple[Any, ...]] = {}
+            for position, event in feed_events(schema, writes, statements, changes):
+                pk_bytes = pks[position]
+                pk = keys.get(pk_bytes)
+                if pk is None:
+                    pk = keys[pk_bytes] = deserialize_partition_key(schema, pk_bytes)
+                step = now_us[position] // 1000
+                seq = seqs[position]
+                for feed in feeds:
+                    stager.add(feed, pk, [event], seq=seq, step=step, tx_id=seq, created_ms=step)
+            result.update(stager.tables())
+        return result
 
     @staticmethod
     def _base_rows(
@@ -703,7 +723,7 @@ class CoreProcessor:
             if table_id not in columnar:
                 schema = self.catalog.table_by_id(table_id)
                 columnar[table_id] = schema is not None and bulk_log_applies(schema)
-                images[table_id] = schema is not None and image_log_applies(schema)
+                images[table_id] = schema is not None and changes_apply(schema)
             if columnar[table_id]:
                 continue
             chunk = decode_chunk(payload)
@@ -758,18 +778,22 @@ def bulk_log_applies(schema: TableSchema) -> bool:
     )
 
 
-def image_log_applies(schema: TableSchema) -> bool:
-    """Whether bulk writes to ``schema`` may have their images made column-wise (where
-    ``cqlcdc.cdc.bulk_images`` accepts the bucket): CDC with images and full deltas, and no
-    changefeeds (whose records come from the row path's events)."""
+def changes_apply(schema: TableSchema) -> bool:
+    """Whether bulk writes to ``schema`` whose log or feeds need the prior state may be
+    handled column-wise (where ``cqlcdc.cdc.bulk_images`` accepts the bucket): a log with
+    full deltas (and any images), and changefeeds without an initial scan on tables whose
+    non-key columns are all of the bulk types (their values become the records' Python
+    values as the row path holds them)."""
     cdc = schema.cdc
-    return (
-        cdc.enabled
-        and cdc.delta == "full"
-        and (cdc.preimage != "false" or cdc.postimage)
-        and not table_feeds(schema)
-        and keys_by_bytes(schema)
-    )
+    feeds = table_feeds(schema)
+    if cdc.enabled and cdc.delta != "full":
+        return False
+    if feeds and (
+        any(f.options.initial_scan for f in feeds)
+        or any(c.type.cql_name not in BULK_TYPES for c in schema.value_columns)
+    ):
+        return False
+    return keys_by_bytes(schema) and not bulk_log_applies(schema)
 
 
 def _expanded(

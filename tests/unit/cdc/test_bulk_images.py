@@ -19,11 +19,13 @@ import pyarrow.compute as pc
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from cqlcdc.cdc.bulk_images import image_log_rows
+from cqlcdc.cdc.bulk_images import bulk_changes, feed_events, image_log_rows
 from cqlcdc.cdc.compaction import compact_base_rows
+from cqlcdc.cdc.feeds import table_feeds
 from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
 from cqlcdc.cdc.processor import BASE_SCHEMA, load_generations, log_arrow_schema, log_rows_to_arrow
 from cqlcdc.cdc.streams import Generations
+from cqlcdc.changefeed.events import RowEvent, row_events
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import BATCH_SEQ_NO, log_table_schema
@@ -65,25 +67,36 @@ IMAGES = [
 ]
 
 
-def _table(preimage: str, postimage: str, with_set: bool) -> TableSchema:
+def _table(preimage: str, postimage: str, with_set: bool, feed: bool = False) -> TableSchema:
+    """The table; with ``feed``, f is a blob (a changefeed's columns must be of the bulk
+    types for the column-wise path) and the table has a NEW_AND_OLD_IMAGES feed."""
     catalog = Catalog(Path(tempfile.mkdtemp()))
     catalog.execute(parse_statement(KS), None)
     extra = ", z set<int>" if with_set else ""
+    f_type = "blob" if feed else "frozen<list<int>>"
     catalog.execute(
         parse_statement(
             "CREATE TABLE ks.t (pk int, ck int, v int, w text, m timestamp, "
-            f"f frozen<list<int>>, s int static{extra}, PRIMARY KEY (pk, ck)) WITH cdc = "
+            f"f {f_type}, s int static{extra}, PRIMARY KEY (pk, ck)) WITH cdc = "
             f"{{'enabled': true, 'preimage': {preimage}, 'postimage': {postimage}}}"
         ),
         None,
     )
+    if feed:
+        catalog.execute(
+            parse_statement(
+                "ALTER TABLE ks.t ADD CHANGEFEED u WITH (MODE = 'NEW_AND_OLD_IMAGES', "
+                "FORMAT = 'JSON')"
+            ),
+            None,
+        )
     schema = catalog.table("ks", "t")
     assert schema is not None
     return schema
 
 
 @st.composite
-def _prior_write(draw: st.DrawFn, with_set: bool) -> tuple[str, int]:
+def _prior_write(draw: st.DrawFn, with_set: bool, feed: bool = False) -> tuple[str, int]:
     """A row-path write with literals and its own timestamp (and the now it ran at)."""
     pk, ck = draw(st.integers(0, 2)), draw(st.integers(0, 3))
     ts = draw(st.one_of(st.integers(1, 9_000), st.integers(9_000, 10_030)))
@@ -94,8 +107,8 @@ def _prior_write(draw: st.DrawFn, with_set: bool) -> tuple[str, int]:
     kind = draw(st.sampled_from([*kinds, "set"] if with_set else kinds))
     where = f"WHERE pk = {pk} AND ck = {ck}"
     text = {
-        "insert": f"INSERT INTO ks.t (pk, ck, v, w, f) VALUES ({pk}, {ck}, {v}, 'x{ts}', [1, {ck}])"
-        f" USING TIMESTAMP {ts}{ttl}",
+        "insert": f"INSERT INTO ks.t (pk, ck, v, w, f) VALUES ({pk}, {ck}, {v}, 'x{ts}', "
+        f"{'0x0' + str(ck) if feed else f'[1, {ck}]'}) USING TIMESTAMP {ts}{ttl}",
         "update": f"UPDATE ks.t USING TIMESTAMP {ts}{ttl} SET v = {v}, m = 7 {where}",
         "static": f"UPDATE ks.t USING TIMESTAMP {ts}{ttl} SET s = {v} WHERE pk = {pk}",
         "row": f"DELETE FROM ks.t USING TIMESTAMP {ts} {where}",
@@ -157,9 +170,10 @@ def _param(name: str) -> st.SearchStrategy[Any]:
 @st.composite
 def _case(draw: st.DrawFn) -> dict[str, Any]:
     preimage, postimage = draw(st.sampled_from(IMAGES))
-    with_set = draw(st.booleans())
-    schema = _table(preimage, postimage, with_set)
-    prior = draw(st.lists(_prior_write(with_set), max_size=12) | st.just([]))
+    feed = draw(st.booleans())
+    with_set = not feed and draw(st.booleans())
+    schema = _table(preimage, postimage, with_set, feed)
+    prior = draw(st.lists(_prior_write(with_set, feed), max_size=12) | st.just([]))
     texts = draw(
         st.lists(st.sampled_from(BULK_TEXTS[:6]), min_size=1, max_size=4)
         | st.lists(st.sampled_from(BULK_TEXTS), min_size=1, max_size=4)
@@ -301,8 +315,30 @@ def _one_by_one(
 def _columnar(
     schema: TableSchema, table: pa.Table, statements: Any, fragments: dict[bytes, list[bytes]]
 ) -> pa.Table | None:
+    changes = bulk_changes(schema, table, statements, fragments)
+    if changes is None:
+        return None
     log_schema = log_arrow_schema(log_table_schema(schema))
-    return image_log_rows(schema, log_schema, table, statements, 0, GENERATIONS, fragments)
+    return image_log_rows(schema, log_schema, table, statements, 0, GENERATIONS, changes)
+
+
+def _events_one_by_one(
+    schema: TableSchema, table: pa.Table, statements: Any, parts: dict[bytes, Partition]
+) -> list[tuple[int, RowEvent]]:
+    """The row path's feed events: ``row_events`` per write, in seq order."""
+    out: list[tuple[int, RowEvent]] = []
+    mutations = chunk_mutations(schema, table, statements)
+    seqs = table.column("_seq").to_pylist()
+    now_s = [now // 1_000_000 for now in table.column("_now_us").to_pylist()]
+    for i in np.argsort(seqs, kind="stable"):
+        mutation = mutations[i]
+        key = serialize_partition_key(schema, mutation.pk)
+        before = parts.get(key)
+        after = before.copy() if before is not None else Partition(mutation.pk)
+        after.apply(mutation)
+        out += [(seqs[i], e) for e in row_events(schema, before, mutation, after, now_s[i])]
+        parts[key] = after
+    return out
 
 
 def _assert_same(fast: pa.Table, slow: pa.Table) -> None:
@@ -395,6 +431,14 @@ def test_columnar_images_equal_the_log_writer_one_write_at_a_time(case: dict[str
         return
     slow = _one_by_one(schema, table, case["plans"], _partitions(schema, fragments))
     _assert_same(fast, slow)
+    if table_feeds(schema):  # the feed's row events too (its records are made from them)
+        changes = bulk_changes(schema, table, case["plans"], fragments)
+        assert changes is not None
+        seqs = table.column("_seq").to_pylist()
+        events = feed_events(schema, table, case["plans"], changes)
+        got = sorted(((seqs[p], e) for p, e in events), key=lambda pe: pe[0])
+        parts = _partitions(schema, fragments)
+        assert got == _events_one_by_one(schema, table, case["plans"], parts)
 
 
 def test_a_load_over_earlier_writes_is_columnar_and_declines_what_it_must() -> None:
