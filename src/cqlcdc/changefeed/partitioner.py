@@ -54,6 +54,8 @@ def partition_for(key_bytes: bytes, partitions: int) -> int:
     """
     if partitions < 1:
         raise ValueError(f"a topic has at least one partition, not {partitions}")
+    if partitions == 1:  # the whole ring (no hash needed)
+        return 0
     return bucket_of(murmur3_token(key_bytes), partitions)
 
 

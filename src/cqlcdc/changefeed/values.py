@@ -14,9 +14,11 @@ follow the same spirit: lossless, and plain JSON a consumer reads without a sche
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from cqlcdc.types import (
@@ -109,39 +111,50 @@ def to_json(cql_type: CqlType, value: Any) -> Any:
     """A CQL value as a JSON value (``None`` is ``null``); see docs/changefeeds.md."""
     if value is None:
         return None
+    return _converter(cql_type)(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _converter(cql_type: CqlType) -> Callable[[Any], Any]:
+    """How ``to_json`` renders a non-null value of ``cql_type`` (decided once per type: a
+    feed renders every column of every record)."""
     if isinstance(cql_type, BooleanType):
-        return bool(value)
+        return bool
     if isinstance(cql_type, _INTEGER_TYPES):
-        return int(value)
+        return int
     if isinstance(cql_type, VarintType | DecimalType):
-        return str(value)  # arbitrary precision: a string, as YDB does for Decimal/DyNumber
+        return str  # arbitrary precision: a string, as YDB does for Decimal/DyNumber
     if isinstance(cql_type, DoubleType):
-        return _float(cql_type, value)
+        return functools.partial(_float, cql_type)
     if isinstance(cql_type, BlobType):
-        return base64.b64encode(bytes(value)).decode("ascii")
+        return lambda value: base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(cql_type, DateType):
-        return iso_date(value)
+        return iso_date
     if isinstance(cql_type, TimestampType):
-        return iso_timestamp(value)
+        return iso_timestamp
     if isinstance(cql_type, TimeType):
-        return format_time(value)
+        return format_time
     if isinstance(cql_type, DurationType):
-        return cql_type.to_literal(value)
+        return cql_type.to_literal
     if isinstance(cql_type, ListType | VectorType):
-        return [to_json(cql_type.elem, v) for v in value]
+        elem = cql_type.elem
+        return lambda value: [to_json(elem, v) for v in value]
     if isinstance(cql_type, SetType):
-        return [to_json(cql_type.elem, v) for v in _sorted_set(cql_type, value)]
+        set_type = cql_type
+        return lambda value: [to_json(set_type.elem, v) for v in _sorted_set(set_type, value)]
     if isinstance(cql_type, MapType):
-        return {json_key(cql_type.key, k): to_json(cql_type.value, v) for k, v in value.items()}
-    if isinstance(cql_type, TupleType):
-        return [to_json(t, v) for t, v in zip(cql_type.types, value)]
-    if isinstance(cql_type, UserType):
-        return {
-            name: to_json(t, value.get(name))
-            for name, t in zip(cql_type.field_names, cql_type.field_types)
+        map_type = cql_type
+        return lambda value: {
+            json_key(map_type.key, k): to_json(map_type.value, v) for k, v in value.items()
         }
+    if isinstance(cql_type, TupleType):
+        types = cql_type.types
+        return lambda value: [to_json(t, v) for t, v in zip(types, value)]
+    if isinstance(cql_type, UserType):
+        fields = tuple(zip(cql_type.field_names, cql_type.field_types))
+        return lambda value: {name: to_json(t, value.get(name)) for name, t in fields}
     # text, ascii, uuid, timeuuid, inet: their canonical text
-    return str(value)
+    return str
 
 
 # -- DynamoDB AttributeValue -------------------------------------------------------------------
