@@ -174,8 +174,8 @@ def _element_cells(
     """A frozen value of a non-frozen collection/UDT type exploded into element cells."""
     if value is None:
         return {}
-    if isinstance(ctype, SetType):
-        return {e: _live(ts, True, ttl, ctx) for e in value}
+    if isinstance(ctype, SetType):  # in CQL order: the same write encodes to the same bytes
+        return {e: _live(ts, True, ttl, ctx) for e in ctype.ordered(value)}
     if isinstance(ctype, MapType):
         return {k: _live(ts, v, ttl, ctx) for k, v in value.items()}
     if isinstance(ctype, ListType):
@@ -391,12 +391,13 @@ def _assign(
                 f"Invalid operation ({col.name} = {col.name} - ?) for non counter column {col.name}"
             )
         if isinstance(ctype, MapType):
-            keys = SetType(ctype.key, frozen=True).parse_literal(a.value, col.name, ctx)
-            removed = {k: Cell(ts, None) for k in (keys or ())}
+            key_set = SetType(ctype.key, frozen=True)
+            keys = key_set.parse_literal(a.value, col.name, ctx)
+            removed = {k: Cell(ts, None) for k in key_set.ordered(keys or ())}
             target.collection(col.name).apply(CollectionCells(None, removed))
         elif isinstance(ctype, SetType):
             elems = _parse(col, a.value, ctx)
-            removed = {e: Cell(ts, None) for e in (elems or ())}
+            removed = {e: Cell(ts, None) for e in ctype.ordered(elems or ())}
             target.collection(col.name).apply(CollectionCells(None, removed))
         elif isinstance(ctype, ListType):
             vals = _parse(col, a.value, ctx)

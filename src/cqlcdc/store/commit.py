@@ -34,6 +34,11 @@ from cqlcdc.errors import ServerError
 from cqlcdc.storage.vectorized import timeuuid_ticks
 
 MANIFEST_NAME = "manifest.json"
+#: The data directory format this version reads and writes, kept in the manifest: base
+#: fragments (``CQM1`` pickled partitions, ``CQA1`` bulk writes), ingest payloads (``CQM1``,
+#: ``CQB1`` chunks), the ingest files' and outputs' schemas. A directory of a newer format is
+#: refused rather than misread; ``tests/unit/store/golden_formats.json`` pins the bytes.
+FORMAT = 1
 
 # Small commits are frequent: a Delta checkpoint every 20 commits keeps table loads cheap.
 TABLE_CONFIGURATION: dict[str, str | None] = {"delta.checkpointInterval": "20"}
@@ -283,6 +288,13 @@ class Manifest:
             return cls(batch_id=-1, max_seq=0)
         except (OSError, ValueError) as err:
             raise ServerError(f"Cannot read manifest {path}: {err}") from err
+        written = int(raw.get("format", 1))
+        if written > FORMAT:
+            raise ServerError(
+                f"Data directory {Path(data_dir)} has format {written} (written by a newer "
+                f"cqlcdc); this version reads format {FORMAT}: open it with the version that "
+                f"wrote it"
+            )
         return cls(
             batch_id=int(raw["batch_id"]),
             max_seq=int(raw["max_seq"]),
@@ -295,6 +307,7 @@ class Manifest:
         directory = Path(data_dir)
         tmp = directory / f".{MANIFEST_NAME}.{uuid.uuid4().hex}.tmp"
         body = {
+            "format": FORMAT,
             "batch_id": self.batch_id,
             "max_seq": self.max_seq,
             "versions": self.versions,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from cqlcdc.errors import CorruptIngestFile
+from cqlcdc.errors import CorruptIngestFile, ServerError
+from cqlcdc.store.commit import FORMAT, MANIFEST_NAME, Manifest
 from cqlcdc.store.ingest import IngestLog, ingest_file_name, read_ingest_file
 from cqlcdc.store.records import IngestRecord
 
@@ -75,3 +77,18 @@ def test_a_damaged_row_group_fails_the_task_that_reads_it(tmp_path: Path) -> Non
     assert _seqs(path, {0}) == list(range(1, 51))  # bucket 0's pages are intact
     with pytest.raises(CorruptIngestFile):
         read_ingest_file(path, {1}.__contains__)
+
+
+def test_a_manifest_of_a_newer_format_is_refused_and_ours_says_its_format(tmp_path: Path) -> None:
+    manifest = Manifest(batch_id=3, max_seq=9, versions={"base/t": 2})
+    manifest.save(tmp_path)
+    saved = json.loads((tmp_path / MANIFEST_NAME).read_text())
+    assert saved["format"] == FORMAT
+    assert Manifest.load(tmp_path).versions == {"base/t": 2}
+    del saved["format"]  # written before the manifest said its format: format 1
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps(saved))
+    assert Manifest.load(tmp_path).batch_id == 3
+    saved["format"] = FORMAT + 1
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps(saved))
+    with pytest.raises(ServerError, match=f"has format {FORMAT + 1} .written by a newer cqlcdc"):
+        Manifest.load(tmp_path)

@@ -1,0 +1,206 @@
+"""The durable byte formats, pinned by golden fixtures (``golden_formats.json``).
+
+Base fragments and ingest payloads live in data directories for as long as the data does, so
+a change to their bytes (a class renamed or moved under a pickle, a field reordered in the
+bulk layout) must be a decision, not an accident: each fixture is the bytes a write of this
+version encodes to. The tests decode every fixture (an old directory stays readable) and
+encode the same write again to the same bytes (nothing drifted). When a format changes on
+purpose, bump its tag (``CQM1``, ``CQA1``, ``CQB1``) or ``store.commit.FORMAT`` and run
+``python -m tests.unit.store.test_formats`` to write new fixtures beside the old ones.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from cqlcdc.cql import ast, parse_statement
+from cqlcdc.schema.catalog import Catalog
+from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.bulk import (
+    ChunkWrites,
+    bound_columns,
+    bulk_fragments,
+    chunk_mutations,
+    concat_chunks,
+    decode_chunk,
+    make_chunks,
+    plan_bulk,
+)
+from cqlcdc.storage.codec import (
+    WritePayload,
+    decode_fragment,
+    decode_payload,
+    encode_fragment,
+    encode_payload,
+)
+from cqlcdc.storage.mutations import (
+    Mutation,
+    WriteContext,
+    build_delete,
+    build_insert,
+    build_update,
+)
+
+GOLDEN = Path(__file__).with_name("golden_formats.json")
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+TABLE = (
+    "CREATE TABLE ks.t (pk int, ck text, v int, w text, m timestamp, b blob, d double, "
+    "o boolean, s int static, l list<int>, z set<text>, mm map<int, text>, PRIMARY KEY (pk, ck))"
+)
+NOW_US = 1_700_000_000_123_456
+SEED = 42
+ROW_WRITES = [
+    (
+        "INSERT INTO ks.t (pk, ck, v, w, m, b, d, o, l, z, mm) VALUES (1, 'a', 7, 'x', 1000, "
+        "0x0102, 1.5, true, [1, 2], {'p', 'q'}, {3: 'c'}) USING TTL 60",
+        100,
+    ),
+    (
+        "UPDATE ks.t SET s = 9, l = l + [3], z = z - {'p'}, mm[4] = 'd' WHERE pk = 1 AND ck = 'a'",
+        101,
+    ),
+    ("UPDATE ks.t SET l[0] = 5 WHERE pk = 1 AND ck = 'a'", 102),
+    ("DELETE FROM ks.t WHERE pk = 1 AND ck > 'b' AND ck <= 'd'", 103),
+    ("DELETE w FROM ks.t WHERE pk = 1 AND ck = 'a'", 104),
+    ("DELETE FROM ks.t WHERE pk = 2", 105),
+]
+BULK_WRITES = [  # (prepared statement, its bound values per execution)
+    (
+        "INSERT INTO ks.t (pk, ck, v, w, m, b, d, o) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL 9",
+        [
+            (1, "a", 7, "x", 1000, b"\x01", 1.5, True),
+            (2, "b", None, None, None, None, None, None),
+        ],
+    ),
+    ("UPDATE ks.t SET v = ?, w = ? WHERE pk = ? AND ck = ?", [(3, "y", 1, "a")]),
+    ("DELETE FROM ks.t WHERE pk = ? AND ck = ?", [(1, "c")]),
+    ("DELETE v, o FROM ks.t WHERE pk = ? AND ck = ?", [(2, "b")]),
+]
+
+
+def _schema() -> TableSchema:
+    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog.execute(parse_statement(KS), None)
+    catalog.execute(parse_statement(TABLE), None)
+    schema = catalog.table("ks", "t")
+    assert schema is not None
+    return schema
+
+
+def _row_write(schema: TableSchema, text: str, ts: int) -> Mutation:
+    stmt = parse_statement(text)
+    ctx = WriteContext(ts, NOW_US, SEED)
+    if isinstance(stmt, ast.Insert):
+        built = build_insert(schema, stmt, ctx, 0)
+    elif isinstance(stmt, ast.Update):
+        built = build_update(schema, stmt, ctx, 0)
+    else:
+        assert isinstance(stmt, ast.Delete)
+        built = build_delete(schema, stmt, ctx)
+    assert len(built) == 1
+    return built[0]
+
+
+def _payload(mutation: Mutation) -> WritePayload:
+    return WritePayload(mutation.partition, tuple(mutation.list_ops), NOW_US, SEED)
+
+
+def _bulk(schema: TableSchema) -> tuple[pa.Table, Any, list[bytes]]:
+    """The bulk writes as one chunk (its payload bytes) and their base fragments."""
+    plans = []
+    for text, _ in BULK_WRITES:
+        stmt = parse_statement(text)
+        assert isinstance(stmt, ast.Insert | ast.Update | ast.Delete)
+        plan = plan_bulk(schema, stmt, None, 9 if "TTL" in text else 0)
+        assert plan is not None, text
+        plans.append(plan)
+    which = [i for i, (_, rows) in enumerate(BULK_WRITES) for _ in rows]
+    params = [row for _, rows in BULK_WRITES for row in rows]
+    tables = []
+    for i, plan in enumerate(plans):
+        columns = bound_columns(schema, plan, [p for w, p in zip(which, params) if w == i])
+        assert columns is not None
+        tables.append(pa.table(columns))
+    merged = pa.concat_tables(tables, promote_options="default")  # writes grouped by statement
+    n = merged.num_rows
+    writes = ChunkWrites(
+        tuple(plans),
+        np.array(which, np.int8),
+        merged,
+        np.arange(500, 500 + n, dtype=np.int64),
+        np.arange(1, n + 1, dtype=np.uint64),
+    )
+    chunks = make_chunks(schema, writes, 10, NOW_US, 1)
+    assert chunks is not None and len(chunks) == 1
+    payload = chunks[0][4]
+    table, statements = concat_chunks([decode_chunk(payload)])
+    return table, statements, [payload, *bulk_fragments(schema, table, statements).to_pylist()]
+
+
+def _fixtures() -> dict[str, Any]:
+    schema = _schema()
+    rows = []
+    for text, ts in ROW_WRITES:
+        mutation = _row_write(schema, text, ts)
+        rows.append(
+            {
+                "cql": text,
+                "ts": ts,
+                "fragment": encode_fragment(mutation.partition).hex(),
+                "payload": encode_payload(_payload(mutation)).hex(),
+            }
+        )
+    _, _, bulk = _bulk(schema)
+    return {
+        "row_writes": rows,
+        "bulk_chunk": bulk[0].hex(),
+        "bulk_fragments": [b.hex() for b in bulk[1:]],
+    }
+
+
+@pytest.fixture(scope="module")
+def golden() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(GOLDEN.read_text())
+    return data
+
+
+def test_row_path_fragments_and_payloads_decode_and_encode_to_the_same_bytes(
+    golden: dict[str, Any],
+) -> None:
+    schema = _schema()
+    assert [(w["cql"], w["ts"]) for w in golden["row_writes"]] == ROW_WRITES
+    for fixture in golden["row_writes"]:
+        mutation = _row_write(schema, fixture["cql"], fixture["ts"])
+        fragment = bytes.fromhex(fixture["fragment"])
+        assert decode_fragment(fragment) == mutation.partition, fixture["cql"]
+        assert encode_fragment(mutation.partition) == fragment, fixture["cql"]
+        payload = bytes.fromhex(fixture["payload"])
+        assert decode_payload(payload) == _payload(mutation), fixture["cql"]
+        assert encode_payload(_payload(mutation)) == payload, fixture["cql"]
+
+
+def test_bulk_fragments_and_chunks_decode_and_encode_to_the_same_bytes(
+    golden: dict[str, Any],
+) -> None:
+    schema = _schema()
+    table, statements, made = _bulk(schema)
+    fragments = [bytes.fromhex(h) for h in golden["bulk_fragments"]]
+    assert made[1:] == fragments  # the bulk layout did not drift
+    mutations = chunk_mutations(schema, table, statements)
+    assert [decode_fragment(f) for f in fragments] == mutations
+    # the chunk: an Arrow IPC stream (its bytes are pyarrow's), read back to the same writes
+    old_table, old_statements = concat_chunks([decode_chunk(bytes.fromhex(golden["bulk_chunk"]))])
+    assert old_statements == statements
+    assert old_table.equals(table)
+
+
+if __name__ == "__main__":  # write the fixtures of this version (a deliberate format change)
+    GOLDEN.write_text(json.dumps(_fixtures(), indent=1) + "\n")
+    print(f"wrote {GOLDEN}")
