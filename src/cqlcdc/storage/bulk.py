@@ -632,20 +632,37 @@ def _decoder(cql: str) -> Any:
     return native_type(cql).deserialize
 
 
+@dataclass(frozen=True, slots=True)
+class FragmentHeader:
+    """The part of a bulk fragment its statement's writes share (see ``fragment_header``)."""
+
+    kind: int
+    n_pk: int
+    n_ck: int
+    names: tuple[str, ...]  # the key columns, then the written columns
+    types: tuple[str, ...]  # their CQL type names
+
+
 @lru_cache(maxsize=256)
-def _parse_header(header: bytes) -> tuple[int, int, int, tuple[str, ...], tuple[Any, ...]]:
+def parse_fragment_header(header: bytes) -> FragmentHeader:
     kind, n_pk, n_ck, n_cols = struct.unpack_from(">BBBH", header)
     pos = 5
     names: list[str] = []
-    decoders: list[Any] = []
+    types: list[str] = []
     for _ in range(n_pk + n_ck + n_cols):
         size = header[pos]
         names.append(header[pos + 1 : pos + 1 + size].decode())
         pos += 1 + size
         size = header[pos]
-        decoders.append(_decoder(header[pos + 1 : pos + 1 + size].decode()))
+        types.append(header[pos + 1 : pos + 1 + size].decode())
         pos += 1 + size
-    return kind, n_pk, n_ck, tuple(names), tuple(decoders)
+    return FragmentHeader(kind, n_pk, n_ck, tuple(names), tuple(types))
+
+
+@lru_cache(maxsize=256)
+def _parse_header(header: bytes) -> tuple[int, int, int, tuple[str, ...], tuple[Any, ...]]:
+    h = parse_fragment_header(header)
+    return h.kind, h.n_pk, h.n_ck, h.names, tuple(_decoder(t) for t in h.types)
 
 
 _TAG_LEN = len(FRAGMENT_TAG)

@@ -14,7 +14,6 @@ range or partition tombstones, no statics and no collections.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,35 +27,12 @@ from cqlcdc.storage.bulk import (
     FRAGMENT_TAG,
     KIND_INSERT,
     KIND_ROW_DELETE,
+    parse_fragment_header,
 )
 from cqlcdc.storage.vectorized import FIXED_WIDTH, binary_parts
 
 _OLDEST = np.iinfo(np.int64).min
 _TAG_LEN = len(FRAGMENT_TAG)
-
-
-@dataclass(frozen=True, slots=True)
-class _Header:
-    kind: int
-    n_pk: int
-    n_ck: int
-    names: tuple[str, ...]  # keys, then the written columns
-    types: tuple[str, ...]  # their CQL type names
-
-
-def _header(header: bytes) -> _Header:
-    kind, n_pk, n_ck, n_cols = struct.unpack_from(">BBBH", header)
-    pos = 5
-    names: list[str] = []
-    types: list[str] = []
-    for _ in range(n_pk + n_ck + n_cols):
-        size = header[pos]
-        names.append(header[pos + 1 : pos + 1 + size].decode())
-        pos += 1 + size
-        size = header[pos]
-        types.append(header[pos + 1 : pos + 1 + size].decode())
-        pos += 1 + size
-    return _Header(kind, n_pk, n_ck, tuple(names), tuple(types))
 
 
 def _gather(data: npt.NDArray[np.uint8], at: npt.NDArray[np.int64], dtype: str) -> npt.NDArray[Any]:
@@ -146,7 +122,7 @@ def parse_fragments(schema: TableSchema, fragments: pa.Array) -> Fragments | Non
     for i, head in enumerate(heads.to_pylist()):
         groups.setdefault(head, []).append(i)
     for header_bytes, members in groups.items():
-        header = _header(header_bytes)
+        header = parse_fragment_header(header_bytes)
         index = np.array(members, np.int64)
         pos = offsets[:-1][index] + _TAG_LEN + 2 + len(header_bytes)
         kinds[index] = header.kind
