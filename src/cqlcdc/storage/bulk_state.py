@@ -252,15 +252,22 @@ def _winners(
 def surviving(parsed: Fragments, rows: npt.NDArray[np.int64], count: int) -> npt.NDArray[np.bool_]:
     """Which fragments a compaction keeps: those holding a newest candidate (ties included)
     of some component of their row (``rows[i]`` of ``count``): the row tombstone, the
-    marker, a column's cell. Merging the kept ones gives what merging all gives, since no
-    other candidate can win a last-write-wins merge, so they stay bulk fragments."""
+    marker, a column's cell, unless the row tombstone shadows them (timestamp not above
+    it). Merging the kept ones gives what merging all gives, since no other candidate can
+    win a last-write-wins merge and a shadowed one stays shadowed whatever comes later (the
+    tombstone is kept), so they stay bulk fragments."""
     keep = np.zeros(len(rows), np.bool_)
-    candidates = [parsed.kinds == KIND_ROW_DELETE, parsed.kinds == KIND_INSERT]
-    candidates += list(parsed.sets.values())
+    deletes = parsed.kinds == KIND_ROW_DELETE
+    candidates = [deletes, parsed.kinds == KIND_INSERT, *parsed.sets.values()]
+    deletion = np.full(count, _OLDEST, np.int64)
     for mask in candidates:
         if not mask.any():
             continue
         newest = np.full(count, _OLDEST, np.int64)
         np.maximum.at(newest, rows[mask], parsed.ts[mask])
         keep |= mask & (parsed.ts == newest[rows])
-    return keep
+        if mask is deletes:
+            deletion = newest
+    # what the row tombstone shadows can never be seen or win again: dropped
+    kept: npt.NDArray[np.bool_] = keep & (deletes | (parsed.ts > deletion[rows]))
+    return kept
