@@ -1,24 +1,28 @@
-"""CDC log rows with pre- and postimages of bulk writes, column-wise.
+"""What a bucket of bulk writes changes, column-wise: CDC log images and feed row events.
 
-The images of a bucket of bulk writes (``cqlcdc.storage.bulk``) are a join of the writes with
-the prior state of the rows they touch, plus a sort-and-scan for several writes to one row in
-the batch: after sorting the writes by (row, seq), the value a column had before write k is
-the value written by the last earlier write of the row that touched the column, or, when
-none did, the prior state's (a forward fill per column, done with ``maximum.accumulate``).
-The delta rows are :func:`cqlcdc.cdc.bulk_log.bulk_log_rows`'; preimage and postimage rows
-are projections of the same columns, so no write goes through the log writer.
+The before/after state of every write of a bucket of bulk writes (``cqlcdc.storage.bulk``)
+is a join of the writes with the prior state of the rows they touch, plus a sort-and-scan
+for several writes to one row in the batch: after sorting the writes by (row, seq), the value
+a column had before write k is the value written by the last earlier write of the row that
+touched the column, or, when none did, the prior state's (a forward fill per column, done
+with ``maximum.accumulate``) (:func:`bulk_changes`). From it come the log rows
+(:func:`image_log_rows`: the delta rows are :func:`cqlcdc.cdc.bulk_log.bulk_log_rows`',
+preimage and postimage rows project the same columns) and the changefeeds' row events
+(:func:`feed_events`), so no write goes through the log writer or a merged partition.
 
-That equals what :class:`cqlcdc.cdc.log_writer.LogWriter` writes for each write applied one
-by one (``tests/unit/cdc/test_bulk_images.py`` checks it with hypothesis) when replaying
-the writes in seq order over the prior state is plain overwriting, which is what this module
-checks before it answers; otherwise it answers None and the caller applies the writes one by
-one. The conditions: no write carries a TTL; in every row the writes' timestamps grow with
-seq and exceed every timestamp of the row's prior state (its cells, marker and the
-tombstones covering it), so last-write-wins never keeps an older value; no cell or marker of
-a touched row expires between the earliest and the latest write of the bucket; and the
-touched rows hold atomic cells only (a non-frozen collection or UDT takes the row path).
-What a table's log needs (CDC on, ``delta: 'full'``, images, no changefeeds) is the caller's
-check.
+That equals what :class:`cqlcdc.cdc.log_writer.LogWriter` and
+:func:`cqlcdc.changefeed.events.row_events` give for each write applied one by one
+(``tests/unit/cdc/test_bulk_images.py`` checks it with hypothesis) when replaying the writes
+in seq order over the prior state is plain overwriting, which :func:`bulk_changes` checks
+before it answers; otherwise it answers None and the caller applies the writes one by one.
+The conditions: no write carries a TTL; in every row the writes' timestamps grow with seq and
+exceed every timestamp of the row's prior state (its cells, marker and the tombstones
+covering it), so last-write-wins never keeps an older value; no cell or marker of a touched
+row expires between the earliest and the latest write of the bucket; the touched rows hold
+atomic cells only (a non-frozen collection or UDT takes the row path); clustering keys are
+equal exactly when their bytes are (:func:`keys_by_bytes`). What the table's log and feeds
+need (``delta: 'full'``, no initial scan, bulk-typed columns for feeds) is the caller's
+check (``cdc.processor.changes_apply``).
 """
 
 from __future__ import annotations
@@ -106,7 +110,7 @@ class _Prior:
     def __init__(self, newest: npt.NDArray[np.int64], marker: npt.NDArray[np.bool_]) -> None:
         self.newest = newest  # the newest timestamp of anything in the row
         self.marker = marker  # a live row marker
-        self.values: dict[str, pa.Array] = {}  # live values, in the log's Arrow types
+        self.values: dict[str, pa.Array] = {}  # live values, in the columns' Arrow types
 
 
 def _prior_state(
@@ -124,7 +128,6 @@ def _prior_state(
     count = len(keys)
     bulk: list[bytes] = []
     bulk_pk: list[bytes] = []
-    python_rows: list[int] = []
     for pk, frags in fragments.items():
         if all(f.startswith(FRAGMENT_TAG) for f in frags):
             bulk += frags
