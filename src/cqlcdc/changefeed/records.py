@@ -54,9 +54,13 @@ class FeedRecord:
         return partition_for(self.partition_key, partitions)
 
 
-def encode(value: dict[str, Any] | list[Any]) -> bytes:
-    """A record's key or value as compact UTF-8 JSON (no NaN: values render it as text)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+def encode(value: dict[str, Any] | list[Any]) -> str:
+    """A record's key or value as compact JSON text (stored and sent as UTF-8; no NaN:
+    values render it as text)."""
+    return _ENCODER.encode(value)
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def barrier_record(step: int, tx_id: int) -> FeedRecord:

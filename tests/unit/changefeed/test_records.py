@@ -139,7 +139,7 @@ def test_barrier_record() -> None:
     record = barrier_record(1670792500000, 0)
     assert record.value == {"resolved": [1670792500000, 0]}
     assert record.key is None and record.partition_key == b""
-    assert encode(record.value) == b'{"resolved":[1670792500000,0]}'
+    assert encode(record.value) == '{"resolved":[1670792500000,0]}'
 
 
 # -- Debezium ---------------------------------------------------------------------------------
@@ -404,5 +404,5 @@ def test_initial_scan_rejects_erase(table: TableSchema) -> None:
 def test_records_encode_as_compact_json(table: TableSchema) -> None:
     [record] = feed_records(FeedOptions("NEW_IMAGE", "JSON"), table, PK, [INSERT], 1, 2)
     text = encode(record.value)
-    assert b" " not in text.replace(b"Main St", b"")
+    assert " " not in text.replace("Main St", "")
     assert json.loads(text) == record.value
