@@ -34,7 +34,6 @@ from cqlcdc.storage.bulk import (
     FRAGMENT_TAG,
     BulkStatement,
     ChunkWrites,
-    bound_columns,
     bulk_fragments,
     chunk_mutations,
     concat_chunks,
@@ -50,8 +49,8 @@ from cqlcdc.storage.token import (
     murmur3_token,
     serialize_partition_key,
 )
-from cqlcdc.storage.vectorized import splitmix64
 from cqlcdc.storage.view import PartitionView
+from tests.bulk_writes import chunk_writes
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 NOW_US = 1_700_000_000_123_456
@@ -221,27 +220,17 @@ def _bucket(
     """The bulk writes as the pipeline reads them: one bucket, seqs from 100, in two appends
     (the writes before ``split`` at NOW_US, the rest ``gap_s`` seconds later)."""
     n = len(which)
-    stmt = np.array(which, np.int8)
-    timestamps = np.arange(first_ts, first_ts + n, dtype=np.int64)
-    for i, plan in enumerate(plans):
-        if plan.timestamp is not None:
-            timestamps[stmt == i] = plan.timestamp
-    tables = []
-    for i, plan in enumerate(plans):
-        positions = np.flatnonzero(stmt == i)
-        columns = bound_columns(schema, plan, [params[j] for j in positions])
-        assert columns is not None
-        columns["_pos"] = pa.array(positions)
-        tables.append(pa.table(columns))
-    merged = pa.concat_tables(tables, promote_options="default")
-    merged = merged.take(pc.sort_indices(merged.column("_pos"))).drop_columns(["_pos"])
-    seeds = splitmix64(np.arange(n, dtype=np.uint64))
+    writes = chunk_writes(schema, plans, which, params, first_ts)
     chunks = []
     for lo, hi, now in ((0, split, now_us), (split, n, now_us + gap_s * 1_000_000)):
         if lo == hi:
             continue
         part = ChunkWrites(
-            plans, stmt[lo:hi], merged.slice(lo, hi - lo), timestamps[lo:hi], seeds[lo:hi]
+            writes.statements,
+            writes.stmt[lo:hi],
+            writes.columns.slice(lo, hi - lo),
+            writes.timestamps[lo:hi],
+            writes.seeds[lo:hi],
         )
         made = make_chunks(schema, part, first_seq + lo, now, 1)
         assert made is not None and len(made) == 1

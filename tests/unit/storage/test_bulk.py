@@ -42,6 +42,7 @@ from cqlcdc.storage.codec import decode_fragment
 from cqlcdc.storage.mutations import WriteContext, build_delete, build_insert, build_update
 from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_key
 from cqlcdc.storage.vectorized import splitmix64
+from tests.bulk_writes import chunk_writes
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 VALUE_TYPES = {
@@ -189,29 +190,15 @@ def test_bulk_writes_mean_what_the_row_path_makes(case: Any) -> None:
     if not params:
         return
     n = len(params)
-    which = np.array(which_list, np.int8)
-    timestamps = np.arange(10_000, 10_000 + n, dtype=np.int64)
-    for i, plan in enumerate(statements):
-        if plan.timestamp is not None:
-            timestamps[which == i] = plan.timestamp
-    seeds = splitmix64(np.arange(n, dtype=np.uint64))
-    tables = []
-    for i, plan in enumerate(statements):
-        positions = np.flatnonzero(which == i)
-        columns = bound_columns(schema, plan, [params[j] for j in positions])
-        assert columns is not None
-        columns["_pos"] = pa.array(positions)
-        tables.append(pa.table(columns))
-    merged = pa.concat_tables(tables, promote_options="default")
-    merged = merged.take(pa.compute.sort_indices(merged.column("_pos"))).drop_columns(["_pos"])
-    writes = ChunkWrites(statements, which, merged, timestamps, seeds)
+    writes = chunk_writes(schema, statements, which_list, params)
+    timestamps, seeds = writes.timestamps, writes.seeds
     chunks = make_chunks(schema, writes, 100, NOW_US, NUM_BUCKETS)
     assert chunks is not None
 
     # the row path's keys, tokens, buckets, and seqs (bucket-major, stable)
     expected = []
     for j in range(n):
-        stmt, plan = plans[which_list[j]]
+        stmt, _ = plans[which_list[j]]
         mutation = _row_path(schema, stmt, int(timestamps[j]), int(seeds[j]), params[j])
         pk_bytes = serialize_partition_key(schema, mutation.pk)
         token = murmur3_token(pk_bytes)
