@@ -1,4 +1,5 @@
-"""Bulk writes for tests: executions of prepared bulk statements as the session chunks them.
+"""Writes for tests: executions of prepared bulk statements as the session chunks them, and
+single writes as the row path builds them.
 
 >>> chunk_writes(schema, plans, [0, 1, 0], params)  # doctest: +SKIP
 """
@@ -12,8 +13,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cqlcdc.cql import ast
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.bulk import BulkStatement, ChunkWrites, bound_columns
+from cqlcdc.storage.mutations import (
+    Mutation,
+    WriteContext,
+    build_delete,
+    build_insert,
+    build_update,
+)
 from cqlcdc.storage.vectorized import splitmix64
 
 
@@ -43,3 +52,16 @@ def chunk_writes(
     merged = merged.take(pc.sort_indices(merged.column("_pos"))).drop_columns(["_pos"])
     seeds = splitmix64(np.arange(n, dtype=np.uint64))
     return ChunkWrites(tuple(plans), stmt, merged, timestamps, seeds)
+
+
+def row_mutation(schema: TableSchema, stmt: ast.Statement, ctx: WriteContext) -> Mutation:
+    """The row path's mutation of one single-partition INSERT, UPDATE or DELETE."""
+    if isinstance(stmt, ast.Insert):
+        built = build_insert(schema, stmt, ctx, 0)
+    elif isinstance(stmt, ast.Update):
+        built = build_update(schema, stmt, ctx, 0)
+    else:
+        assert isinstance(stmt, ast.Delete)
+        built = build_delete(schema, stmt, ctx)
+    assert len(built) == 1
+    return built[0]

@@ -42,7 +42,7 @@ from cqlcdc.storage.bulk import (
     plan_bulk,
 )
 from cqlcdc.storage.codec import encode_fragment, merge_fragments
-from cqlcdc.storage.mutations import WriteContext, build_delete, build_insert, build_update
+from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.token import (
     deserialize_partition_key,
@@ -50,7 +50,7 @@ from cqlcdc.storage.token import (
     serialize_partition_key,
 )
 from cqlcdc.storage.view import PartitionView
-from tests.bulk_writes import chunk_writes
+from tests.bulk_writes import chunk_writes, row_mutation
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 NOW_US = 1_700_000_000_123_456
@@ -120,17 +120,7 @@ def _prior_write(draw: st.DrawFn, with_set: bool, feed: bool = False) -> tuple[s
 
 
 def _row_path(schema: TableSchema, text: str, now_us: int) -> Partition:
-    stmt = parse_statement(text)
-    ctx = WriteContext(1, now_us, 7)
-    if isinstance(stmt, ast.Insert):
-        built = build_insert(schema, stmt, ctx, 0)
-    elif isinstance(stmt, ast.Update):
-        built = build_update(schema, stmt, ctx, 0)
-    else:
-        assert isinstance(stmt, ast.Delete)
-        built = build_delete(schema, stmt, ctx)
-    assert len(built) == 1
-    return built[0].partition
+    return row_mutation(schema, parse_statement(text), WriteContext(1, now_us, 7)).partition
 
 
 BULK_TEXTS = [

@@ -39,10 +39,10 @@ from cqlcdc.storage.bulk import (
     plan_bulk,
 )
 from cqlcdc.storage.codec import decode_fragment
-from cqlcdc.storage.mutations import WriteContext, build_delete, build_insert, build_update
+from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_key
 from cqlcdc.storage.vectorized import splitmix64
-from tests.bulk_writes import chunk_writes
+from tests.bulk_writes import chunk_writes, row_mutation
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 VALUE_TYPES = {
@@ -143,15 +143,7 @@ def _plan(schema: TableSchema, text: str) -> tuple[Any, BulkStatement]:
 
 
 def _row_path(schema: TableSchema, stmt: Any, ts: int, seed: int, params: tuple[Any, ...]) -> Any:
-    ctx = WriteContext(ts, NOW_US, seed, bindings=params)
-    if isinstance(stmt, ast.Insert):
-        built = build_insert(schema, stmt, ctx, 0)
-    elif isinstance(stmt, ast.Update):
-        built = build_update(schema, stmt, ctx, 0)
-    else:
-        built = build_delete(schema, stmt, ctx)
-    assert len(built) == 1
-    return built[0].partition
+    return row_mutation(schema, stmt, WriteContext(ts, NOW_US, seed, bindings=params)).partition
 
 
 @st.composite

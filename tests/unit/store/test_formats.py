@@ -43,10 +43,8 @@ from cqlcdc.storage.codec import (
 from cqlcdc.storage.mutations import (
     Mutation,
     WriteContext,
-    build_delete,
-    build_insert,
-    build_update,
 )
+from tests.bulk_writes import row_mutation
 
 GOLDEN = Path(__file__).with_name("golden_formats.json")
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
@@ -95,17 +93,7 @@ def _schema() -> TableSchema:
 
 
 def _row_write(schema: TableSchema, text: str, ts: int) -> Mutation:
-    stmt = parse_statement(text)
-    ctx = WriteContext(ts, NOW_US, SEED)
-    if isinstance(stmt, ast.Insert):
-        built = build_insert(schema, stmt, ctx, 0)
-    elif isinstance(stmt, ast.Update):
-        built = build_update(schema, stmt, ctx, 0)
-    else:
-        assert isinstance(stmt, ast.Delete)
-        built = build_delete(schema, stmt, ctx)
-    assert len(built) == 1
-    return built[0]
+    return row_mutation(schema, parse_statement(text), WriteContext(ts, NOW_US, SEED))
 
 
 def _payload(mutation: Mutation) -> WritePayload:
