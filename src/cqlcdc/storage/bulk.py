@@ -41,8 +41,8 @@ from cqlcdc.storage.vectorized import (
     BULK_TYPES,
     FIXED_WIDTH,
     VARIABLE_WIDTH,
+    ByteRows,
     int_bytes,
-    length_prefixed,
     murmur3_tokens,
     native_bytes,
     token_buckets,
@@ -574,48 +574,48 @@ def fragment_header(schema: TableSchema, stmt: BulkStatement) -> bytes:
 def bulk_fragments(
     schema: TableSchema, table: pa.Table, statements: Sequence[BulkStatement]
 ) -> pa.Array:
-    """The base fragment of every write, column-wise (decoded by :func:`decode_bulk_fragment`)."""
+    """The base fragment of every write, column-wise (decoded by :func:`decode_bulk_fragment`).
+
+    The writes of each statement are built together (one layout: its header, then fixed
+    and variable-width pieces in one order), then put back in the writes' order.
+    """
+    which = table.column(STMT).to_numpy().astype(np.int64)
+    if len(statements) == 1:
+        return _statement_fragments(schema, table, statements[0])
+    parts: list[pa.Array] = []
+    positions: list[npt.NDArray[np.int64]] = []
+    for k, stmt in enumerate(statements):
+        rows = np.flatnonzero(which == k)
+        if len(rows):
+            parts.append(_statement_fragments(schema, table.take(pa.array(rows)), stmt))
+            positions.append(rows)
+    if not parts:
+        return pa.array([], pa.binary())
+    order = np.empty(table.num_rows, np.int64)
+    order[np.concatenate(positions)] = np.arange(table.num_rows, dtype=np.int64)
+    return pa.concat_arrays(parts).take(pa.array(order))
+
+
+def _statement_fragments(schema: TableSchema, table: pa.Table, stmt: BulkStatement) -> pa.Array:
     n = table.num_rows
-    which = table.column(STMT).to_numpy()
-    headers = pa.array([fragment_header(schema, s) for s in statements], pa.binary())
     ttl = table.column(TTL).to_numpy().astype(np.int64)
     now_s = table.column(NOW).to_numpy() // 1_000_000
-    expiry = np.where(ttl > 0, now_s + ttl, 0)
-    pieces: list[pa.Array] = [
-        headers.take(pa.array(which)),
-        int_bytes(table.column(TS).to_numpy(), ">i8"),
-        int_bytes(ttl, ">i4"),
-        int_bytes(expiry, ">i8"),
-    ]
+    out = ByteRows(n)
+    header = np.frombuffer(fragment_header(schema, stmt), np.uint8)
+    out.fixed(np.broadcast_to(header, (n, len(header))))
+    out.numbers(table.column(TS).to_numpy(), ">i8")
+    out.numbers(ttl, ">i4")
+    out.numbers(np.where(ttl > 0, now_s + ttl, 0), ">i8")
     for col in (*schema.partition_key, *schema.clustering_key):
-        pieces.append(length_prefixed(table.column(col.name), col.type.cql_name))
-    # per statement, its columns in order; writes of other statements get nothing here
-    width = max((len(s.columns) for s in statements), default=0)
-    for slot in range(width):
-        parts: list[pa.Array] = []
-        for s in statements:
-            if slot < len(s.columns):
-                column = schema.column(s.columns[slot])
-                assert column is not None
-                if s.kind == KIND_CELL_DELETE:
-                    parts.append(pa.array([b"\xff\xff\xff\xff"] * n, pa.binary()))
-                else:
-                    parts.append(length_prefixed(table.column(column.name), column.type.cql_name))
-            else:
-                parts.append(pa.array([b""] * n, pa.binary()))
-        if len(parts) == 1:
-            pieces.append(parts[0])
+        out.value(table.column(col.name), col.type.cql_name)
+    for name in stmt.columns:
+        if stmt.kind == KIND_CELL_DELETE:
+            out.numbers(np.full(n, -1, np.int32), ">i4")  # a null [value]
         else:
-            choice = pa.array(which.astype(np.int16))
-            pieces.append(_choose(choice, parts))
-    return pc.binary_join_element_wise(*pieces, b"")
-
-
-def _choose(which: pa.Array, parts: list[pa.Array]) -> pa.Array:
-    out = parts[0]
-    for i, part in enumerate(parts[1:], start=1):
-        out = pc.if_else(pc.equal(which, i), part, out)
-    return out
+            column = schema.column(name)
+            assert column is not None
+            out.value(table.column(column.name), column.type.cql_name)
+    return out.build()
 
 
 _INTEGERS = frozenset(name for name, dtype in FIXED_WIDTH.items() if dtype.startswith(">i"))
