@@ -50,7 +50,6 @@ from cqlcdc.schema.log_table import (
 )
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.bulk import (
-    FRAGMENT_TAG,
     KIND_INSERT,
     KIND_ROW_DELETE,
     KIND_UPDATE,
@@ -63,7 +62,7 @@ from cqlcdc.storage.bulk import (
     python_values,
 )
 from cqlcdc.storage.bulk import TTL as TTL_COLUMN
-from cqlcdc.storage.bulk_state import merge_rows, parse_fragments
+from cqlcdc.storage.bulk_state import PartitionFragments, merge_rows, parse_fragments
 from cqlcdc.storage.cells import Cell
 from cqlcdc.storage.codec import merge_fragments
 from cqlcdc.storage.keys import ClusteringOrder
@@ -88,12 +87,16 @@ class _RowKeys:
     ) -> None:
         self.schema = schema
         self.first_writes = first_writes  # the first write of each row
-        self.pks: list[bytes] = pks.to_pylist()
+        self.pks = pks.cast(pa.binary())
         self.row_keys = row_keys
         self._cks: list[list[Any]] | None = None
 
     def __len__(self) -> int:
         return len(self.pks)
+
+    def pk(self, row: int) -> bytes:
+        value: bytes = self.pks[row].as_py()
+        return value
 
     def ck(self, row: int) -> tuple[Any, ...]:
         if self._cks is None:
@@ -116,7 +119,7 @@ class _Prior:
 def _prior_state(
     schema: TableSchema,
     keys: _RowKeys,
-    fragments: Mapping[bytes, Sequence[bytes]],
+    fragments: PartitionFragments,
     now_lo: int,
     now_hi: int,
 ) -> _Prior | None:
@@ -126,25 +129,21 @@ def _prior_state(
     (``cqlcdc.storage.bulk_state``), the rest in Python.
     """
     count = len(keys)
-    bulk: list[bytes] = []
-    bulk_pk: list[bytes] = []
-    for pk, frags in fragments.items():
-        if all(f.startswith(FRAGMENT_TAG) for f in frags):
-            bulk += frags
-            bulk_pk += [pk] * len(frags)
-    bulk_pks = set(bulk_pk)
-    python_rows = [r for r, pk in enumerate(keys.pks) if pk in fragments and pk not in bulk_pks]
+    bulk_mask = fragments.bulk()
+    on_python = pc.is_in(keys.pks, value_set=fragments.pk.filter(pa.array(~bulk_mask)))
+    on_python_np = on_python.to_numpy(zero_copy_only=False)
+    python_rows = np.flatnonzero(on_python_np).tolist()
+    bulk = fragments.fragment.filter(pa.array(bulk_mask))
+    bulk_pk = fragments.pk.filter(pa.array(bulk_mask))
     newest = np.full(count, _OLDEST, np.int64)
     marker = np.zeros(count, np.bool_)
     prior = _Prior(newest, marker)
     typed: dict[str, pa.Array] = {}
-    if bulk:
-        parsed = parse_fragments(schema, pa.array(bulk, pa.binary()))
+    if len(bulk):
+        parsed = parse_fragments(schema, bulk)
         if parsed is None:
             return None
-        row_keys = pc.binary_join_element_wise(
-            pa.array(bulk_pk, pa.large_binary()), parsed.ck, _NOTHING
-        )
+        row_keys = pc.binary_join_element_wise(bulk_pk.cast(pa.large_binary()), parsed.ck, _NOTHING)
         found = pc.index_in(row_keys, value_set=keys.row_keys)
         rows = found.fill_null(-1).to_numpy().astype(np.int64)
         late = parsed.expiry[rows >= 0]
@@ -161,8 +160,6 @@ def _prior_state(
         schema, keys, python_rows, fragments, prior, values, now_lo, now_hi
     ):
         return None
-    on_python = np.zeros(count, np.bool_)
-    on_python[python_rows] = True
     for col in schema.regular_columns:
         arrow_type = col.type.arrow_type()
         convert = None if col.type.arrow_as_is else col.type.to_arrow
@@ -173,7 +170,7 @@ def _prior_state(
         )
         if col.name in typed:
             from_bulk = typed[col.name].cast(arrow_type)
-            prior.values[col.name] = pc.if_else(pa.array(on_python), from_python, from_bulk)
+            prior.values[col.name] = pc.if_else(on_python, from_python, from_bulk)
         else:
             prior.values[col.name] = from_python
     return prior
@@ -183,7 +180,7 @@ def _python_rows(
     schema: TableSchema,
     keys: _RowKeys,
     rows: Sequence[int],
-    fragments: Mapping[bytes, Sequence[bytes]],
+    fragments: PartitionFragments,
     prior: _Prior,
     values: dict[str, list[Any]],
     now_lo: int,
@@ -194,12 +191,14 @@ def _python_rows(
     regulars = schema.regular_columns
     order = ClusteringOrder(schema)
     merged: dict[bytes, Partition] = {}
+    wanted = keys.pks.take(pa.array(rows, pa.int64()))
+    by_partition = fragments.by_partition(wanted)
     for r in rows:
-        pk, ck = keys.pks[r], keys.ck(r)
+        pk, ck = keys.pk(r), keys.ck(r)
         part = merged.get(pk)
         if part is None:
             part = merged[pk] = merge_fragments(
-                deserialize_partition_key(schema, pk), list(fragments[pk])
+                deserialize_partition_key(schema, pk), by_partition[pk]
             )
         shadow = part.row_shadow(ck, order)
         newest = _OLDEST if shadow is None else shadow
@@ -280,12 +279,11 @@ def bulk_changes(
     schema: TableSchema,
     writes: pa.Table,
     statements: Sequence[BulkStatement],
-    fragments: Mapping[bytes, Sequence[bytes]],
+    fragments: PartitionFragments,
 ) -> BulkChanges | None:
     """The changes of a bucket's bulk writes, given the base fragments of the partitions
-    they write (by serialized partition key, in seq order, without what a TRUNCATE removed;
-    a missing one is empty). None when the writes must be applied one by one (see the
-    module docstring)."""
+    they write (without what a TRUNCATE removed; a partition without any is empty). None
+    when the writes must be applied one by one (see the module docstring)."""
     n = writes.num_rows
     if n == 0 or writes.column(TTL_COLUMN).to_numpy().any():
         return None

@@ -50,6 +50,7 @@ from cqlcdc.storage.bulk import (
     decode_chunk,
     is_chunk,
 )
+from cqlcdc.storage.bulk_state import PartitionFragments
 from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.codec import (
     ConditionalWrite,
@@ -269,7 +270,7 @@ class CoreProcessor:
         latest = self._schema(table_id, max(r["schema_version"] for r in recs))
         if latest is None:  # the table was dropped before its writes were applied
             return {}
-        fragments: dict[bytes, list[bytes]] | None = None
+        fragments: PartitionFragments | None = None
         chunk_recs = [r for r in recs if is_chunk(r["payload"])]
         if chunk_recs:
             chunks = [decode_chunk(r["payload"]) for r in chunk_recs]
@@ -297,7 +298,7 @@ class CoreProcessor:
             fragments = self._fragments(state, latest, bucket, pks)
         partitions = {
             pk: merge_fragments(deserialize_partition_key(latest, pk), frags)
-            for pk, frags in fragments.items()
+            for pk, frags in fragments.by_partition().items()
         }
         feeds = table_feeds(latest)
         ctx = _BucketContext(latest, bucket, _Outputs([], [], []), FeedStager(latest, feeds))
@@ -346,18 +347,11 @@ class CoreProcessor:
 
     def _fragments(
         self, state: Any, schema: TableSchema, bucket: int, pks: list[bytes]
-    ) -> dict[bytes, list[bytes]]:
-        """The base fragments of partitions ``pks`` of the bucket (those with any), in seq
-        order, leaving out what a TRUNCATE removed."""
+    ) -> PartitionFragments:
+        """The base fragments of partitions ``pks`` of the bucket, in seq order, leaving out
+        what a TRUNCATE removed."""
         prior = state.read(base_output(schema), bucket, pks)
-        fragments: dict[bytes, list[tuple[int, bytes]]] = {}
-        truncated = self.truncations.upto(schema.table_id)
-        if prior.num_rows:
-            for row in prior.select(["pk", "seq", "fragment"]).to_pylist():
-                if row["seq"] <= truncated:
-                    continue
-                fragments.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
-        return {pk: [f for _, f in sorted(frags)] for pk, frags in fragments.items()}
+        return PartitionFragments.of_rows(prior, self.truncations.upto(schema.table_id))
 
     def _changes_bucket(
         self,
@@ -365,7 +359,7 @@ class CoreProcessor:
         bucket: int,
         writes: pa.Table,
         statements: tuple[BulkStatement, ...],
-        fragments: dict[bytes, list[bytes]],
+        fragments: PartitionFragments,
     ) -> dict[str, pa.Table] | None:
         """A bucket of bulk writes only, for a table whose log has images or that has
         changefeeds: base fragments, log rows and feed records column-wise

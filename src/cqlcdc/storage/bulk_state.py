@@ -14,6 +14,7 @@ range or partition tombstones, no statics and no collections.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,66 @@ from cqlcdc.storage.vectorized import FIXED_WIDTH, binary_parts
 
 _OLDEST = np.iinfo(np.int64).min
 _TAG_LEN = len(FRAGMENT_TAG)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFragments:
+    """The base fragments of some partitions as two parallel columns, in seq order: what a
+    bucket's writes read of the state, kept in Arrow so that partitions of bulk fragments
+    are merged without a Python object per fragment (``by_partition`` makes them for the
+    rest)."""
+
+    pk: pa.Array  # binary: the serialized partition key
+    fragment: pa.Array  # binary
+
+    @classmethod
+    def of_rows(cls, rows: pa.Table, truncated: int) -> PartitionFragments:
+        """From base rows (``pk``, ``seq``, ``fragment``): those after seq ``truncated``
+        (what a TRUNCATE left), in seq order."""
+        if rows.num_rows == 0:
+            return cls.of_mapping({})
+        rows = rows.select(["pk", "seq", "fragment"])
+        rows = rows.filter(pc.greater(rows.column("seq"), truncated))
+        rows = rows.sort_by("seq")
+        return cls(
+            rows.column("pk").combine_chunks().cast(pa.binary()),
+            rows.column("fragment").combine_chunks().cast(pa.binary()),
+        )
+
+    @classmethod
+    def of_mapping(cls, fragments: Mapping[bytes, Sequence[bytes]]) -> PartitionFragments:
+        """From fragments by partition key, each partition's in seq order."""
+        pks = [pk for pk, frags in fragments.items() for _ in frags]
+        return cls(
+            pa.array(pks, pa.binary()),
+            pa.array([f for frags in fragments.values() for f in frags], pa.binary()),
+        )
+
+    def __len__(self) -> int:
+        return len(self.pk)
+
+    def by_partition(self, pks: pa.Array | None = None) -> dict[bytes, list[bytes]]:
+        """The fragments of each partition (only those in ``pks``, if given), in seq order."""
+        pk, fragment = self.pk, self.fragment
+        if pks is not None:
+            wanted = pc.is_in(pk, value_set=pks.cast(pa.binary()))
+            pk, fragment = pk.filter(wanted), fragment.filter(wanted)
+        out: dict[bytes, list[bytes]] = {}
+        for key, frag in zip(pk.to_pylist(), fragment.to_pylist(), strict=True):
+            out.setdefault(key, []).append(frag)
+        return out
+
+    def bulk(self) -> npt.NDArray[np.bool_]:
+        """Per fragment: whether its partition is made only of bulk fragments."""
+        if not len(self.pk):
+            return np.zeros(0, np.bool_)
+        tagged = pc.equal(pc.binary_slice(self.fragment, 0, _TAG_LEN), FRAGMENT_TAG)
+        other = self.pk.filter(pc.invert(tagged))
+        if not len(other):
+            return np.ones(len(self.pk), np.bool_)
+        mixed = pc.is_in(self.pk, value_set=pc.unique(other))
+        only_bulk: npt.NDArray[np.bool_] = ~mixed.to_numpy(zero_copy_only=False)
+        return only_bulk
 
 
 def _gather(data: npt.NDArray[np.uint8], at: npt.NDArray[np.int64], dtype: str) -> npt.NDArray[Any]:
@@ -117,13 +178,15 @@ def parse_fragments(schema: TableSchema, fragments: pa.Array) -> Fragments | Non
     columns = {c.name: c for c in schema.regular_columns}
     sets: dict[str, npt.NDArray[np.bool_]] = {}
     pieces: dict[str, list[tuple[npt.NDArray[np.int64], pa.Array]]] = {}
-    groups: dict[bytes, list[int]] = {}
-    heads = _region(data, offsets[:-1] + _TAG_LEN + 2, offsets[:-1] + _TAG_LEN + 2 + lengths)
-    for i, head in enumerate(heads.to_pylist()):
-        groups.setdefault(head, []).append(i)
-    for header_bytes, members in groups.items():
+    heads = pc.dictionary_encode(
+        _region(data, offsets[:-1] + _TAG_LEN + 2, offsets[:-1] + _TAG_LEN + 2 + lengths)
+    )
+    head_of = heads.indices.to_numpy().astype(np.int64)
+    by_head = np.argsort(head_of, kind="stable")
+    bounds = np.searchsorted(head_of[by_head], np.arange(len(heads.dictionary) + 1))
+    for h, header_bytes in enumerate(heads.dictionary.to_pylist()):
         header = parse_fragment_header(header_bytes)
-        index = np.array(members, np.int64)
+        index = by_head[bounds[h] : bounds[h + 1]]
         pos = offsets[:-1][index] + _TAG_LEN + 2 + len(header_bytes)
         kinds[index] = header.kind
         ts[index] = _gather(data, pos, ">i8")

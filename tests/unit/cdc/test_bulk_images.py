@@ -41,6 +41,7 @@ from cqlcdc.storage.bulk import (
     make_chunks,
     plan_bulk,
 )
+from cqlcdc.storage.bulk_state import PartitionFragments
 from cqlcdc.storage.codec import encode_fragment, merge_fragments
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.partition import Partition
@@ -294,7 +295,7 @@ def _one_by_one(
 def _columnar(
     schema: TableSchema, table: pa.Table, statements: Any, fragments: dict[bytes, list[bytes]]
 ) -> pa.Table | None:
-    changes = bulk_changes(schema, table, statements, fragments)
+    changes = bulk_changes(schema, table, statements, PartitionFragments.of_mapping(fragments))
     if changes is None:
         return None
     log_schema = log_arrow_schema(log_table_schema(schema))
@@ -411,7 +412,9 @@ def test_columnar_images_equal_the_log_writer_one_write_at_a_time(case: dict[str
     slow = _one_by_one(schema, table, case["plans"], _partitions(schema, fragments))
     _assert_same(fast, slow)
     if table_feeds(schema):  # the feed's row events too (its records are made from them)
-        changes = bulk_changes(schema, table, case["plans"], fragments)
+        changes = bulk_changes(
+            schema, table, case["plans"], PartitionFragments.of_mapping(fragments)
+        )
         assert changes is not None
         seqs = table.column("_seq").to_pylist()
         events = feed_events(schema, table, case["plans"], changes)
