@@ -45,6 +45,7 @@ from cqlcdc.schema.log_table import (
     END_OF_BATCH,
     OPERATION,
     STREAM_ID,
+    TICKS,
     TIME,
     deleted_column,
 )
@@ -74,7 +75,7 @@ from cqlcdc.storage.view import row_is_live, row_values
 _OLDEST = np.iinfo(np.int64).min
 _NOTHING = pa.scalar(b"", pa.large_binary())  # the separator of joined keys
 # columns a preimage or postimage row shares with its write's delta row
-_SHARED = ("_bucket", "_pk", "_seq", "_expiry_s", STREAM_ID, TIME)
+_SHARED = ("_bucket", "_pk", "_seq", "_expiry_s", STREAM_ID, TIME, TICKS)
 
 
 class _RowKeys:

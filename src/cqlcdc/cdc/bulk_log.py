@@ -24,6 +24,7 @@ from cqlcdc.schema.log_table import (
     END_OF_BATCH,
     OPERATION,
     STREAM_ID,
+    TICKS,
     TIME,
     TTL,
     deleted_column,
@@ -43,7 +44,7 @@ from cqlcdc.storage.bulk import (
     BulkStatement,
 )
 from cqlcdc.storage.bulk import TTL as TTL_COLUMN
-from cqlcdc.storage.vectorized import splitmix64, timeuuid_strings
+from cqlcdc.storage.vectorized import splitmix64, timeuuid_strings, timeuuid_time
 
 _OPERATION = {
     KIND_INSERT: OP_INSERT,
@@ -105,6 +106,7 @@ def bulk_log_rows(
         "_expiry_s": pa.array(now_s + log_ttl if log_ttl else np.zeros(n, np.int64)),
         STREAM_ID: generations.stream_ids(table.column(TOKEN).to_numpy(), ts),
         TIME: timeuuid_strings(ts, cdc_time_bits(seeds, seq.view(np.uint64))),
+        TICKS: pa.array(timeuuid_time(ts)),
         BATCH_SEQ_NO: pa.array(np.zeros(n, np.int32)),
         OPERATION: pa.array(operation),
         TTL: pa.array(ttl, mask=~(live & (ttl > 0))),

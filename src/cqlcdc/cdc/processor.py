@@ -36,6 +36,7 @@ from cqlcdc.cdc.log_writer import LogRow, LogWriter, WriteInfo
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.changefeed.events import expiry_events, row_events, snapshot_events
 from cqlcdc.errors import CqlError, UnappliedWrite
+from cqlcdc.schema.log_table import TICKS, TIME
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.bulk import (
     NOW,
@@ -65,7 +66,7 @@ from cqlcdc.storage.codec import (
 from cqlcdc.storage.conditions import evaluate
 from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.partition import Partition
-from cqlcdc.storage.vectorized import BULK_TYPES
+from cqlcdc.storage.vectorized import BULK_TYPES, timeuuid_ticks
 
 BASE_SCHEMA = pa.schema(
     [
@@ -155,8 +156,9 @@ class SchemaSource(Protocol):
 
 
 def log_arrow_schema(log: TableSchema) -> pa.Schema:
+    """A log output's columns: the internal ones, the log table's, then ``TICKS``."""
     fields = [pa.field(c.name, c.type.arrow_type()) for c in log.columns]
-    return pa.schema([*LOG_INTERNAL, *fields])
+    return pa.schema([*LOG_INTERNAL, *fields, pa.field(TICKS, pa.int64())])
 
 
 def log_rows_to_arrow(log: TableSchema, rows: list[dict[str, Any]]) -> pa.Table:
@@ -171,6 +173,8 @@ def log_rows_to_arrow(log: TableSchema, rows: list[dict[str, Any]]) -> pa.Table:
             data[name] = [convert(row.get(name)) for row in rows]
     for f in LOG_INTERNAL:
         data[f.name] = [row[f.name] for row in rows]
+    times = pa.array(data[TIME], pa.string())
+    data[TICKS] = pa.array(timeuuid_ticks(times) if rows else [], pa.int64())
     return pa.Table.from_pydict(data, schema=schema)
 
 

@@ -25,6 +25,10 @@ TTL = "cdc$ttl"
 END_OF_BATCH = "cdc$end_of_batch"
 DELETED_PREFIX = "cdc$deleted_"
 DELETED_ELEMENTS_PREFIX = "cdc$deleted_elements_"
+# stored beside a log's rows, last: the 100 ns timestamp of each row's cdc$time, a number
+# whose row-group statistics let a time window skip most of a log (the timeuuid text sorts
+# by its low time bits first, so its own statistics cannot)
+TICKS = "_ticks"
 
 
 def log_name(base_name: str) -> str:

@@ -31,6 +31,7 @@ from deltalake import CommitProperties, DeltaTable, Field, Schema, Transaction
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from cqlcdc.errors import ServerError
+from cqlcdc.schema.log_table import TICKS
 from cqlcdc.storage.vectorized import timeuuid_ticks
 
 MANIFEST_NAME = "manifest.json"
@@ -123,13 +124,9 @@ def _delta_stats(table: pa.Table) -> str:
     )
 
 
-TICKS = "_ticks"
-
-
 def with_time_ticks(rows: pa.Table) -> pa.Table:
-    """Log rows with ``_ticks``: the 100 ns timestamp of their ``cdc$time``, a number whose
-    row-group statistics let a ``cdc$time`` window skip most of a log (the timeuuid text
-    sorts by its low time bits first, so its own statistics cannot)."""
+    """Log rows with ``_ticks`` (``TICKS``), from their ``cdc$time`` where the core did
+    not give it."""
     if TICKS in rows.column_names:
         return rows
     return rows.append_column(TICKS, pa.array(timeuuid_ticks(rows["cdc$time"]), pa.int64()))
