@@ -354,7 +354,7 @@ class CoreProcessor:
     ) -> PartitionFragments:
         """The base fragments of partitions ``pks`` of the bucket, in seq order, leaving out
         what a TRUNCATE removed."""
-        prior = state.read(base_output(schema), bucket, pks)
+        prior = state.read(base_output(schema), bucket, pks, ["pk", "seq", "fragment"])
         return PartitionFragments.of_rows(prior, self.truncations.upto(schema.table_id))
 
     def _changes_bucket(

@@ -408,7 +408,9 @@ class VersionedReader:
             self._tables[output] = table
         return table
 
-    def read(self, output: str, bucket: int, pks: list[bytes]) -> pa.Table:
+    def read(
+        self, output: str, bucket: int, pks: list[bytes], columns: list[str] | None = None
+    ) -> pa.Table:
         """Rows of `output` with this `bucket` and a `pk` in `pks` (see StateReader)."""
         table = self._table(output)
         if table is None:
@@ -416,7 +418,7 @@ class VersionedReader:
         dataset = table.to_pyarrow_dataset(file_pruning_predicate=[("bucket", "=", bucket)])
         wanted = pa.array(pks, type=dataset.schema.field("pk").type)
         condition = (ds.field("bucket") == bucket) & ds.field("pk").isin(wanted)
-        return dataset.to_table(filter=condition)
+        return dataset.to_table(filter=condition, columns=columns)
 
     def scan(
         self,

@@ -71,8 +71,11 @@ def records_to_arrow(records: list[IngestRecord]) -> pa.Table:
 class StateReader(Protocol):
     """Read access to the committed outputs, given to the core for each bucket."""
 
-    def read(self, output: str, bucket: int, pks: list[bytes]) -> pa.Table:
-        """Committed rows of output table `output` whose `bucket` and `pk` columns match.
+    def read(
+        self, output: str, bucket: int, pks: list[bytes], columns: list[str] | None = None
+    ) -> pa.Table:
+        """Committed rows of output table `output` whose `bucket` and `pk` columns match
+        (only ``columns`` of them, if given).
 
         "Committed" means: as of the last batch whose commit completed in every output
         (the manifest), which includes every earlier batch and none of the current one, even

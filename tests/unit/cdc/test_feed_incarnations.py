@@ -90,7 +90,9 @@ def test_a_feed_saved_without_a_topic_id_keeps_its_name(cat: Catalog, tmp_path: 
 class NoState:
     """A ``StateReader`` of an empty table: nothing was committed before."""
 
-    def read(self, output: str, bucket: int, pks: list[bytes]) -> pa.Table:
+    def read(
+        self, output: str, bucket: int, pks: list[bytes], columns: list[str] | None = None
+    ) -> pa.Table:
         return pa.table({})
 
 
