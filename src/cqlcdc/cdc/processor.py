@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from cqlcdc.cdc.bulk_feeds import json_stage_rows
 from cqlcdc.cdc.bulk_images import bulk_changes, feed_events, image_log_rows, keys_by_bytes
 from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
 from cqlcdc.cdc.feeds import (
@@ -30,6 +31,7 @@ from cqlcdc.cdc.feeds import (
     FeedStager,
     finalize_feeds,
     scan_output,
+    stage_output,
     table_feeds,
 )
 from cqlcdc.cdc.log_writer import LogRow, LogWriter, WriteInfo
@@ -386,8 +388,15 @@ class CoreProcessor:
                 changes,
             )
         feeds = table_feeds(schema)
-        if feeds:
-            stager = FeedStager(schema, feeds)
+        # JSON feeds column-wise; the other formats one record at a time
+        for feed in feeds:
+            if feed.options.format == "JSON":
+                staged = json_stage_rows(feed, schema, writes, statements, changes)
+                if staged.num_rows:
+                    result[stage_output(schema.table_id, feed.topic)] = staged
+        others = [f for f in feeds if f.options.format != "JSON"]
+        if others:
+            stager = FeedStager(schema, others)
             pks = writes.column(PK).to_pylist()
             seqs = writes.column(SEQ).to_pylist()
             now_us = writes.column(NOW).to_pylist()
@@ -399,7 +408,7 @@ class CoreProcessor:
                     pk = keys[pk_bytes] = deserialize_partition_key(schema, pk_bytes)
                 step = now_us[position] // 1000
                 seq = seqs[position]
-                for feed in feeds:
+                for feed in others:
                     stager.add(feed, pk, [event], seq=seq, step=step, tx_id=seq, created_ms=step)
             result.update(stager.tables())
         return result
