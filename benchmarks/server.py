@@ -36,6 +36,7 @@ from cassandra.policies import RoundRobinPolicy
 
 import cqlcdc
 from cqlcdc.server import CqlServer
+from cqlcdc.session import Session
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
@@ -104,7 +105,7 @@ def session_writes(s: Any, threads: int, seconds: float, base: int) -> dict[str,
     deadline = time.monotonic() + seconds
 
     def work(n: int) -> None:
-        session = s.coordinator.session("ks")
+        session = Session(s.coordinator, "ks")
         insert = session.prepare("INSERT INTO w (pk, v) VALUES (?, ?)")
         i = 0
         while time.monotonic() < deadline:
@@ -206,7 +207,7 @@ def main() -> None:
     results["read_p50_ms"] = timed(
         lambda i: cql.execute(read, ((i * 7919) % (rows // 10),)).all(), 50
     )
-    local = s.coordinator.session("ks")
+    local = Session(s.coordinator, "ks")
     local_read = local.prepare("SELECT * FROM r WHERE pk = ?")
     results["session_read_p50_ms"] = timed(
         lambda i: local.execute(local_read, ((i * 7919) % (rows // 10),)).all(), 50

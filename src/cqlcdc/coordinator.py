@@ -7,7 +7,7 @@ under one lock, so seqs reach the log in order; DDL builds a new catalog and swa
 whole, so the sweeper, the micro-batches and reads each see one consistent catalog.
 
 >>> coordinator = Coordinator("/tmp/cqlcdc-demo")  # doctest: +SKIP
->>> session = coordinator.session(keyspace="ks")  # doctest: +SKIP
+>>> session = Session(coordinator, keyspace="ks")  # doctest: +SKIP  (cqlcdc.session)
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cqlcdc.auth import RoleStore
 from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
@@ -38,9 +38,6 @@ from cqlcdc.storage.uuids import SeededBits
 from cqlcdc.store.ingest import IngestLog
 from cqlcdc.store.records import IngestRecord
 from cqlcdc.store.recovery import DataDirLock
-
-if TYPE_CHECKING:
-    from cqlcdc.session import Session
 
 DEFAULT_BUCKETS = 16
 WRITE_TIMEOUT_S = 120.0
@@ -141,15 +138,6 @@ class Coordinator:
         self._stop = threading.Event()
         self._sweep_thread = threading.Thread(target=self._sweeper, name="ttl-sweeper", daemon=True)
         self._sweep_thread.start()
-
-    def session(
-        self, keyspace: str | None = None, *, role: str | None = None, anonymous: bool = False
-    ) -> Session:
-        """A new session (a connection's facade: its keyspace, role and prepared
-        statements); ``role`` and ``anonymous`` as ``Session`` takes them."""
-        from cqlcdc.session import Session
-
-        return Session(self, keyspace, role=role, anonymous=anonymous)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -612,21 +600,6 @@ class Coordinator:
         if base is None:
             return None
         return self.engine.snapshot().version_of(log_output(base))
-
-    def select(
-        self,
-        stmt: ast.Select,
-        keyspace: str | None,
-        parameters: Sequence[Any] | Mapping[str, Any] | None = None,
-    ) -> Any:
-        """A SELECT's result set, after every earlier write is committed (the system
-        tables, which no write changes, answer at once)."""
-        from cqlcdc.reads import select
-
-        schema = self.table(stmt.table, keyspace)
-        if schema.keyspace not in SYSTEM_KEYSPACES:
-            self.flush()
-        return select(self, schema, stmt, parameters)
 
 
 class InitialScan:

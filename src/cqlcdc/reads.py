@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.cdc.processor import base_output, log_output
-from cqlcdc.cdc.streams import STREAM_VERSION
+from cqlcdc.cdc.streams import stream_buckets
 from cqlcdc.cdc.system_tables import FEEDS_KEYSPACE, SYSTEM_KEYSPACES, SystemView, system_rows
 from cqlcdc.cql import ast
 from cqlcdc.feed_tables import feed_partitions
@@ -165,7 +165,7 @@ def _log_scan(
     if res.partition_keys is not None:
         wanted = sorted({pk[0] for pk in res.partition_keys})
         condition &= pc.field("cdc$stream_id").isin(pa.array(wanted, type=pa.binary()))
-        buckets = _stream_buckets(wanted, num_buckets)
+        buckets = stream_buckets(wanted, num_buckets)
         if buckets is not None:
             prune = [("_bucket", "in", buckets)]
             condition &= pc.field("_bucket").isin(pa.array(buckets, type=pa.int32()))
@@ -331,22 +331,6 @@ def _log_partitions(base: TableSchema | None, table: pa.Table) -> list[Partition
         token = int.from_bytes(stream[:8], "big", signed=True)
         out.append(PartitionRows(token, (stream,), rows))
     return out
-
-
-def _stream_buckets(streams: Sequence[bytes], num_buckets: int) -> list[int] | None:
-    """The buckets whose log files hold these streams' rows: a stream's token lies in the
-    token range it serves, which is the bucket of the writes logged to it (generations
-    have one range per bucket). None (no pruning) for an id that is not a stream's."""
-    buckets = set()
-    for stream in streams:
-        if len(stream) != 16 or (stream[15] & 0x0F) != STREAM_VERSION:
-            return None
-        index = int.from_bytes(stream[8:], "big") >> 4 & ((1 << 22) - 1)
-        token = int.from_bytes(stream[:8], "big", signed=True)
-        if bucket_of(token, num_buckets) != index:  # ranges other than the buckets
-            return None
-        buckets.add(index)
-    return sorted(buckets)
 
 
 def _time_window(res: Any) -> tuple[int, int] | None:

@@ -19,9 +19,11 @@ import pyarrow as pa
 
 from cqlcdc import access
 from cqlcdc.auth import AUTH_STATEMENTS
+from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES
 from cqlcdc.coordinator import DEFAULT_BUCKETS, Coordinator
 from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest
+from cqlcdc.reads import select
 from cqlcdc.rows import Row as Row  # re-exported: callers import both from here
 from cqlcdc.rows import Rows as Rows
 from cqlcdc.writes import (
@@ -223,7 +225,10 @@ class Session:
         if isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch):
             return self._write(stmt, wait, parameters)
         if isinstance(stmt, ast.Select):
-            return Rows(c.select(stmt, self.keyspace, parameters))
+            schema = c.table(stmt.table, self.keyspace)
+            if schema.keyspace not in SYSTEM_KEYSPACES:  # no write changes system tables
+                c.flush()  # a read sees every earlier write, committed
+            return Rows(select(c, schema, stmt, parameters))
         if isinstance(stmt, ast.UseKeyspace):
             if c.catalog.keyspace(stmt.name) is None:
                 raise InvalidRequest(f"Keyspace '{stmt.name}' does not exist")
@@ -407,7 +412,7 @@ def connect(
     Returns:
         A Session shaped like the cassandra-driver's (``execute()``, ``close()``); closing it
         closes the data directory's coordinator. More sessions on the same engine:
-        ``session.coordinator.session()``.
+        ``Session(session.coordinator)``.
 
     Raises:
         DataDirLocked: another process owns ``data_dir``.

@@ -13,6 +13,7 @@ import pytest
 import cqlcdc
 from cqlcdc.cql import parse_statement
 from cqlcdc.errors import DataDirLocked, InvalidRequest, ServerError
+from cqlcdc.session import Session
 from cqlcdc.writes import row_records
 
 pytestmark = pytest.mark.spark
@@ -34,8 +35,8 @@ def session(spark: Any, tmp_path: Path) -> Iterator[Any]:
 
 
 def test_sessions_have_their_own_keyspace_and_share_the_engine(session: Any) -> None:
-    one = session.coordinator.session("a")
-    two = session.coordinator.session()
+    one = Session(session.coordinator, "a")
+    two = Session(session.coordinator)
     two.execute("USE b")
     one.execute("INSERT INTO t (pk, v) VALUES (1, 1)")
     two.execute("INSERT INTO t (pk, v) VALUES (2, 2)")
@@ -49,10 +50,10 @@ def test_sessions_have_their_own_keyspace_and_share_the_engine(session: Any) -> 
 
 
 def test_prepared_ids_are_stable_per_query_and_keyspace(session: Any) -> None:
-    one = session.coordinator.session("a")
+    one = Session(session.coordinator, "a")
     q = "INSERT INTO t (pk, v) VALUES (?, ?)"
     assert one.prepare(q).query_id == one.prepare(q).query_id
-    assert one.prepare(q).query_id != session.coordinator.session("b").prepare(q).query_id
+    assert one.prepare(q).query_id != Session(session.coordinator, "b").prepare(q).query_id
     assert len(one.prepare(q).query_id) == 16
 
 
@@ -75,7 +76,7 @@ def test_concurrent_sessions_write_and_run_ddl(session: Any) -> None:
     errors: list[BaseException] = []
 
     def writer(n: int) -> None:
-        s = session.coordinator.session("a")
+        s = Session(session.coordinator, "a")
         try:
             for i in range(20):
                 s.execute(f"INSERT INTO t (pk, v) VALUES ({n * 100 + i}, {i})", wait=False)
@@ -110,7 +111,7 @@ def test_writes_queued_together_become_durable_in_one_append(session: Any) -> No
 
     c.ingest.append = counting
     try:
-        writer = c.session("a")
+        writer = Session(c, "a")
         with c.lock:  # three writers queue before any of them asks for durability
             for pk in range(3):
                 stmt = parse_statement(f"INSERT INTO t (pk, v) VALUES ({pk}, 0)")

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import cqlcdc
 from cqlcdc.errors import InvalidRequest
+from cqlcdc.session import Session
 
 pytestmark = pytest.mark.spark
 
@@ -253,7 +254,7 @@ def test_concurrent_lwts_serialize_in_commit_order(
     def run(n: int, ops: list[tuple[str, int, int]]) -> None:
         cluster = None
         if via == "threads":
-            mine = session.coordinator.session()
+            mine = Session(session.coordinator)
         else:
             cluster, mine = _driver_client(served)
         for i, (kind, key, expected) in enumerate(ops):

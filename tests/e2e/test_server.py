@@ -29,6 +29,7 @@ from cassandra.util import Duration
 
 import cqlcdc
 from cqlcdc.server import CqlServer
+from cqlcdc.session import Session
 
 pytestmark = pytest.mark.spark
 
@@ -433,7 +434,7 @@ def test_cqlsh_select_output_is_cqlcdc_runs(
     query = "SELECT pk, ck, v FROM ks.sh"
     done = _cqlsh(server, query + ";")
     assert done.returncode == 0, done.stderr
-    runner = Runner(served.coordinator.session("ks"), "table", sys.stdout, sys.stderr)
+    runner = Runner(Session(served.coordinator, "ks"), "table", sys.stdout, sys.stderr)
     runner.run_text(query + ";", "<test>")
     ours = capsys.readouterr().out
     # cqlsh first warns that it was built against another Cassandra version
@@ -568,7 +569,7 @@ def test_paging_over_10k_rows(cql: Any, served: CqlServer) -> None:
     import pyarrow as pa
 
     cql.execute("CREATE TABLE pg (pk int, ck int, v int, PRIMARY KEY (pk, ck))")
-    local = served.coordinator.session("ks")
+    local = Session(served.coordinator, "ks")
     ids = pa.array(range(10_000), pa.int32())
     insert = local.prepare("INSERT INTO pg (pk, ck, v) VALUES (?, ?, ?)")
     local.execute_arrow(insert, pa.table({"pk": pa.compute.divide(ids, 100), "ck": ids, "v": ids}))

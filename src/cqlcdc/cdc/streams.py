@@ -14,6 +14,7 @@ its range), then ``random38 << 26 | vnode_index << 4 | version(1)``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,3 +140,19 @@ class Generations:
             rows = ranges == count
             index[rows] = np.minimum(token_buckets(tokens[rows], int(count)), int(count) - 1)
         return pa.array(flat, pa.binary()).take(pa.array(gen * width + index))
+
+
+def stream_buckets(streams: Sequence[bytes], num_buckets: int) -> list[int] | None:
+    """The buckets whose log files hold these streams' rows: a stream's token lies in the
+    token range it serves, which is the bucket of the writes logged to it (generations
+    have one range per bucket). None (no pruning) for an id that is not a stream's."""
+    buckets = set()
+    for stream in streams:
+        if len(stream) != 16 or (stream[15] & 0x0F) != STREAM_VERSION:
+            return None
+        index = int.from_bytes(stream[8:], "big") >> 4 & ((1 << 22) - 1)
+        token = int.from_bytes(stream[:8], "big", signed=True)
+        if bucket_of(token, num_buckets) != index:  # ranges other than the buckets
+            return None
+        buckets.add(index)
+    return sorted(buckets)

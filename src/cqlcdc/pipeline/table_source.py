@@ -43,6 +43,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from cqlcdc.cdc.streams import stream_buckets
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.pipeline.table_scan import (
     TableScan,
@@ -55,7 +56,6 @@ from cqlcdc.pipeline.table_scan import (
     spark_arrow_schema,
     spark_schema,
 )
-from cqlcdc.reads import _stream_buckets
 from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_key
 from cqlcdc.store.commit import FilterType, Manifest
 
@@ -234,7 +234,7 @@ class _BatchReader(DataSourceReader):
         values = _equal_values(f)
         if name == "cdc$stream_id" and values is not None and self.scan.num_buckets:
             streams = [b for b in map(_bytes, values) if b is not None]
-            buckets = _stream_buckets(streams, self.scan.num_buckets)
+            buckets = stream_buckets(streams, self.scan.num_buckets)
             if buckets is not None:
                 self.prune.append(("_bucket", "in", buckets))
             return

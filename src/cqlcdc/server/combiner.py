@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError
+from cqlcdc.session import PreparedStatement, Session
 from cqlcdc.writes import bulk_records
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator
-    from cqlcdc.session import PreparedStatement
 
 # below this many writes of one table a group takes the row path (as execute_many does)
 MIN_GROUP = 16
@@ -59,7 +59,7 @@ class WriteCombiner:
         self._cond = threading.Condition()
         self._closed = False
         self._thread: threading.Thread | None = None
-        self._session = coordinator.session()
+        self._session = Session(coordinator)
         self.combined = 0  # writes acknowledged as bulk chunks
         self.rows = 0  # writes the row path took, a group in one append
 

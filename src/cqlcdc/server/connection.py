@@ -95,7 +95,7 @@ class Connection:
         )
         self.frames = FrameReader(reader, self.framing)
         # without an authenticator every client is anonymous (no role statements)
-        self.session: Session = server.coordinator.session(anonymous=server.authenticator is None)
+        self.session = Session(server.coordinator, anonymous=server.authenticator is None)
         self.events: set[str] = set()
         self.in_flight = asyncio.Semaphore(server.max_in_flight)
         self.tasks: set[asyncio.Task[None]] = set()
