@@ -29,9 +29,13 @@ _CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
     # reuse Python workers between tasks (a fork per task would cost ~100 ms)
     "spark.python.worker.reuse": "true",
-    # streaming: skip empty batches, keep the checkpoint small, poll often
+    # streaming: skip empty batches, keep the checkpoint small. The poll for new ingest files
+    # (a directory listing and offset planning in the JVM) runs every pollingDelay while no
+    # data waits: at 5 ms an idle engine burnt ~70% of a core and slowed busy ones (the two
+    # cores are shared with the Python processing); at 100 ms ~12% idle, and acknowledged
+    # writes measured no slower (ack p50 84 ms vs 105 ms at 5 ms)
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
-    "spark.sql.streaming.pollingDelay": "5ms",
+    "spark.sql.streaming.pollingDelay": "100ms",
     "spark.sql.streaming.minBatchesToRetain": "20",
     "spark.sql.streaming.fileSource.log.compactInterval": "50",
     "spark.sql.streaming.metricsEnabled": "false",
