@@ -132,6 +132,10 @@ def with_time_ticks(rows: pa.Table) -> pa.Table:
     return rows.append_column(TICKS, pa.array(timeuuid_ticks(rows["cdc$time"]), pa.int64()))
 
 
+# columns no read prunes by (a base fragment, a log row's cdc$time text, whose order is not
+# time order: `_ticks` prunes time windows): their min/max cost write time and file size
+_NO_STATISTICS = frozenset({"fragment", "cdc$time"})
+
 # small row groups: their statistics let a read skip most of a file (a partition's token,
 # a log's seqs); compaction writes the same size
 ROW_GROUP_ROWS = 4096
@@ -169,6 +173,7 @@ def write_data_file(
             compression="snappy",
             use_dictionary=False,
             row_group_size=ROW_GROUP_ROWS,
+            write_statistics=[n for n in rows.column_names if n not in _NO_STATISTICS],
         )
         sink.flush()
         os.fsync(sink.fileno())
