@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -273,14 +275,11 @@ def finalize_feeds(
         output = feed_output(table_id, topic)
         state = dict(feeds_state.get(output, {"next": {}, "barrier_step": 0}))
         nxt: dict[str, int] = dict(state["next"])
-        offsets = []
-        for p in table.column("partition").to_pylist():
-            offsets.append(nxt.get(str(p), 0))
-            nxt[str(p)] = offsets[-1] + 1
+        offsets = _dense_offsets(table.column("partition").to_numpy(), nxt)
         final = pa.table(
             {
                 "partition": table["partition"],
-                "offset": pa.array(offsets, pa.int64()),
+                "offset": pa.array(offsets),
                 "key": table["key"],
                 "value": table["value"],
                 "created_ms": table["created_ms"],
@@ -305,6 +304,22 @@ def finalize_feeds(
         feeds_state[output] = state
         out[output] = final
     return out, {**extra, "feeds": feeds_state}
+
+
+def _dense_offsets(partitions: npt.NDArray[np.int32], nxt: dict[str, int]) -> npt.NDArray[np.int64]:
+    """The offsets of records sorted by partition: each partition's continue from its next
+    offset in ``nxt`` (by the partition's decimal text, as the manifest keeps it), which is
+    moved past them."""
+    n = len(partitions)
+    offsets = np.zeros(n, np.int64)
+    if not n:
+        return offsets
+    values, starts, counts = np.unique(partitions, return_index=True, return_counts=True)
+    first = np.array([nxt.get(str(int(p)), 0) for p in values], np.int64)
+    offsets[:] = np.arange(n, dtype=np.int64) - np.repeat(starts - first, counts)
+    for p, base, count in zip(values.tolist(), first.tolist(), counts.tolist(), strict=True):
+        nxt[str(p)] = base + count
+    return offsets
 
 
 def _feed(schema: TableSchema | None, topic: str) -> Feed | None:
