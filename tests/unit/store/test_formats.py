@@ -12,6 +12,7 @@ purpose, bump its tag (``CQM1``, ``CQA1``, ``CQB1``) or ``store.commit.FORMAT`` 
 from __future__ import annotations
 
 import json
+import pickle
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pytest
 
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.errors import CorruptIngestFile
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.bulk import (
@@ -192,3 +194,83 @@ def test_bulk_fragments_and_chunks_decode_and_encode_to_the_same_bytes(
 if __name__ == "__main__":  # write the fixtures of this version (a deliberate format change)
     GOLDEN.write_text(json.dumps(_fixtures(), indent=1) + "\n")
     print(f"wrote {GOLDEN}")
+
+
+CALLS: list[str] = []
+
+
+def _called() -> str:
+    CALLS.append("called")
+    return "called"
+
+
+class _Hostile:
+    """Pickles as a call of a function (any function would do, ``os.system`` too): what a
+    crafted data file could hold to run code when the engine decodes it."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_called, ())
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"CQM1" + pickle.dumps(_Hostile(), protocol=5),
+        b"CQM1" + pickle.dumps({"x": _Hostile()}, protocol=5),
+        b"CQM1" + pickle.dumps(TableSchema, protocol=5),  # a class no fragment holds
+        b"CQM1\x80\x05\x95",  # truncated
+    ],
+)
+def test_stored_bytes_build_only_storage_classes(data: bytes) -> None:
+    with pytest.raises(CorruptIngestFile, match="cannot be decoded"):
+        decode_payload(data)
+    with pytest.raises(CorruptIngestFile, match="cannot be decoded"):
+        decode_fragment(data)
+    assert CALLS == []
+
+
+def test_a_value_of_every_cql_type_survives_the_restricted_decoder() -> None:
+    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog.execute(parse_statement(KS), None)
+    catalog.execute(parse_statement("CREATE TYPE ks.u (a int, b text)"), "ks")
+    columns = {
+        "a": ("ascii", "'x'"),
+        "b": ("bigint", "1"),
+        "c": ("blob", "0x01"),
+        "d": ("boolean", "true"),
+        "f": ("date", "'2020-01-01'"),
+        "g": ("decimal", "1.5"),
+        "h": ("double", "1.5"),
+        "i": ("duration", "1h"),
+        "j": ("float", "1.5"),
+        "k": ("inet", "'127.0.0.1'"),
+        "m": ("smallint", "1"),
+        "o": ("time", "'10:00:00'"),
+        "p": ("timestamp", "'2020-01-01'"),
+        "q": ("timeuuid", "now()"),
+        "r": ("tinyint", "1"),
+        "s": ("uuid", "uuid()"),
+        "t": ("varint", "12345678901234567890"),
+        "u": ("frozen<u>", "{a: 1, b: 'x'}"),
+        "v": ("list<int>", "[1, 2]"),
+        "w": ("set<text>", "{'a'}"),
+        "x": ("map<int, text>", "{1: 'a'}"),
+        "y": ("tuple<int, text>", "(1, 'a')"),
+        "z": ("frozen<set<inet>>", "{'::1'}"),
+        "vv": ("vector<float, 2>", "[1.0, 2.0]"),
+        "fm": (
+            "frozen<map<uuid, frozen<list<decimal>>>>",
+            "{5b6962dd-3f90-4c93-8f61-eabfa4a803e2: [1.5]}",
+        ),
+    }
+    cols = ", ".join(f"{name} {cql}" for name, (cql, _) in columns.items())
+    catalog.execute(parse_statement(f"CREATE TABLE ks.all (pk int PRIMARY KEY, {cols})"), "ks")
+    schema = catalog.table("ks", "all")
+    assert schema is not None
+    names = ", ".join(columns)
+    values = ", ".join(literal for _, literal in columns.values())
+    stmt = parse_statement(f"INSERT INTO ks.all (pk, {names}) VALUES (1, {values})")
+    mutation = row_mutation(schema, stmt, WriteContext(1, NOW_US, SEED))
+    assert decode_fragment(encode_fragment(mutation.partition)) == mutation.partition
+    payload = WritePayload(mutation.partition, (), NOW_US, SEED)
+    assert decode_payload(encode_payload(payload)) == payload
