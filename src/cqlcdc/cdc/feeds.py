@@ -268,9 +268,16 @@ def finalize_feeds(
     out: dict[str, pa.Table] = {}
     for stage_name in sorted(staged):
         everything = staged[stage_name]
-        table = everything.filter(pc.not_equal(everything["partition"], TICK_PARTITION)).sort_by(
-            [("partition", "ascending"), ("_seq", "ascending"), ("_idx", "ascending")]
+        table = everything
+        ticks = pc.equal(everything["partition"], TICK_PARTITION)
+        if pc.any(ticks).as_py():
+            table = table.filter(pc.invert(ticks))
+        # one take of the (large) key and value columns, in the order of three integers
+        order = pc.sort_indices(
+            table.select(["partition", "_seq", "_idx"]),
+            sort_keys=[("partition", "ascending"), ("_seq", "ascending"), ("_idx", "ascending")],
         )
+        table = table.take(order)
         table_id, topic = stage_name[len(STAGE_PREFIX) :].rsplit("/", 1)
         output = feed_output(table_id, topic)
         state = dict(feeds_state.get(output, {"next": {}, "barrier_step": 0}))

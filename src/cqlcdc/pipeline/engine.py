@@ -66,6 +66,7 @@ def process_groups(
     versions: dict[str, int],
     batch_id: int,
     tables: dict[str, DeltaTable] | None = None,
+    held: dict[str, list[pa.Table]] | None = None,
 ) -> list[DataFile]:
     """Run the core on every (table_id, bucket) group of `records` and write its outputs.
 
@@ -78,6 +79,8 @@ def process_groups(
         versions: the output versions the core's state reads see (the manifest's).
         batch_id: the micro-batch id, used in data file names.
         tables: open table handles to reuse for state reads (the driver's cache).
+        held: where the driver keeps the staged outputs (``processor.is_staged``) in memory
+            for ``finalize_batch`` instead of writing them as files to read back.
 
     Returns:
         The data files written, one per (group, output) with rows.
@@ -114,7 +117,9 @@ def process_groups(
                 ) from err
             for output in sorted(outputs):
                 rows = outputs[output]
-                if rows.num_rows:
+                if rows.num_rows and held is not None and processor.is_staged(output):
+                    held.setdefault(output, []).append(rows)
+                elif rows.num_rows:
                     pending.append(
                         pool.submit(write_data_file, tables_dir, output, rows, batch_id, bucket)
                     )
@@ -397,6 +402,7 @@ class Engine:
             cost = self.processor.driver_cost(records)
             head = records if cost <= self.driver_max_rows else None
         planned = time.perf_counter()
+        held: dict[str, list[pa.Table]] = {}
         if head is not None:
             num_rows = head.num_rows
             max_seq = max(manifest.max_seq, _max_seq(head))
@@ -407,6 +413,7 @@ class Engine:
                 manifest.versions,
                 batch_id,
                 self._tables,
+                held,
             )
         else:
             assert paths is not None
@@ -415,7 +422,7 @@ class Engine:
             files = self._run_on_files(paths, manifest, batch_id)
         files += skipped
         extra = manifest.extra
-        files, extra = self._finalize(files, manifest, batch_id, max_seq)
+        files, extra = self._finalize(files, manifest, batch_id, max_seq, held)
         processed = time.perf_counter()
         by_output: dict[str, list[DataFile]] = {}
         for file in files:
@@ -589,19 +596,25 @@ class Engine:
             self._publish(updated)
 
     def _finalize(
-        self, files: list[DataFile], manifest: Manifest, batch_id: int, max_seq: int
+        self,
+        files: list[DataFile],
+        manifest: Manifest,
+        batch_id: int,
+        max_seq: int,
+        held: dict[str, list[pa.Table]],
     ) -> tuple[list[DataFile], dict[str, Any]]:
         """Let the processor turn staged outputs into final ones in the driver.
 
         Some outputs need one sequential pass over the whole batch (dense per-partition feed
         offsets). Their files, written by the bucket tasks, are read back here, handed to
         ``processor.finalize_batch`` with the processor's state from the manifest, and
-        replaced by the returned tables. Deterministic: a replayed batch gets the same rows.
+        replaced by the returned tables (a batch run in the driver hands them over in memory,
+        ``held``). Deterministic: a replayed batch gets the same rows.
         """
         staged = self.processor.is_staged
         finalize = self.processor.finalize_batch
         keep: list[DataFile] = []
-        tables: dict[str, list[pa.Table]] = {}
+        tables: dict[str, list[pa.Table]] = {out: list(parts) for out, parts in held.items()}
         for f in files:
             if staged(f.output):
                 path = self.tables_dir / f.output / f.path
