@@ -260,6 +260,7 @@ class Engine:
         if self._query is not None:
             return
         self._lock.acquire()
+        self._drop_checkpoint_leftovers()
         # seqs `cqlcdc recover` told the engine to drop (it runs only while no engine does)
         self.skipped = load_skipped(self.data_dir)
         with self._cond:
@@ -282,6 +283,22 @@ class Engine:
             .trigger(processingTime=self.trigger_interval)
             .start()
         )
+
+    def _drop_checkpoint_leftovers(self) -> None:
+        """Remove the temp files of checkpoint log entries a stop or crash interrupted.
+
+        Spark writes an offset or commit entry as ``.<batch>.<uuid>.tmp`` and renames it;
+        an entry cut short leaves the temp file, which no log read ever takes, but a query
+        that starts at batch 0 refuses a checkpoint whose offsets or commits directory holds
+        any file (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY): a crash during the first
+        batch's offset write would otherwise keep the engine from ever starting again."""
+        for log in ("offsets", "commits"):
+            directory = self.checkpoint_dir / log
+            if not directory.is_dir():
+                continue
+            for entry in directory.iterdir():
+                if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                    entry.unlink(missing_ok=True)
 
     def stop(self) -> None:
         """Stop the query (a batch in progress is finished or replayed on the next start)."""
