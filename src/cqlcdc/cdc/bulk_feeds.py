@@ -1,4 +1,5 @@
-"""Changefeed records of a bucket of bulk writes in YDB's JSON format, column by column.
+"""Changefeed records of a bucket of bulk writes in YDB's JSON and Debezium JSON formats,
+column by column.
 
 ``cqlcdc.cdc.bulk_images.bulk_changes`` gives each write's row before and after it; the
 per-record path turns each into a ``RowEvent``, then a record dict, then JSON text
@@ -8,12 +9,17 @@ the key array, the images as objects of every value column (sorted by name), the
 (``update``/``erase``), the UPDATES body of the statement's columns, and ``ts``. The
 partition is the same Murmur3 slice of the primary key's bytes, computed for all rows at once.
 
-Only the JSON format takes this path (Debezium and DynamoDB records stay per record), and
-only for what ``bulk_changes`` accepts (no TTL, so never an expiry event). The tests
-compare its rows with ``FeedStager``'s for every mode.
+Debezium records are joined the same way from the same texts (``payload`` with ``before``
+and ``after``: the value columns sorted by name, then the key columns; ``op``; ``source``).
+DynamoDB Streams records stay per record. Only what ``bulk_changes`` accepts takes this path
+(no TTL, so never an expiry event). The tests compare its rows with ``FeedStager``'s for
+every mode and both formats.
 """
 
 from __future__ import annotations
+
+import json
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -23,9 +29,28 @@ import pyarrow.compute as pc
 from cqlcdc.cdc.bulk_images import BulkChanges
 from cqlcdc.cdc.feeds import STAGE_SCHEMA, Feed
 from cqlcdc.changefeed.json_columns import join, json_arrays, json_objects, json_texts
+from cqlcdc.changefeed.options import FeedOptions
+from cqlcdc.changefeed.records import CONNECTOR, CONNECTOR_VERSION
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.bulk import NOW, SEQ, BulkStatement
 from cqlcdc.storage.vectorized import ByteRows, murmur3_tokens, native_bytes, token_buckets
+
+FORMATS = ("JSON", "DEBEZIUM_JSON")  # the formats built here
+
+
+@dataclass(frozen=True, slots=True)
+class _Records:
+    """The parts of a bucket's records, one entry per record, as JSON texts."""
+
+    count: int
+    erase: npt.NDArray[np.bool_]  # the row is gone after the write
+    new_image: npt.NDArray[np.bool_]  # the record carries the row after the write
+    old_image: npt.NDArray[np.bool_]  # ... and before it
+    names: list[str]  # the value columns, sorted by name
+    after: dict[str, pa.Array]  # per value column, its JSON text after the write
+    before: dict[str, pa.Array]
+    step: pa.Array  # the virtual timestamp (ms) and transaction id (the seq)
+    seq: pa.Array
 
 
 def json_stage_rows(
@@ -35,55 +60,47 @@ def json_stage_rows(
     statements: tuple[BulkStatement, ...],
     changes: BulkChanges,
 ) -> pa.Table:
-    """The staged records (``STAGE_SCHEMA``) of a JSON ``feed`` for the writes of one bucket:
-    one per write whose row exists before or after it."""
+    """The staged records (``STAGE_SCHEMA``) of a ``feed`` in one of ``FORMATS`` for the
+    writes of one bucket: one per write whose row exists before or after it."""
     options = feed.options
-    has_event = changes.live_before | changes.live_after
-    ks = np.flatnonzero(has_event)
+    ks = np.flatnonzero(changes.live_before | changes.live_after)
     count = len(ks)
     positions = pa.array(changes.order[ks])
     erase = ~changes.live_after[ks]
     keys = [*schema.partition_key, *schema.clustering_key]
     key_values = [writes.column(c.name).take(positions) for c in keys]
-    key = json_arrays([json_texts(c.type, v) for c, v in zip(keys, key_values, strict=True)], count)
-
-    columns = sorted(schema.regular_columns, key=lambda c: c.name)
-    names = [c.name for c in columns]
+    key_texts = [json_texts(c.type, v) for c, v in zip(keys, key_values, strict=True)]
+    names = sorted(c.name for c in schema.regular_columns)
     before: dict[str, pa.Array] = {}
     after: dict[str, pa.Array] = {}
-    for col in columns:
-        source, at_before, at_after = changes.columns[col.name]
-        texts = json_texts(col.type, source)
-        before[col.name] = texts.take(pa.array(at_before[ks]))
-        after[col.name] = texts.take(pa.array(at_after[ks]))
-    old_image = changes.live_before[ks] if options.has_old_image else np.zeros(count, np.bool_)
-    new_image = ~erase if options.has_new_image else np.zeros(count, np.bool_)
-
-    operation = pa.array(np.where(erase, '"erase":{}', '"update":{}'), pa.string())
-    if options.mode == "UPDATES":  # the statement's columns, as they are after the write
-        stmt = changes.stmt[ks]
-        for s, statement in enumerate(statements):
-            mine = (stmt == s) & ~erase
-            if mine.any():
-                written = sorted(statement.columns)
-                body = json_objects(written, [after[c] for c in written], count)
-                operation = pc.if_else(pa.array(mine), join(['"update":', body], count), operation)
-    pieces: list[str | pa.Array] = ['{"key":', key, ",", operation]
-    if new_image.any():
-        image = join([',"newImage":', json_objects(names, [after[c] for c in names], count)], count)
-        pieces.append(_where(new_image, image))
-    if old_image.any():
-        image = join(
-            [',"oldImage":', json_objects(names, [before[c] for c in names], count)], count
-        )
-        pieces.append(_where(old_image, image))
-    seq = writes.column(SEQ).take(positions).combine_chunks()
-    step = pa.array(writes.column(NOW).take(positions).to_numpy() // 1000)
-    if options.virtual_timestamps:
-        pieces += [',"ts":[', step.cast(pa.string()), ",", seq.cast(pa.string()), "]"]
-    pieces.append("}")
-    value = join(pieces, count)
-
+    for name in names:
+        source, at_before, at_after = changes.columns[name]
+        column = schema.column(name)
+        assert column is not None
+        texts = json_texts(column.type, source)
+        before[name] = texts.take(pa.array(at_before[ks]))
+        after[name] = texts.take(pa.array(at_after[ks]))
+    none = np.zeros(count, np.bool_)
+    records = _Records(
+        count=count,
+        erase=erase,
+        new_image=~erase if options.has_new_image else none,
+        old_image=changes.live_before[ks] if options.has_old_image else none,
+        names=names,
+        after=after,
+        before=before,
+        step=pa.array(writes.column(NOW).take(positions).to_numpy() // 1000),
+        seq=writes.column(SEQ).take(positions).combine_chunks(),
+    )
+    if options.format == "DEBEZIUM_JSON":
+        key_object = json_objects([c.name for c in keys], key_texts, count)
+        key = join(['{"payload":', key_object, "}"], count)
+        existed = changes.live_before[ks]
+        value = _debezium(records, [c.name for c in keys], key_texts, options.mode, existed)
+    else:
+        key = json_arrays(key_texts, count)
+        value = _ydb_json(records, key, options, statements, changes.stmt[ks])
+    step = records.step
     expiry = pa.array(step.to_numpy() // 1000 + options.retention_ms // 1000)
     return pa.table(
         {
@@ -91,13 +108,90 @@ def json_stage_rows(
             "key": key,
             "value": value,
             "created_ms": step,
-            "_seq": seq,
+            "_seq": records.seq,
             "_idx": pa.array(np.zeros(count, np.int32)),
             "_step": step,
             "_expiry_s": expiry,
         },
         schema=STAGE_SCHEMA,
     )
+
+
+def _ydb_json(
+    records: _Records,
+    key: pa.Array,
+    options: FeedOptions,
+    statements: tuple[BulkStatement, ...],
+    stmt: npt.NDArray[np.int64],
+) -> pa.Array:
+    """YDB's JSON records: key, the operation (or the UPDATES body), images, ``ts``."""
+    r = records
+    count = r.count
+    operation = pa.array(np.where(r.erase, '"erase":{}', '"update":{}'), pa.string())
+    if options.mode == "UPDATES":  # the statement's columns, as they are after the write
+        for s, statement in enumerate(statements):
+            mine = (stmt == s) & ~r.erase
+            if mine.any():
+                written = sorted(statement.columns)
+                body = json_objects(written, [r.after[c] for c in written], count)
+                operation = pc.if_else(pa.array(mine), join(['"update":', body], count), operation)
+    pieces: list[str | pa.Array] = ['{"key":', key, ",", operation]
+    for flag, label, image in (
+        (r.new_image, "newImage", r.after),
+        (r.old_image, "oldImage", r.before),
+    ):
+        if flag.any():
+            body = json_objects(r.names, [image[c] for c in r.names], count)
+            pieces.append(_where(flag, join([f',"{label}":', body], count)))
+    if options.virtual_timestamps:
+        pieces += [',"ts":[', r.step.cast(pa.string()), ",", r.seq.cast(pa.string()), "]"]
+    pieces.append("}")
+    return join(pieces, count)
+
+
+def _debezium_op(
+    mode: str, erase: npt.NDArray[np.bool_], existed: npt.NDArray[np.bool_]
+) -> pa.Array:
+    """``d`` for an erase, ``c`` for a new row in NEW_AND_OLD_IMAGES mode, else ``u``."""
+    created = ~existed if mode == "NEW_AND_OLD_IMAGES" else np.zeros(len(erase), np.bool_)
+    return pa.array(np.where(erase, '"d"', np.where(created, '"c"', '"u"')), pa.string())
+
+
+def _debezium(
+    records: _Records,
+    key_names: list[str],
+    key_texts: list[pa.Array],
+    mode: str,
+    existed: npt.NDArray[np.bool_],
+) -> pa.Array:
+    """Debezium records: ``payload`` with ``before``/``after`` (value columns, then keys),
+    ``op`` and ``source`` (the connector, ``ts_ms`` = ``step``, ``step``, ``txId``)."""
+    r = records
+    count = r.count
+    names = r.names + key_names
+    pieces: list[str | pa.Array] = ['{"payload":{']
+    for flag, label, image in ((r.old_image, "before", r.before), (r.new_image, "after", r.after)):
+        if flag.any():
+            body = json_objects(names, [image[c] for c in r.names] + key_texts, count)
+            pieces.append(_where(flag, join([f'"{label}":', body, ","], count)))
+    steps = r.step.cast(pa.string())
+    source = f'"source":{{"connector":{_text(CONNECTOR)},"version":{_text(CONNECTOR_VERSION)}'
+    pieces += [
+        '"op":',
+        _debezium_op(mode, r.erase, existed),
+        "," + source + ',"ts_ms":',
+        steps,
+        ',"step":',
+        steps,
+        ',"txId":',
+        r.seq.cast(pa.string()),
+        ',"snapshot":false}}}',
+    ]
+    return join(pieces, count)
+
+
+def _text(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _where(mask: npt.NDArray[np.bool_], texts: pa.Array) -> pa.Array:

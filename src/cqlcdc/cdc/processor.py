@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from cqlcdc.cdc.bulk_feeds import FORMATS as BULK_FEED_FORMATS
 from cqlcdc.cdc.bulk_feeds import json_stage_rows
 from cqlcdc.cdc.bulk_images import bulk_changes, feed_events, image_log_rows, keys_by_bytes
 from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
@@ -388,13 +389,13 @@ class CoreProcessor:
                 changes,
             )
         feeds = table_feeds(schema)
-        # JSON feeds column-wise; the other formats one record at a time
+        # JSON and Debezium feeds column-wise; DynamoDB Streams one record at a time
         for feed in feeds:
-            if feed.options.format == "JSON":
+            if feed.options.format in BULK_FEED_FORMATS:
                 staged = json_stage_rows(feed, schema, writes, statements, changes)
                 if staged.num_rows:
                     result[stage_output(schema.table_id, feed.topic)] = staged
-        others = [f for f in feeds if f.options.format != "JSON"]
+        others = [f for f in feeds if f.options.format not in BULK_FEED_FORMATS]
         if others:
             stager = FeedStager(schema, others)
             pks = writes.column(PK).to_pylist()

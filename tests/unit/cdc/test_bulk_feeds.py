@@ -1,10 +1,12 @@
-"""JSON changefeed records of bulk writes built column-wise equal the per-record path's.
+"""JSON and Debezium changefeed records of bulk writes built column-wise equal the
+per-record path's.
 
 The differential property: random bulk writes (every bulk type, strings that need JSON
-escaping, NaN and infinities, nulls) over a random earlier load, a JSON feed of every mode,
-with and without virtual timestamps, on one or several topic partitions; the staged rows of
-``json_stage_rows`` equal those ``FeedStager`` makes from the same writes' row events, one
-record at a time. Plus ``json_texts`` against ``encode(to_json(...))`` value by value.
+escaping, NaN and infinities, nulls) over a random earlier load, a JSON or Debezium feed of
+every mode, with and without virtual timestamps, on one or several topic partitions; the
+staged rows of ``json_stage_rows`` equal those ``FeedStager`` makes from the same writes'
+row events, one record at a time. Plus ``json_texts`` against ``encode(to_json(...))``
+value by value.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def _values(cql: str) -> st.SearchStrategy[Any]:
     }[cql]
 
 
-def _table(mode: str, virtual: bool, partitions: int) -> TableSchema:
+def _table(mode: str, virtual: bool, partitions: int, fmt: str = "JSON") -> TableSchema:
     catalog = Catalog(Path(tempfile.mkdtemp()))
     catalog.execute(parse_statement(KS), None)
     cols = ", ".join(f"{n} {t}" for n, t in COLUMNS.items())
@@ -90,8 +92,8 @@ def _table(mode: str, virtual: bool, partitions: int) -> TableSchema:
         ),
         None,
     )
-    options = f"MODE = '{mode}', FORMAT = 'JSON', TOPIC_MIN_ACTIVE_PARTITIONS = {partitions}"
-    if virtual:
+    options = f"MODE = '{mode}', FORMAT = '{fmt}', TOPIC_MIN_ACTIVE_PARTITIONS = {partitions}"
+    if virtual and fmt == "JSON":
         options += ", VIRTUAL_TIMESTAMPS = TRUE"
     catalog.execute(parse_statement(f"ALTER TABLE ks.t ADD CHANGEFEED f WITH ({options})"), None)
     schema = catalog.table("ks", "t")
@@ -144,17 +146,15 @@ def _bucket(
 
 
 @settings(
-    max_examples=150,
+    max_examples=250,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(st.data())
 def test_json_records_of_bulk_writes_equal_the_per_record_path(data: st.DataObject) -> None:
-    schema = _table(
-        data.draw(st.sampled_from(MODES)),
-        data.draw(st.booleans()),
-        data.draw(st.sampled_from([1, 3])),
-    )
+    fmt = data.draw(st.sampled_from(["JSON", "DEBEZIUM_JSON"]))
+    mode = data.draw(st.sampled_from(MODES))
+    schema = _table(mode, data.draw(st.booleans()), data.draw(st.sampled_from([1, 3])), fmt)
     plans = tuple(_plan(schema, t) for t in STATEMENTS)
     fragments: dict[bytes, list[bytes]] = {}
     if data.draw(st.booleans()):  # an earlier load: the rows exist before
@@ -184,7 +184,7 @@ def test_json_records_of_bulk_writes_equal_the_per_record_path(data: st.DataObje
         stage_output(schema.table_id, feed.topic), STAGE_SCHEMA.empty_table()
     )
 
-    event("records" if slow.num_rows else "no records")
+    event(f"{fmt} " + ("records" if slow.num_rows else "no records"))
     order = [("_seq", "ascending"), ("_idx", "ascending")]
     assert fast.sort_by(order).to_pylist() == slow.sort_by(order).to_pylist()
 
