@@ -32,8 +32,8 @@ from cqlcdc.changefeed.json_columns import join, json_arrays, json_objects, json
 from cqlcdc.changefeed.options import FeedOptions
 from cqlcdc.changefeed.records import CONNECTOR, CONNECTOR_VERSION
 from cqlcdc.schema.model import Column, TableSchema
-from cqlcdc.storage.bulk import NOW, SEQ, BulkStatement
-from cqlcdc.storage.vectorized import ByteRows, murmur3_tokens, native_bytes, token_buckets
+from cqlcdc.storage.bulk import NOW, SEQ, BulkStatement, serialized_keys
+from cqlcdc.storage.vectorized import murmur3_tokens, token_buckets
 
 FORMATS = ("JSON", "DEBEZIUM_JSON")  # the formats built here
 
@@ -53,7 +53,7 @@ class _Records:
     seq: pa.Array
 
 
-def json_stage_rows(
+def stage_rows(
     feed: Feed,
     schema: TableSchema,
     writes: pa.Table,
@@ -201,19 +201,8 @@ def _where(mask: npt.NDArray[np.bool_], texts: pa.Array) -> pa.Array:
 def _partitions(
     keys: list[Column], values: list[pa.Array], partitions: int, count: int
 ) -> npt.NDArray[np.int32]:
-    """``partition_for(primary_key_bytes(...))`` of every row: one key column's native bytes,
-    or the composite of several (per column a u16 length, the bytes, a zero byte)."""
+    """``partition_for(primary_key_bytes(...))`` of every row."""
     if partitions == 1:
         return np.zeros(count, np.int32)
-    encoded = [native_bytes(v, c.type.cql_name) for c, v in zip(keys, values, strict=True)]
-    if len(encoded) == 1:
-        key_bytes = encoded[0]
-    else:
-        rows = ByteRows(count)
-        for data in encoded:
-            lengths = pc.binary_length(data).to_numpy(zero_copy_only=False)
-            rows.numbers(lengths, ">u2")
-            rows.binary(data)
-            rows.fixed(np.zeros((count, 1), np.uint8))
-        key_bytes = rows.build()
+    key_bytes = serialized_keys(keys, {c.name: v for c, v in zip(keys, values, strict=True)})
     return token_buckets(murmur3_tokens(key_bytes), partitions)

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from cqlcdc.cdc.bulk_feeds import FORMATS as BULK_FEED_FORMATS
-from cqlcdc.cdc.bulk_feeds import json_stage_rows
+from cqlcdc.cdc.bulk_feeds import stage_rows
 from cqlcdc.cdc.bulk_images import bulk_changes, feed_events, image_log_rows, keys_by_bytes
 from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
 from cqlcdc.cdc.feeds import (
@@ -392,7 +392,7 @@ class CoreProcessor:
         # JSON and Debezium feeds column-wise; DynamoDB Streams one record at a time
         for feed in feeds:
             if feed.options.format in BULK_FEED_FORMATS:
-                staged = json_stage_rows(feed, schema, writes, statements, changes)
+                staged = stage_rows(feed, schema, writes, statements, changes)
                 if staged.num_rows:
                     result[stage_output(schema.table_id, feed.topic)] = staged
         others = [f for f in feeds if f.options.format not in BULK_FEED_FORMATS]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import itemgetter
@@ -324,9 +324,11 @@ def arrow_columns(
     return out
 
 
-def serialized_keys(schema: TableSchema, columns: dict[str, pa.Array]) -> pa.Array:
-    """``serialize_partition_key`` of every row (one component as is, several composite)."""
-    parts = schema.partition_key
+def serialized_keys(parts: Sequence[Column], columns: Mapping[str, pa.Array]) -> pa.Array:
+    """The key of columns ``parts`` of every row as CQL serializes a partition key: one
+    component as is, several as a composite (per component a u16 length, the bytes, a zero
+    byte). ``serialize_partition_key`` for a partition key; the changefeed partitioner's
+    ``primary_key_bytes`` for a primary key."""
     if len(parts) == 1:
         return native_bytes(columns[parts[0].name], parts[0].type.cql_name)
     pieces: list[pa.Array] = []
@@ -394,7 +396,7 @@ def make_chunks(
         if lengths.max() > MAX_KEY_BYTES or (len(schema.partition_key) == 1 and lengths.min() == 0):
             return None
     keys = serialized_keys(
-        schema, {n: writes.columns.column(n) for n in writes.columns.column_names}
+        schema.partition_key, {n: writes.columns.column(n) for n in writes.columns.column_names}
     )
     tokens = murmur3_tokens(keys)
     buckets = token_buckets(tokens, num_buckets)

@@ -154,14 +154,21 @@ def native_bytes(array: pa.Array, cql_name: str) -> pa.Array:
         array = array.combine_chunks()
     if cql_name in VARIABLE_WIDTH:
         return array.cast(pa.binary()).fill_null(b"")
+    matrix = fixed_width_bytes(array, cql_name)
+    return _fixed_binary(matrix, matrix.shape[1])
+
+
+def fixed_width_bytes(array: pa.Array, cql_name: str) -> npt.NDArray[np.uint8]:
+    """The native encodings of a fixed-width column as an (n, width) byte matrix (a null
+    as zeros)."""
     if cql_name == "boolean":
-        flags = array.fill_null(False).to_numpy(zero_copy_only=False).astype(np.uint8)
-        return _fixed_binary(flags, 1)
-    dtype = FIXED_WIDTH[cql_name]
-    if cql_name == "timestamp":
-        array = array.cast(pa.int64())
-    numbers = array.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype)
-    return _fixed_binary(numbers, np.dtype(dtype).itemsize)
+        numbers = array.fill_null(False).to_numpy(zero_copy_only=False).astype(np.uint8)
+    else:
+        if cql_name == "timestamp":
+            array = array.cast(pa.int64())
+        numbers = array.fill_null(0).to_numpy(zero_copy_only=False).astype(FIXED_WIDTH[cql_name])
+    numbers = np.ascontiguousarray(numbers)
+    return numbers.view(np.uint8).reshape(len(numbers), numbers.dtype.itemsize)
 
 
 def length_prefixed(array: pa.Array, cql_name: str) -> pa.Array:
@@ -357,15 +364,9 @@ class ByteRows:
             self.numbers(pc.binary_length(binary).to_numpy(zero_copy_only=False), ">i4")
             self.binary(binary)
         else:
-            if cql_name == "boolean":
-                numbers = array.to_numpy(zero_copy_only=False).astype(np.uint8)
-            else:
-                if cql_name == "timestamp":
-                    array = array.cast(pa.int64())
-                numbers = array.to_numpy(zero_copy_only=False).astype(FIXED_WIDTH[cql_name])
-            width = numbers.dtype.itemsize
-            self.numbers(np.full(self.n, width, np.int32), ">i4")
-            self.fixed(np.ascontiguousarray(numbers).view(np.uint8).reshape(self.n, width))
+            matrix = fixed_width_bytes(array, cql_name)
+            self.numbers(np.full(self.n, matrix.shape[1], np.int32), ">i4")
+            self.fixed(matrix)
 
     def build(self) -> pa.Array:
         arrays: list[pa.Array] = []

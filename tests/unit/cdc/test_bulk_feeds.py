@@ -4,7 +4,7 @@ per-record path's.
 The differential property: random bulk writes (every bulk type, strings that need JSON
 escaping, NaN and infinities, nulls) over a random earlier load, a JSON or Debezium feed of
 every mode, with and without virtual timestamps, on one or several topic partitions; the
-staged rows of ``json_stage_rows`` equal those ``FeedStager`` makes from the same writes'
+staged rows of ``stage_rows`` equal those ``FeedStager`` makes from the same writes'
 row events, one record at a time. Plus ``json_texts`` against ``encode(to_json(...))``
 value by value.
 """
@@ -19,7 +19,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from cqlcdc.cdc.bulk_feeds import json_stage_rows
+from cqlcdc.cdc.bulk_feeds import stage_rows
 from cqlcdc.cdc.bulk_images import bulk_changes, feed_events
 from cqlcdc.cdc.feeds import STAGE_SCHEMA, FeedStager, stage_output, table_feeds
 from cqlcdc.changefeed.json_columns import json_texts
@@ -169,7 +169,7 @@ def test_json_records_of_bulk_writes_equal_the_per_record_path(data: st.DataObje
     assert changes is not None
     (feed,) = table_feeds(schema)
 
-    fast = json_stage_rows(feed, schema, table, plans, changes)
+    fast = stage_rows(feed, schema, table, plans, changes)
 
     stager = FeedStager(schema, [feed])
     pks = table.column("_pk").to_pylist()
