@@ -434,7 +434,14 @@ def test_message_too_large_and_deleted_topic_are_errors_not_skips(
     assert oracle(broker, topic, 1) == expected
     # the topic deleted under a following publisher: an error, not records sent nowhere
     proc = spawn(*base, "--follow", "--progress", "0")
-    time.sleep(2)
+    # running and following once a new record reaches the topic (a fixed sleep raced a slow
+    # start: the publisher then re-created the topic the test had deleted)
+    session.execute("INSERT INTO ks.m (pk, v) VALUES (99, 'before')")
+    session.flush()
+    deadline = time.monotonic() + 60
+    while len(oracle(broker, topic, 1)[0]) <= len(expected[0]):
+        assert time.monotonic() < deadline and proc.poll() is None, "the publisher did not follow"
+        time.sleep(0.2)
     admin = AdminClient({"bootstrap.servers": broker})
     admin.delete_topics([topic])[topic].result()
     session.execute("INSERT INTO ks.m (pk, v) VALUES (100, 'after')")

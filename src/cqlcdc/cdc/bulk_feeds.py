@@ -1,5 +1,5 @@
-"""Changefeed records of a bucket of bulk writes in YDB's JSON and Debezium JSON formats,
-column by column.
+"""Changefeed records of a bucket of bulk writes in YDB's JSON, Debezium JSON and DynamoDB
+Streams JSON formats, column by column.
 
 ``cqlcdc.cdc.bulk_images.bulk_changes`` gives each write's row before and after it; the
 per-record path turns each into a ``RowEvent``, then a record dict, then JSON text
@@ -11,9 +11,10 @@ partition is the same Murmur3 slice of the primary key's bytes, computed for all
 
 Debezium records are joined the same way from the same texts (``payload`` with ``before``
 and ``after``: the value columns sorted by name, then the key columns; ``op``; ``source``).
-DynamoDB Streams records stay per record. Only what ``bulk_changes`` accepts takes this path
-(no TTL, so never an expiry event). The tests compare its rows with ``FeedStager``'s for
-every mode and both formats.
+DynamoDB Streams records too (``Keys`` and the images as AttributeValue maps, null cells
+left out; ``SequenceNumber`` and ``eventID`` from the seq and the partition). Only what
+``bulk_changes`` accepts takes this path (no TTL, so never an expiry event). The tests
+compare its rows with ``FeedStager``'s for every mode and every format.
 """
 
 from __future__ import annotations
@@ -28,14 +29,29 @@ import pyarrow.compute as pc
 
 from cqlcdc.cdc.bulk_images import BulkChanges
 from cqlcdc.cdc.feeds import STAGE_SCHEMA, Feed
-from cqlcdc.changefeed.json_columns import join, json_arrays, json_objects, json_texts
+from cqlcdc.changefeed.json_columns import (
+    attribute_texts,
+    join,
+    json_arrays,
+    json_objects,
+    json_texts,
+    sparse_objects,
+)
 from cqlcdc.changefeed.options import FeedOptions
-from cqlcdc.changefeed.records import CONNECTOR, CONNECTOR_VERSION
+from cqlcdc.changefeed.records import (
+    CONNECTOR,
+    CONNECTOR_VERSION,
+    EVENT_SOURCE,
+    EVENT_VERSION,
+    INDEX_DIGITS,
+    TX_DIGITS,
+)
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.bulk import NOW, SEQ, BulkStatement, serialized_keys
 from cqlcdc.storage.vectorized import murmur3_tokens, token_buckets
 
-FORMATS = ("JSON", "DEBEZIUM_JSON")  # the formats built here
+DYNAMODB = "DYNAMODB_STREAMS_JSON"
+FORMATS = ("JSON", "DEBEZIUM_JSON", DYNAMODB)  # the formats built here
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +63,8 @@ class _Records:
     new_image: npt.NDArray[np.bool_]  # the record carries the row after the write
     old_image: npt.NDArray[np.bool_]  # ... and before it
     names: list[str]  # the value columns, sorted by name
-    after: dict[str, pa.Array]  # per value column, its JSON text after the write
+    # per value column, its JSON text after the write (an AttributeValue's for DynamoDB)
+    after: dict[str, pa.Array]
     before: dict[str, pa.Array]
     step: pa.Array  # the virtual timestamp (ms) and transaction id (the seq)
     seq: pa.Array
@@ -59,17 +76,24 @@ def stage_rows(
     writes: pa.Table,
     statements: tuple[BulkStatement, ...],
     changes: BulkChanges,
+    rendered: dict[tuple[str, str], pa.Array] | None = None,
 ) -> pa.Table:
     """The staged records (``STAGE_SCHEMA``) of a ``feed`` in one of ``FORMATS`` for the
-    writes of one bucket: one per write whose row exists before or after it."""
+    writes of one bucket: one per write whose row exists before or after it.
+
+    ``rendered`` keeps the value columns' texts for the next feed of the same bucket (pass
+    one dict to every feed of a table: the texts do not depend on the feed, only on its
+    format's kind)."""
     options = feed.options
+    rendered = {} if rendered is None else rendered
     ks = np.flatnonzero(changes.live_before | changes.live_after)
     count = len(ks)
     positions = pa.array(changes.order[ks])
     erase = ~changes.live_after[ks]
     keys = [*schema.partition_key, *schema.clustering_key]
     key_values = [writes.column(c.name).take(positions) for c in keys]
-    key_texts = [json_texts(c.type, v) for c, v in zip(keys, key_values, strict=True)]
+    render = attribute_texts if options.format == DYNAMODB else json_texts
+    key_texts = [render(c.type, v) for c, v in zip(keys, key_values, strict=True)]
     names = sorted(c.name for c in schema.regular_columns)
     before: dict[str, pa.Array] = {}
     after: dict[str, pa.Array] = {}
@@ -77,7 +101,9 @@ def stage_rows(
         source, at_before, at_after = changes.columns[name]
         column = schema.column(name)
         assert column is not None
-        texts = json_texts(column.type, source)
+        texts = rendered.get((render.__name__, name))
+        if texts is None:
+            texts = rendered[(render.__name__, name)] = render(column.type, source)
         before[name] = texts.take(pa.array(at_before[ks]))
         after[name] = texts.take(pa.array(at_after[ks]))
     none = np.zeros(count, np.bool_)
@@ -92,10 +118,16 @@ def stage_rows(
         step=pa.array(writes.column(NOW).take(positions).to_numpy() // 1000),
         seq=writes.column(SEQ).take(positions).combine_chunks(),
     )
-    if options.format == "DEBEZIUM_JSON":
+    partitions = _partitions(keys, key_values, options.partitions, count)
+    existed = changes.live_before[ks]
+    if options.format == DYNAMODB:
+        key = json_objects([c.name for c in keys], key_texts, count)
+        value = _dynamodb(
+            records, [c.name for c in keys], key_texts, key, options, existed, partitions
+        )
+    elif options.format == "DEBEZIUM_JSON":
         key_object = json_objects([c.name for c in keys], key_texts, count)
         key = join(['{"payload":', key_object, "}"], count)
-        existed = changes.live_before[ks]
         value = _debezium(records, [c.name for c in keys], key_texts, options.mode, existed)
     else:
         key = json_arrays(key_texts, count)
@@ -104,7 +136,7 @@ def stage_rows(
     expiry = pa.array(step.to_numpy() // 1000 + options.retention_ms // 1000)
     return pa.table(
         {
-            "partition": pa.array(_partitions(keys, key_values, options.partitions, count)),
+            "partition": pa.array(partitions),
             "key": key,
             "value": value,
             "created_ms": step,
@@ -186,6 +218,57 @@ def _debezium(
         ',"txId":',
         r.seq.cast(pa.string()),
         ',"snapshot":false}}}',
+    ]
+    return join(pieces, count)
+
+
+def _dynamodb(
+    records: _Records,
+    key_names: list[str],
+    key_texts: list[pa.Array],
+    keys: pa.Array,
+    options: FeedOptions,
+    existed: npt.NDArray[np.bool_],
+    partitions: npt.NDArray[np.int32],
+) -> pa.Array:
+    """DynamoDB Streams records: ``awsRegion``; ``dynamodb`` with the creation time (the
+    step), ``Keys``, ``NewImage``/``OldImage`` (the non-null value columns, then the keys),
+    ``SequenceNumber`` (the seq; each write is its own transaction, so index 0) and the
+    view type; ``eventID`` (partition-sequence number), ``eventName``, the source."""
+    r = records
+    count = r.count
+    view = options.mode if options.mode != "UPDATES" else "KEYS_ONLY"  # no UPDATES in AWS
+    # sequence_number(step, seq, 0): each write is its own transaction, its record index 0
+    digits = pc.utf8_lpad(r.seq.cast(pa.string()), TX_DIGITS, "0")
+    sequence = join([digits, "0" * INDEX_DIGITS], count)
+    pieces: list[str | pa.Array] = [
+        '{"awsRegion":' + _text(options.aws_region) + ',"dynamodb":{',
+        '"ApproximateCreationDateTime":',
+        r.step.cast(pa.string()),
+        ',"Keys":',
+        keys,
+    ]
+    if view != "KEYS_ONLY":
+        names = r.names + key_names
+        for flag, label, image in (
+            (r.new_image, "NewImage", r.after),
+            (r.old_image, "OldImage", r.before),
+        ):
+            if flag.any():
+                body = sparse_objects(names, [image[c] for c in r.names] + key_texts, count)
+                pieces.append(_where(flag, join([f',"{label}":', body], count)))
+    created = ~existed if options.mode == "NEW_AND_OLD_IMAGES" else np.zeros(count, np.bool_)
+    name = np.where(r.erase, "REMOVE", np.where(created, "INSERT", "MODIFY"))
+    pieces += [
+        ',"SequenceNumber":"',
+        sequence,
+        f'","StreamViewType":"{view}"}},"eventID":"',
+        pa.array(partitions).cast(pa.string()),
+        "-",
+        sequence,
+        '","eventName":"',
+        pa.array(name, pa.string()),
+        '","eventSource":' + _text(EVENT_SOURCE) + ',"eventVersion":' + _text(EVENT_VERSION) + "}",
     ]
     return join(pieces, count)
 

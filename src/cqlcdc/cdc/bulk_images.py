@@ -7,8 +7,9 @@ a column had before write k is the value written by the last earlier write of th
 touched the column, or, when none did, the prior state's (a forward fill per column, done
 with ``maximum.accumulate``) (:func:`bulk_changes`). From it come the log rows
 (:func:`image_log_rows`: the delta rows are :func:`cqlcdc.cdc.bulk_log.bulk_log_rows`',
-preimage and postimage rows project the same columns) and the changefeeds' row events
-(:func:`feed_events`), so no write goes through the log writer or a merged partition.
+preimage and postimage rows project the same columns) and the changefeeds' records
+(:mod:`cqlcdc.cdc.bulk_feeds`), so no write goes through the log writer or a merged
+partition.
 
 That equals what :class:`cqlcdc.cdc.log_writer.LogWriter` and
 :func:`cqlcdc.changefeed.events.row_events` give for each write applied one by one
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,7 +40,6 @@ import pyarrow.compute as pc
 from cqlcdc.cdc.bulk_log import bulk_log_rows
 from cqlcdc.cdc.log_writer import OP_POSTIMAGE, OP_PREIMAGE
 from cqlcdc.cdc.streams import Generations
-from cqlcdc.changefeed.events import RowEvent
 from cqlcdc.schema.log_table import (
     BATCH_SEQ_NO,
     END_OF_BATCH,
@@ -400,48 +400,6 @@ def image_log_rows(
             _image_rows(schema, log_schema, delta, order[post], OP_POSTIMAGE, seq_no, values)
         )
     return pa.concat_tables(parts)
-
-
-def feed_events(
-    schema: TableSchema,
-    writes: pa.Table,
-    statements: Sequence[BulkStatement],
-    changes: BulkChanges,
-) -> list[tuple[int, RowEvent]]:
-    """Each write's row event (``cqlcdc.changefeed.events``), as ``(position in the bucket,
-    event)`` in sorted order; a write that leaves its row absent before and after has none.
-    The values are the Python values the row path holds (columns of the bulk types only:
-    the caller's check)."""
-    names = list(changes.columns)
-    before_values: dict[str, list[Any]] = {}
-    after_values: dict[str, list[Any]] = {}
-    for name, (source, before, after) in changes.columns.items():
-        if pa.types.is_timestamp(source.type):
-            source = source.cast(pa.int64())
-        before_values[name] = source.take(pa.array(before)).to_pylist()
-        after_values[name] = source.take(pa.array(after)).to_pylist()
-    columns_of = [sorted(s.columns) for s in statements]
-    cks = [python_values(writes, c.name, schema) for c in schema.clustering_key]
-    out: list[tuple[int, RowEvent]] = []
-    live_before = changes.live_before.tolist()
-    live_after = changes.live_after.tolist()
-    kinds = changes.kind.tolist()
-    stmts = changes.stmt.tolist()
-    for k, position in enumerate(changes.order.tolist()):
-        old = new = None
-        if live_before[k]:
-            old = {c: v for c in names if (v := before_values[c][k]) is not None}
-        if live_after[k]:
-            new = {c: v for c in names if (v := after_values[c][k]) is not None}
-        if old is None and new is None:
-            continue
-        row_delete = kinds[k] == KIND_ROW_DELETE
-        written = {} if row_delete else {c: (new or {}).get(c) for c in columns_of[stmts[k]]}
-        event_kind: Literal["upsert", "erase"] = "upsert" if new is not None else "erase"
-        ck = tuple(values[position] for values in cks)
-        inserted = kinds[k] == KIND_INSERT
-        out.append((position, RowEvent(ck, event_kind, old, new, written, inserted)))
-    return out
 
 
 def _retimed(delta: pa.Table, pre: npt.NDArray[np.bool_], post: npt.NDArray[np.bool_]) -> pa.Table:

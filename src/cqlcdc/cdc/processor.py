@@ -18,10 +18,10 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from cqlcdc.cdc.bulk_feeds import FORMATS as BULK_FEED_FORMATS
 from cqlcdc.cdc.bulk_feeds import stage_rows
-from cqlcdc.cdc.bulk_images import bulk_changes, feed_events, image_log_rows, keys_by_bytes
+from cqlcdc.cdc.bulk_images import bulk_changes, image_log_rows, keys_by_bytes
 from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
 from cqlcdc.cdc.feeds import (
     FEED_PREFIX,
@@ -49,10 +49,11 @@ from cqlcdc.storage.bulk import (
     TOKEN,
     BulkStatement,
     bulk_fragments,
+    chunk_mask,
     chunk_mutations,
     concat_chunks,
     decode_chunk,
-    is_chunk,
+    payload_views,
 )
 from cqlcdc.storage.bulk_state import PartitionFragments
 from cqlcdc.storage.cells import Cell, CollectionCells
@@ -271,21 +272,27 @@ class CoreProcessor:
         from cqlcdc.schema.log_table import log_table_schema
         from cqlcdc.storage.token import deserialize_partition_key
 
-        recs = records.to_pylist()
-        if not recs:
+        if records.num_rows == 0:
             return {}
-        latest = self._schema(table_id, max(r["schema_version"] for r in recs))
+        latest = self._schema(table_id, pc.max(records.column("schema_version")).as_py())
         if latest is None:  # the table was dropped before its writes were applied
             return {}
         fragments: PartitionFragments | None = None
-        chunk_recs = [r for r in recs if is_chunk(r["payload"])]
-        if chunk_recs:
-            chunks = [decode_chunk(r["payload"]) for r in chunk_recs]
+        payloads = records.column("payload")
+        is_chunk_at = chunk_mask(payloads)
+        if not is_chunk_at.any():
+            recs = records.to_pylist()
+        else:
+            chunk_recs = records.filter(is_chunk_at)
+            chunks = [decode_chunk(view) for view in payload_views(chunk_recs.column("payload"))]
             writes, statements = concat_chunks(chunks)
-            if len(chunks) == len(recs) and bulk_log_applies(latest):
+            only_chunks = bool(is_chunk_at.all())
+            if only_chunks and bulk_log_applies(latest):
                 return self._bulk_bucket(latest, bucket, writes, statements)
-            same_version = all(r["schema_version"] == latest.schema_version for r in recs)
-            if len(chunks) == len(recs) and same_version and changes_apply(latest):
+            same_version = pc.all(
+                pc.equal(records.column("schema_version"), latest.schema_version)
+            ).as_py()
+            if only_chunks and same_version and changes_apply(latest):
                 pks = sorted(set(writes.column(PK).to_pylist()))
                 fragments = self._fragments(state, latest, bucket, pks)
                 done = self._changes_bucket(latest, bucket, writes, statements, fragments)
@@ -294,11 +301,13 @@ class CoreProcessor:
             # the log needs state (images, feeds) or other records interleave: one by one,
             # each write keeping its chunk's schema version (the feeds it belongs to)
             versions = [
-                int(r["schema_version"])
-                for r, chunk in zip(chunk_recs, chunks, strict=True)
+                version
+                for version, chunk in zip(
+                    chunk_recs.column("schema_version").to_pylist(), chunks, strict=True
+                )
                 for _ in range(chunk.table.num_rows)
             ]
-            recs = [r for r in recs if not is_chunk(r["payload"])]
+            recs = records.filter(np.logical_not(is_chunk_at)).to_pylist()
             recs += _expanded(latest, writes, statements, versions)
         pks = sorted({r["pk"] for r in recs})
         if fragments is None:
@@ -372,7 +381,6 @@ class CoreProcessor:
         changefeeds: base fragments, log rows and feed records column-wise
         (``cqlcdc.cdc.bulk_images``), or None when the writes must be applied one by one."""
         from cqlcdc.schema.log_table import log_table_schema
-        from cqlcdc.storage.token import deserialize_partition_key
 
         changes = bulk_changes(schema, writes, statements, fragments)
         if changes is None:
@@ -388,30 +396,11 @@ class CoreProcessor:
                 self.generations,
                 changes,
             )
-        feeds = table_feeds(schema)
-        # JSON and Debezium feeds column-wise; DynamoDB Streams one record at a time
-        for feed in feeds:
-            if feed.options.format in BULK_FEED_FORMATS:
-                staged = stage_rows(feed, schema, writes, statements, changes)
-                if staged.num_rows:
-                    result[stage_output(schema.table_id, feed.topic)] = staged
-        others = [f for f in feeds if f.options.format not in BULK_FEED_FORMATS]
-        if others:
-            stager = FeedStager(schema, others)
-            pks = writes.column(PK).to_pylist()
-            seqs = writes.column(SEQ).to_pylist()
-            now_us = writes.column(NOW).to_pylist()
-            keys: dict[bytes, tuple[Any, ...]] = {}
-            for position, event in feed_events(schema, writes, statements, changes):
-                pk_bytes = pks[position]
-                pk = keys.get(pk_bytes)
-                if pk is None:
-                    pk = keys[pk_bytes] = deserialize_partition_key(schema, pk_bytes)
-                step = now_us[position] // 1000
-                seq = seqs[position]
-                for feed in others:
-                    stager.add(feed, pk, [event], seq=seq, step=step, tx_id=seq, created_ms=step)
-            result.update(stager.tables())
+        rendered: dict[tuple[str, str], pa.Array] = {}  # value texts, shared by the feeds
+        for feed in table_feeds(schema):  # every format column-wise (cdc/bulk_feeds.py)
+            staged = stage_rows(feed, schema, writes, statements, changes, rendered)
+            if staged.num_rows:
+                result[stage_output(schema.table_id, feed.topic)] = staged
         return result
 
     @staticmethod
@@ -719,14 +708,16 @@ class CoreProcessor:
         a TTL runs the log writer in the driver); every other write counts, and a batch with
         many of them runs on the executors, whose Python workers share the load.
         """
-        cost = 0
+        payloads = records.column("payload")
+        is_chunk_at = chunk_mask(payloads)
+        cost = int(np.count_nonzero(~is_chunk_at))
+        if cost == len(is_chunk_at):
+            return cost
         columnar: dict[str, bool] = {}
         images: dict[str, bool] = {}
         table_ids = records.column("table_id").to_pylist()
-        for i, payload in enumerate(records.column("payload").to_pylist()):
-            if not is_chunk(payload):
-                cost += 1
-                continue
+        views = payload_views(payloads)
+        for i in np.flatnonzero(is_chunk_at).tolist():
             table_id = table_ids[i]
             if table_id not in columnar:
                 schema = self.catalog.table_by_id(table_id)
@@ -734,7 +725,7 @@ class CoreProcessor:
                 images[table_id] = schema is not None and changes_apply(schema)
             if columnar[table_id]:
                 continue
-            chunk = decode_chunk(payload)
+            chunk = decode_chunk(views[i])
             # images made column-wise: cheap, unless the chunk has TTLs, which the image path
             # leaves to the log writer
             if images[table_id] and not any(s.ttl for s in chunk.statements):

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cqlcdc.changefeed.values import to_json
+from cqlcdc.changefeed.values import to_attribute_value, to_json
 from cqlcdc.types import BooleanType, CqlType
 from cqlcdc.types.numeric import BigintType, IntType, SmallintType, TinyintType
 
@@ -53,6 +53,48 @@ def json_texts(cql_type: CqlType, array: pa.Array | pa.ChunkedArray) -> pa.Array
         [NULL if v is None else _ENCODER.encode(to_json(cql_type, v)) for v in array.to_pylist()],
         pa.string(),
     )
+
+
+def attribute_texts(cql_type: CqlType, array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The compact JSON text of every value of ``array`` as a DynamoDB AttributeValue, as
+    ``to_attribute_value`` renders a value of ``cql_type``; null where the value is null
+    (DynamoDB images leave null cells out)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    valid = pc.is_valid(array)
+    if isinstance(cql_type, _INTEGERS) and pa.types.is_integer(array.type):
+        texts = pc.binary_join_element_wise('{"N":"', array.cast(pa.string()), '"}', "")
+    elif isinstance(cql_type, BooleanType) and pa.types.is_boolean(array.type):
+        texts = pc.if_else(array, '{"BOOL":true}', '{"BOOL":false}')
+    elif cql_type.cql_name in _STRINGS and pa.types.is_string(array.type):
+        texts = pc.binary_join_element_wise('{"S":', json_texts(cql_type, array), "}", "")
+    else:
+        if pa.types.is_timestamp(array.type):
+            array = array.cast(pa.int64())  # the row path holds a timestamp as milliseconds
+        texts = pa.array(
+            [
+                None if v is None else _ENCODER.encode(to_attribute_value(cql_type, v))
+                for v in array.to_pylist()
+            ],
+            pa.string(),
+        )
+    return pc.if_else(valid, texts, pa.scalar(None, pa.string()))
+
+
+def sparse_objects(names: Sequence[str], values: Sequence[pa.Array], count: int) -> pa.Array:
+    """Per row, the JSON object of ``names`` (in this order) to the texts in ``values``,
+    leaving out the names whose text is null."""
+    if not names:
+        return pa.array(["{}"] * count, pa.string())
+    # each present member with a comma after it, then the last comma cut (every text ends
+    # in a JSON value, never in a comma). Not null_handling="skip": pyarrow drops the rows
+    # whose inputs are all null from its result
+    members = [
+        pc.binary_join_element_wise(_ENCODER.encode(name) + ":", texts, ",", "").fill_null("")
+        for name, texts in zip(names, values, strict=True)
+    ]
+    inner = pc.utf8_rtrim(pc.binary_join_element_wise(*members, ""), ",")
+    return pc.binary_join_element_wise("{", inner, "}", "")
 
 
 def json_objects(names: Sequence[str], values: Sequence[pa.Array], count: int) -> pa.Array:

@@ -30,7 +30,8 @@ EVENT_VERSION = "1.0"
 # how DynamoDB Streams marks a delete done by TTL rather than by a user
 TTL_USER_IDENTITY = {"principalId": "dynamodb.amazonaws.com", "type": "Service"}
 
-_TX_DIGITS, _INDEX_DIGITS = 14, 7  # at least 21 digits, YDB's minimum (AWS allows 21 to 40)
+# SequenceNumber: txId and index digits, at least 21, YDB's minimum (AWS allows 21 to 40)
+TX_DIGITS, INDEX_DIGITS = 14, 7
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +85,9 @@ def sequence_number(step: int, tx_id: int, index: int) -> str:
     del step
     if not 0 <= tx_id < 1 << 64:
         raise ValueError(f"tx_id {tx_id} does not fit a sequence number")
-    if not 0 <= index < 10**_INDEX_DIGITS:
+    if not 0 <= index < 10**INDEX_DIGITS:
         raise ValueError(f"index {index} does not fit a sequence number")
-    return f"{tx_id:0{_TX_DIGITS}d}{index:0{_INDEX_DIGITS}d}"
+    return f"{tx_id:0{TX_DIGITS}d}{index:0{INDEX_DIGITS}d}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ import itertools
 import json
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -57,6 +58,8 @@ DATA_FILE_DDL = (
     "stats STRING, schema BINARY"
 )
 _GROUP_ORDER = ["table_id", "bucket", "token", "pk", "seq"]
+# buckets processed at once by process_groups
+_BUCKET_THREADS = 2
 
 
 def process_groups(
@@ -96,25 +99,43 @@ def process_groups(
     )
     starts = [0, *(int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()), records.num_rows]
     state = VersionedReader(tables_dir, versions, tables)
-    # files are written by a small pool while the next bucket is processed (pyarrow's Parquet
-    # writer and fsync release the GIL)
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="cqlcdc-write") as pool:
+
+    def run(start: int, end: int) -> tuple[int, dict[str, pa.Table]]:
+        group = records.slice(start, end - start)
+        table_id = group.column("table_id")[0].as_py()
+        bucket = group.column("bucket")[0].as_py()
+        try:
+            return bucket, processor.process_bucket(table_id, bucket, group.combine_chunks(), state)
+        except UnappliedWrite:
+            raise
+        except Exception as err:  # the core could not say which record: name them all
+            seqs = group.column("seq")
+            first, last = pc.min(seqs).as_py(), pc.max(seqs).as_py()
+            raise UnappliedWrite(
+                f"cannot apply ingest records seq={first}..{last} (table id {table_id}, "
+                f"bucket {bucket}): {type(err).__name__}: {err}"
+            ) from err
+
+    # Buckets are independent (each reads the state at the manifest's versions and writes
+    # its own outputs), so two run at once: most of a bucket's time is in Arrow, numpy and
+    # Parquet, which release the GIL. Their outputs are taken in group order, so the files
+    # and the held rows come out as a sequential run makes them. Files are written by a
+    # small pool while the next buckets are processed.
+    groups = list(itertools.pairwise(starts))
+    with (
+        ThreadPoolExecutor(
+            max_workers=_BUCKET_THREADS, thread_name_prefix="cqlcdc-bucket"
+        ) as cores,
+        ThreadPoolExecutor(max_workers=2, thread_name_prefix="cqlcdc-write") as pool,
+    ):
         pending: list[Future[DataFile]] = []
-        for start, end in itertools.pairwise(starts):
-            group = records.slice(start, end - start)
-            table_id = group.column("table_id")[0].as_py()
-            bucket = group.column("bucket")[0].as_py()
-            try:
-                outputs = processor.process_bucket(table_id, bucket, group.combine_chunks(), state)
-            except UnappliedWrite:
-                raise
-            except Exception as err:  # the core could not say which record: name them all
-                seqs = group.column("seq")
-                first, last = pc.min(seqs).as_py(), pc.max(seqs).as_py()
-                raise UnappliedWrite(
-                    f"cannot apply ingest records seq={first}..{last} (table id {table_id}, "
-                    f"bucket {bucket}): {type(err).__name__}: {err}"
-                ) from err
+        running: deque[Future[tuple[int, dict[str, pa.Table]]]] = deque()
+        next_group = 0
+        while next_group < len(groups) or running:
+            while next_group < len(groups) and len(running) < _BUCKET_THREADS + 1:
+                running.append(cores.submit(run, *groups[next_group]))
+                next_group += 1
+            bucket, outputs = running.popleft().result()
             for output in sorted(outputs):
                 rows = outputs[output]
                 if rows.num_rows and held is not None and processor.is_staged(output):

@@ -18,6 +18,7 @@ mutations ``build_insert``/``build_update``/``build_delete`` make, which the tes
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import struct
 from collections.abc import Mapping, Sequence
@@ -454,16 +455,42 @@ class Chunk:
     now_us: int
 
 
-def is_chunk(payload: bytes) -> bool:
-    return payload[: len(CHUNK_TAG)] == CHUNK_TAG
+def is_chunk(payload: bytes | pa.Buffer) -> bool:
+    head = payload[: len(CHUNK_TAG)]
+    return (head.to_pybytes() if isinstance(head, pa.Buffer) else head) == CHUNK_TAG
 
 
-def decode_chunk(payload: bytes) -> Chunk:
+def chunk_mask(payloads: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
+    """Which ingest payloads are bulk chunks, without copying any into Python."""
+    heads = pc.binary_slice(payloads, 0, len(CHUNK_TAG))
+    found = pc.equal(heads, pa.scalar(CHUNK_TAG, pa.binary()))
+    return np.asarray(found.to_numpy(zero_copy_only=False), np.bool_)
+
+
+def payload_views(payloads: pa.Array | pa.ChunkedArray) -> list[pa.Buffer]:
+    """Each payload as a view of the column's memory: a batch's chunks are most of its
+    bytes, and ``to_pylist`` (or ``as_buffer``) would copy every one of them, holding the
+    GIL the client needs."""
+    arrays = payloads.chunks if isinstance(payloads, pa.ChunkedArray) else [payloads]
+    views: list[pa.Buffer] = []
+    for array in arrays:
+        _, offsets_buffer, data = array.buffers()
+        width = np.int64 if pa.types.is_large_binary(array.type) else np.int32
+        offsets = np.frombuffer(offsets_buffer, width)[array.offset : array.offset + len(array) + 1]
+        if data is None:
+            views += [pa.py_buffer(b"")] * len(array)
+            continue
+        views += [data.slice(a, b - a) for a, b in itertools.pairwise(offsets.tolist())]
+    return views
+
+
+def decode_chunk(payload: bytes | pa.Buffer) -> Chunk:
     """Read a chunk payload back (raises CorruptIngestFile on damage)."""
     if not is_chunk(payload):
         raise CorruptIngestFile("ingest payload is not a bulk chunk")
+    body = payload if isinstance(payload, pa.Buffer) else pa.py_buffer(payload)
     try:
-        with pa.ipc.open_stream(pa.py_buffer(payload)[len(CHUNK_TAG) :]) as reader:
+        with pa.ipc.open_stream(body.slice(len(CHUNK_TAG))) as reader:
             table = reader.read_all()
         meta = table.schema.metadata or {}
         statements = tuple(

@@ -38,25 +38,29 @@ _TAG_LEN = len(FRAGMENT_TAG)
 
 @dataclass(frozen=True, slots=True)
 class PartitionFragments:
-    """The base fragments of some partitions as two parallel columns, in seq order: what a
-    bucket's writes read of the state, kept in Arrow so that partitions of bulk fragments
-    are merged without a Python object per fragment (``by_partition`` makes them for the
-    rest)."""
+    """The base fragments of some partitions as parallel columns, in no particular order
+    (``seq`` gives it): what a bucket's writes read of the state, kept in Arrow so that
+    partitions of bulk fragments are merged without a Python object per fragment (their
+    merge is by timestamp, so their order is free; ``by_partition`` makes the rest, in seq
+    order)."""
 
     pk: pa.Array  # binary: the serialized partition key
+    seq: pa.Array  # int64: the write's seq, the order a Python merge applies them in
     fragment: pa.Array  # binary
 
     @classmethod
     def of_rows(cls, rows: pa.Table, truncated: int) -> PartitionFragments:
         """From base rows (``pk``, ``seq``, ``fragment``): those after seq ``truncated``
-        (what a TRUNCATE left), in seq order."""
+        (what a TRUNCATE left). Not sorted: a sort moves every fragment's bytes, and only
+        the partitions merged in Python need the order (``by_partition`` sorts those)."""
         if rows.num_rows == 0:
             return cls.of_mapping({})
-        rows = rows.select(["pk", "seq", "fragment"])
-        rows = rows.filter(pc.greater(rows.column("seq"), truncated))
-        rows = rows.sort_by("seq")
+        seqs = rows.column("seq")
+        if pc.min(seqs).as_py() <= truncated:
+            rows = rows.filter(pc.greater(seqs, truncated))
         return cls(
             rows.column("pk").combine_chunks().cast(pa.binary()),
+            rows.column("seq").combine_chunks().cast(pa.int64()),
             rows.column("fragment").combine_chunks().cast(pa.binary()),
         )
 
@@ -66,6 +70,7 @@ class PartitionFragments:
         pks = [pk for pk, frags in fragments.items() for _ in frags]
         return cls(
             pa.array(pks, pa.binary()),
+            pa.array(np.arange(len(pks), dtype=np.int64)),
             pa.array([f for frags in fragments.values() for f in frags], pa.binary()),
         )
 
@@ -74,12 +79,15 @@ class PartitionFragments:
 
     def by_partition(self, pks: pa.Array | None = None) -> dict[bytes, list[bytes]]:
         """The fragments of each partition (only those in ``pks``, if given), in seq order."""
-        pk, fragment = self.pk, self.fragment
+        pk, seq, fragment = self.pk, self.seq, self.fragment
         if pks is not None:
             wanted = pc.is_in(pk, value_set=pks.cast(pa.binary()))
-            pk, fragment = pk.filter(wanted), fragment.filter(wanted)
+            pk, seq, fragment = pk.filter(wanted), seq.filter(wanted), fragment.filter(wanted)
+        order = pa.array(np.argsort(seq.to_numpy(zero_copy_only=False), kind="stable"))
         out: dict[bytes, list[bytes]] = {}
-        for key, frag in zip(pk.to_pylist(), fragment.to_pylist(), strict=True):
+        for key, frag in zip(
+            pk.take(order).to_pylist(), fragment.take(order).to_pylist(), strict=True
+        ):
             out.setdefault(key, []).append(frag)
         return out
 

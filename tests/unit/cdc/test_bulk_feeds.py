@@ -1,12 +1,12 @@
-"""JSON and Debezium changefeed records of bulk writes built column-wise equal the
-per-record path's.
+"""Changefeed records of bulk writes built column-wise (JSON, Debezium, DynamoDB Streams)
+equal the per-record path's.
 
 The differential property: random bulk writes (every bulk type, strings that need JSON
-escaping, NaN and infinities, nulls) over a random earlier load, a JSON or Debezium feed of
-every mode, with and without virtual timestamps, on one or several topic partitions; the
-staged rows of ``stage_rows`` equal those ``FeedStager`` makes from the same writes'
-row events, one record at a time. Plus ``json_texts`` against ``encode(to_json(...))``
-value by value.
+escaping, NaN and infinities, nulls) over a random earlier load, a feed of every format and
+mode, with and without virtual timestamps or an AWS region, on one or several topic
+partitions; the staged rows of ``stage_rows`` equal those ``FeedStager`` makes from the same
+writes' row events, one record at a time. Plus ``json_texts`` and ``attribute_texts``
+against ``encode(to_json(...))`` and ``encode(to_attribute_value(...))`` value by value.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from cqlcdc.cdc.bulk_feeds import stage_rows
-from cqlcdc.cdc.bulk_images import bulk_changes, feed_events
+from cqlcdc.cdc.bulk_images import bulk_changes
 from cqlcdc.cdc.feeds import STAGE_SCHEMA, FeedStager, stage_output, table_feeds
-from cqlcdc.changefeed.json_columns import json_texts
+from cqlcdc.changefeed.json_columns import attribute_texts, json_texts, sparse_objects
 from cqlcdc.changefeed.records import encode
-from cqlcdc.changefeed.values import to_json
+from cqlcdc.changefeed.values import to_attribute_value, to_json
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
@@ -39,7 +39,7 @@ from cqlcdc.storage.bulk import (
 from cqlcdc.storage.bulk_state import PartitionFragments
 from cqlcdc.storage.token import deserialize_partition_key
 from cqlcdc.types import native_type
-from tests.bulk_writes import chunk_writes
+from tests.bulk_writes import chunk_writes, feed_events
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 NOW_US = 1_700_000_000_123_456
@@ -81,7 +81,9 @@ def _values(cql: str) -> st.SearchStrategy[Any]:
     }[cql]
 
 
-def _table(mode: str, virtual: bool, partitions: int, fmt: str = "JSON") -> TableSchema:
+def _table(
+    mode: str, virtual: bool, partitions: int, fmt: str = "JSON", more: tuple[str, ...] = ()
+) -> TableSchema:
     catalog = Catalog(Path(tempfile.mkdtemp()))
     catalog.execute(parse_statement(KS), None)
     cols = ", ".join(f"{n} {t}" for n, t in COLUMNS.items())
@@ -95,7 +97,11 @@ def _table(mode: str, virtual: bool, partitions: int, fmt: str = "JSON") -> Tabl
     options = f"MODE = '{mode}', FORMAT = '{fmt}', TOPIC_MIN_ACTIVE_PARTITIONS = {partitions}"
     if virtual and fmt == "JSON":
         options += ", VIRTUAL_TIMESTAMPS = TRUE"
+    if virtual and fmt == "DYNAMODB_STREAMS_JSON":
+        options += ", AWS_REGION = 'eu-\"west'"
     catalog.execute(parse_statement(f"ALTER TABLE ks.t ADD CHANGEFEED f WITH ({options})"), None)
+    for feed in more:  # "<name> WITH (<options>)"
+        catalog.execute(parse_statement(f"ALTER TABLE ks.t ADD CHANGEFEED {feed}"), None)
     schema = catalog.table("ks", "t")
     assert schema is not None
     return schema
@@ -151,8 +157,8 @@ def _bucket(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(st.data())
-def test_json_records_of_bulk_writes_equal_the_per_record_path(data: st.DataObject) -> None:
-    fmt = data.draw(st.sampled_from(["JSON", "DEBEZIUM_JSON"]))
+def test_records_of_bulk_writes_equal_the_per_record_path(data: st.DataObject) -> None:
+    fmt = data.draw(st.sampled_from(["JSON", "DEBEZIUM_JSON", "DYNAMODB_STREAMS_JSON"]))
     mode = data.draw(st.sampled_from(MODES))
     schema = _table(mode, data.draw(st.booleans()), data.draw(st.sampled_from([1, 3])), fmt)
     plans = tuple(_plan(schema, t) for t in STATEMENTS)
@@ -208,3 +214,61 @@ def test_json_texts_are_the_json_of_each_value(data: st.DataObject) -> None:
             "null" if v is None else encode(to_json(cql_type, v)) for v in array.to_pylist()
         ]
     assert json_texts(cql_type, array).to_pylist() == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_attribute_texts_are_the_attribute_value_of_each_value(data: st.DataObject) -> None:
+    cql = data.draw(st.sampled_from([*COLUMNS.values(), "int"]))
+    cql_type = native_type(cql)
+    values = data.draw(st.lists(st.one_of(st.none(), _values(cql)), max_size=8))
+    array = pa.array(
+        [None if v is None else cql_type.to_arrow(v) for v in values]
+        if not cql_type.arrow_as_is
+        else values,
+        cql_type.arrow_type(),
+    )
+    if cql == "float":  # the row path holds a float as Arrow gives it back (float32)
+        values = array.to_pylist()
+    expected = [None if v is None else encode(to_attribute_value(cql_type, v)) for v in values]
+    assert attribute_texts(cql_type, array).to_pylist() == expected
+
+
+def test_sparse_objects_leave_out_null_members_and_keep_every_row() -> None:
+    texts = [pa.array(['"x,"', None, None]), pa.array(["1", "2", None])]
+    assert sparse_objects(["a", "b"], texts, 3).to_pylist() == [
+        '{"a":"x,","b":1}',
+        '{"b":2}',
+        "{}",
+    ]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_feeds_of_one_table_sharing_rendered_texts_get_their_own_records(
+    data: st.DataObject,
+) -> None:
+    schema = _table(
+        "NEW_AND_OLD_IMAGES",
+        False,
+        1,
+        "DYNAMODB_STREAMS_JSON",
+        more=(
+            "g WITH (MODE = 'NEW_IMAGE', FORMAT = 'JSON')",
+            "h WITH (MODE = 'OLD_IMAGE', FORMAT = 'DEBEZIUM_JSON')",
+            "i WITH (MODE = 'KEYS_ONLY', FORMAT = 'DYNAMODB_STREAMS_JSON')",
+        ),
+    )
+    plans = tuple(_plan(schema, t) for t in STATEMENTS)
+    which, params = data.draw(_writes(schema, plans))
+    table = _bucket(schema, plans, which, params, 10_000, 100)
+    changes = bulk_changes(schema, table, plans, PartitionFragments.of_mapping({}))
+    assert changes is not None
+    feeds = table_feeds(schema)
+    assert len(feeds) == 4
+    rendered: dict[tuple[str, str], pa.Array] = {}
+    for feed in feeds:
+        shared = stage_rows(feed, schema, table, plans, changes, rendered)
+        alone = stage_rows(feed, schema, table, plans, changes)
+        assert shared.equals(alone), feed.topic
+    assert rendered  # the texts were shared

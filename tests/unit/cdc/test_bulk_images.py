@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from cqlcdc.cdc.bulk_images import bulk_changes, feed_events, image_log_rows
+from cqlcdc.cdc.bulk_images import bulk_changes, image_log_rows
 from cqlcdc.cdc.compaction import compact_base_rows
 from cqlcdc.cdc.feeds import table_feeds
 from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
@@ -51,7 +51,7 @@ from cqlcdc.storage.token import (
     serialize_partition_key,
 )
 from cqlcdc.storage.view import PartitionView
-from tests.bulk_writes import chunk_writes, row_mutation
+from tests.bulk_writes import chunk_writes, feed_events, row_mutation
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 NOW_US = 1_700_000_000_123_456

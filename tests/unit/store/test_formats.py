@@ -29,10 +29,12 @@ from cqlcdc.storage.bulk import (
     ChunkWrites,
     bound_columns,
     bulk_fragments,
+    chunk_mask,
     chunk_mutations,
     concat_chunks,
     decode_chunk,
     make_chunks,
+    payload_views,
     plan_bulk,
 )
 from cqlcdc.storage.codec import (
@@ -189,6 +191,26 @@ def test_bulk_fragments_and_chunks_decode_and_encode_to_the_same_bytes(
     old_table, old_statements = concat_chunks([decode_chunk(bytes.fromhex(golden["bulk_chunk"]))])
     assert old_statements == statements
     assert old_table.equals(table)
+
+
+def test_chunks_read_as_views_of_an_ingest_column_decode_like_their_bytes(
+    golden: dict[str, Any],
+) -> None:
+    chunk = bytes.fromhex(golden["bulk_chunk"])
+    row = bytes.fromhex(golden["row_writes"][0]["payload"])
+    # a sliced, multi-chunk column, as a batch's records are after sorting and grouping
+    column = pa.chunked_array(
+        [pa.array([row, chunk, b""], pa.binary()).slice(1), pa.array([chunk, row], pa.binary())]
+    )
+    assert chunk_mask(column).tolist() == [True, False, True, False]
+    views = payload_views(column)
+    assert [v.to_pybytes() for v in views] == [chunk, b"", chunk, row]
+    expected = decode_chunk(chunk)
+    for view in (views[0], views[2]):
+        found = decode_chunk(view)
+        assert found.statements == expected.statements and found.table.equals(expected.table)
+    with pytest.raises(CorruptIngestFile):
+        decode_chunk(views[3])
 
 
 if __name__ == "__main__":  # write the fixtures of this version (a deliberate format change)
