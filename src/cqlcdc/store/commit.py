@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -370,6 +371,45 @@ def statistics_free_dataset(table: DeltaTable, prune: FilterType | None = None) 
     return dataset
 
 
+class BucketFiles:
+    """A table version's files by the buckets they can hold (their Delta statistics of the
+    ``bucket`` column; a file without them can hold any), as datasets of those files.
+
+    What ``to_pyarrow_dataset(file_pruning_predicate=[("bucket", "=", b)])`` selects, but
+    with the statistics read once per table version instead of once per bucket, and with
+    the guarantees of ``statistics_free_dataset``."""
+
+    def __init__(self, table: DeltaTable) -> None:
+        self._whole = statistics_free_dataset(table)
+        self._fragments = list(self._whole.get_fragments())
+        actions = pa.table(table.get_add_actions(flatten=True))
+        names = [os.path.basename(unquote(p)) for p in actions.column("path").to_pylist()]
+        lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        lows = np.full(len(names), lowest, np.int64)
+        highs = np.full(len(names), highest, np.int64)
+        if "min.bucket" in actions.column_names and "max.bucket" in actions.column_names:
+            low, high = actions.column("min.bucket"), actions.column("max.bucket")
+            known = pc.and_(pc.is_valid(low), pc.is_valid(high)).to_numpy(zero_copy_only=False)
+            lows[known] = low.to_numpy(zero_copy_only=False)[known]
+            highs[known] = high.to_numpy(zero_copy_only=False)[known]
+        at = {name: i for i, name in enumerate(names)}
+        # per fragment of the dataset, its file's bucket range (any bucket if not found)
+        self._lows = np.full(len(self._fragments), lowest, np.int64)
+        self._highs = np.full(len(self._fragments), highest, np.int64)
+        for f, fragment in enumerate(self._fragments):
+            i = at.get(os.path.basename(fragment.path))
+            if i is not None:
+                self._lows[f], self._highs[f] = lows[i], highs[i]
+
+    def dataset(self, bucket: int) -> ds.Dataset:
+        """The files that can hold rows of ``bucket``."""
+        chosen = np.flatnonzero((self._lows <= bucket) & (self._highs >= bucket)).tolist()
+        whole = self._whole
+        return ds.FileSystemDataset(
+            [self._fragments[i] for i in chosen], whole.schema, whole.format, whole.filesystem
+        )
+
+
 # datasets by (table, version, pruning): a table version never changes, and a dataset keeps
 # the Parquet footers it has read, so a repeated read does not parse them again
 _DATASETS: OrderedDict[tuple[str, int, str], ds.FileSystemDataset] = OrderedDict()
@@ -397,6 +437,8 @@ class VersionedReader:
             for name, table in (tables or {}).items()
             if versions.get(name) == table.version()
         }
+        # each output's files by bucket, found once per batch (not once per bucket read)
+        self._buckets: dict[str, BucketFiles] = {}
         # the engine reads for two buckets at once: one thread opens a handle and plans a
         # dataset at a time (cheap); the reads themselves run in parallel
         self._lock = threading.Lock()
@@ -408,6 +450,7 @@ class VersionedReader:
         self.tables_dir = state["tables_dir"]
         self.versions = state["versions"]
         self._tables = {}
+        self._buckets = {}
         self._lock = threading.Lock()
 
     def _table(self, output: str) -> DeltaTable | None:
@@ -428,7 +471,10 @@ class VersionedReader:
             table = self._table(output)
             if table is None:
                 return pa.table({})
-            dataset = table.to_pyarrow_dataset(file_pruning_predicate=[("bucket", "=", bucket)])
+            files = self._buckets.get(output)
+            if files is None:
+                files = self._buckets[output] = BucketFiles(table)
+        dataset = files.dataset(bucket)
         wanted = pa.array(pks, type=dataset.schema.field("pk").type)
         condition = (ds.field("bucket") == bucket) & ds.field("pk").isin(wanted)
         return dataset.to_table(filter=condition, columns=columns)
