@@ -38,7 +38,7 @@ from cqlcdc.storage.bulk import (
 )
 from cqlcdc.storage.bulk_state import PartitionFragments
 from cqlcdc.storage.token import deserialize_partition_key
-from cqlcdc.types import native_type
+from cqlcdc.types import CqlType, native_type
 from tests.bulk_writes import chunk_writes, feed_events
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
@@ -195,33 +195,12 @@ def test_records_of_bulk_writes_equal_the_per_record_path(data: st.DataObject) -
     assert fast.sort_by(order).to_pylist() == slow.sort_by(order).to_pylist()
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.data())
-def test_json_texts_are_the_json_of_each_value(data: st.DataObject) -> None:
-    cql = data.draw(st.sampled_from([*COLUMNS.values(), "int"]))
+@st.composite
+def _column(draw: st.DrawFn) -> tuple[CqlType, list[Any], pa.Array]:
+    """A CQL type, Python values of it as the row path holds them, and their Arrow column."""
+    cql = draw(st.sampled_from([*COLUMNS.values(), "int"]))
     cql_type = native_type(cql)
-    values = data.draw(st.lists(st.one_of(st.none(), _values(cql)), max_size=8))
-    arrow_type = cql_type.arrow_type()
-    array = pa.array(
-        [None if v is None else cql_type.to_arrow(v) for v in values]
-        if not cql_type.arrow_as_is
-        else values,
-        arrow_type,
-    )
-    expected = ["null" if v is None else encode(to_json(cql_type, v)) for v in values]
-    if cql == "float":  # the row path holds a float as Arrow gives it back (float32)
-        expected = [
-            "null" if v is None else encode(to_json(cql_type, v)) for v in array.to_pylist()
-        ]
-    assert json_texts(cql_type, array).to_pylist() == expected
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.data())
-def test_attribute_texts_are_the_attribute_value_of_each_value(data: st.DataObject) -> None:
-    cql = data.draw(st.sampled_from([*COLUMNS.values(), "int"]))
-    cql_type = native_type(cql)
-    values = data.draw(st.lists(st.one_of(st.none(), _values(cql)), max_size=8))
+    values = draw(st.lists(st.one_of(st.none(), _values(cql)), max_size=8))
     array = pa.array(
         [None if v is None else cql_type.to_arrow(v) for v in values]
         if not cql_type.arrow_as_is
@@ -230,6 +209,23 @@ def test_attribute_texts_are_the_attribute_value_of_each_value(data: st.DataObje
     )
     if cql == "float":  # the row path holds a float as Arrow gives it back (float32)
         values = array.to_pylist()
+    return cql_type, values, array
+
+
+@settings(max_examples=200, deadline=None)
+@given(_column())
+def test_json_texts_are_the_json_of_each_value(column: tuple[CqlType, list[Any], pa.Array]) -> None:
+    cql_type, values, array = column
+    expected = ["null" if v is None else encode(to_json(cql_type, v)) for v in values]
+    assert json_texts(cql_type, array).to_pylist() == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(_column())
+def test_attribute_texts_are_the_attribute_value_of_each_value(
+    column: tuple[CqlType, list[Any], pa.Array],
+) -> None:
+    cql_type, values, array = column
     expected = [None if v is None else encode(to_attribute_value(cql_type, v)) for v in values]
     assert attribute_texts(cql_type, array).to_pylist() == expected
 
