@@ -92,9 +92,10 @@ class BucketProcessor(Protocol):
     ``process_bucket`` runs in the driver (small batches) or inside a Spark executor (large
     ones), so an implementation must be picklable and deterministic: a replayed batch must
     return the same rows. It is called for two buckets at once (threads of one process), so
-    what it keeps between calls must be safe to share; the ``StateReader`` it gets is. The core (``cdc.processor.CoreProcessor``, below the pipeline in
-    the layering) implements every hook and is checked against this protocol by mypy; other
-    processors subclass it and inherit the defaults, which do nothing special.
+    what it keeps between calls must be safe to share; the ``StateReader`` it gets is. The
+    core (``cdc.processor.CoreProcessor``, below the pipeline in the layering) implements
+    every hook and is checked against this protocol by mypy; other processors subclass it
+    and inherit the defaults, which do nothing special.
     """
 
     def process_bucket(
