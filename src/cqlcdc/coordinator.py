@@ -108,7 +108,7 @@ class Coordinator:
         if driver_max_rows is not None:
             self.engine.driver_max_rows = driver_max_rows
         self.engine.start()
-        self.ingest = IngestLog(self.engine.ingest_dir)
+        self.ingest = IngestLog(self.engine.ingest_dir, self.engine.handoff)
         self.lock = threading.Lock()
         self.next_seq = self.ingest.last_seq() + 1
         # group commit: records wait here (in seq order) until one writer appends them all

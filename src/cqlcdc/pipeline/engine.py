@@ -39,7 +39,7 @@ from cqlcdc.store.commit import (
     write_data_file,
 )
 from cqlcdc.store.compaction import CompactionPolicy, Compactor, vacuum
-from cqlcdc.store.ingest import IngestLog, read_ingest_file
+from cqlcdc.store.ingest import Handoff, IngestLog, read_ingest_file
 from cqlcdc.store.records import INGEST_SCHEMA, BucketProcessor
 from cqlcdc.store.recovery import (
     DataDirLock,
@@ -260,7 +260,10 @@ class Engine:
         # driver-side handles of the output tables, kept at their latest committed version
         self._tables: dict[str, DeltaTable] = {}
         self.clock = clock
-        self._ingest_log = IngestLog(self.ingest_dir)
+        # what a session of this process appends, held for the batch that takes it (the
+        # session's IngestLog is built with it: see Coordinator)
+        self.handoff = Handoff()
+        self._ingest_log = IngestLog(self.ingest_dir, self.handoff)
         self.purge_interval_s = purge_interval_s
         self._last_purge = clock()
         self.compaction = compaction
@@ -525,12 +528,13 @@ class Engine:
         error_file = write_data_file(self.tables_dir, "errors", errors, batch_id, 0)
         return records.filter(pc.invert(drop)), [error_file]
 
-    @staticmethod
-    def _read_files(paths: list[Path]) -> pa.Table:
-        """The records of ingest files, each verified whole (CorruptIngestFile names it)."""
+    def _read_files(self, paths: list[Path]) -> pa.Table:
+        """The records of ingest files: as appended, where this process's session appended
+        them through ``handoff`` and they are still held, else read and verified whole
+        (CorruptIngestFile names the file)."""
         if not paths:
             return INGEST_SCHEMA.empty_table()
-        return pa.concat_tables([read_ingest_file(path) for path in paths])
+        return pa.concat_tables([self.handoff.read(path) for path in paths])
 
     def _run_on_files(self, paths: list[Path], manifest: Manifest, batch_id: int) -> list[DataFile]:
         """A costly batch: one Spark task per slice of the buckets, each reading the files."""

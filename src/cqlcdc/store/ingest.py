@@ -156,6 +156,43 @@ def _by_bucket(table: pa.Table) -> list[pa.Table]:
     return [table.slice(a, b - a) for a, b in itertools.pairwise(starts)]
 
 
+class Handoff:
+    """The records of a process's latest appends, by file path, held for its engine to take
+    instead of reading back the file it was just handed: that read is a copy of every
+    payload and a checksum pass on the engine's critical path. Given to the session's
+    ``IngestLog`` and to the engine of the same data directory; each entry is taken once.
+    Bounded: the oldest are dropped past ``limit_bytes`` (a load far ahead of the engine),
+    and the engine reads those from disk like any file another process wrote."""
+
+    def __init__(self, limit_bytes: int = 256 * 1024 * 1024) -> None:
+        self.limit_bytes = limit_bytes
+        self._tables: dict[str, pa.Table] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def put(self, path: Path, table: pa.Table) -> None:
+        with self._lock:
+            self._tables[str(path)] = table
+            self._bytes += table.nbytes
+            while self._bytes > self.limit_bytes and self._tables:
+                oldest = next(iter(self._tables))
+                self._bytes -= self._tables.pop(oldest).nbytes
+
+    def take(self, path: Path) -> pa.Table | None:
+        """The records appended as ``path``, if still held (and no longer after)."""
+        with self._lock:
+            table = self._tables.pop(str(path), None)
+            if table is not None:
+                self._bytes -= table.nbytes
+            return table
+
+    def read(self, path: Path) -> pa.Table:
+        """The records of ingest file ``path``: as appended if held, else read and verified
+        from the file (:func:`read_ingest_file`)."""
+        held = self.take(path)
+        return held if held is not None else read_ingest_file(path)
+
+
 # payloads stay uncompressed: zstd halved a bulk chunk's bytes but doubled an append's time,
 # and ingest files live only until their batch commits
 _COMPRESSION = {name: "none" if name == "payload" else "zstd" for name in INGEST_SCHEMA.names}
@@ -171,10 +208,13 @@ class IngestLog:
 
     Args:
         directory: the ingest directory (created if missing).
+        handoff: where appends are also held for the engine of this process (its
+            ``Engine.handoff``), if any.
     """
 
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(self, directory: str | Path, handoff: Handoff | None = None) -> None:
         self.directory = Path(directory)
+        self.handoff = handoff
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         for stale in self.directory.glob(f"{_TMP_PREFIX}*"):
@@ -241,6 +281,8 @@ class IngestLog:
                 os.fsync(sink.fileno())
             os.replace(tmp, final)
             _fsync_dir(self.directory)
+            if self.handoff is not None:
+                self.handoff.put(final, table)
             self._last_seq = records[-1].seq
 
     def verify(self) -> None:
@@ -272,6 +314,8 @@ class IngestLog:
                     os.replace(file.path, archive / file.path.name)
                 else:
                     file.path.unlink()
+                if self.handoff is not None:  # read by executor tasks, or never: not needed
+                    self.handoff.take(file.path)
                 removed.append(file.path)
             if removed:
                 trimmed = max(self._trimmed_upto(), _parse_last(removed[-1]))

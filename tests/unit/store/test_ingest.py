@@ -10,7 +10,7 @@ import pytest
 
 from cqlcdc.errors import CorruptIngestFile, ServerError
 from cqlcdc.store.commit import FORMAT, MANIFEST_NAME, Manifest
-from cqlcdc.store.ingest import IngestLog, ingest_file_name, read_ingest_file
+from cqlcdc.store.ingest import Handoff, IngestLog, ingest_file_name, read_ingest_file
 from cqlcdc.store.records import IngestRecord
 
 
@@ -92,3 +92,39 @@ def test_a_manifest_of_a_newer_format_is_refused_and_ours_says_its_format(tmp_pa
     (tmp_path / MANIFEST_NAME).write_text(json.dumps(saved))
     with pytest.raises(ServerError, match=f"has format {FORMAT + 1} .written by a newer cqlcdc"):
         Manifest.load(tmp_path)
+
+
+def _damage(path: Path) -> None:
+    """Flip a byte inside the payload data of the first row group (its checksum fails)."""
+    column = pq.ParquetFile(path).metadata.row_group(0).column(6)
+    start = column.dictionary_page_offset or column.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start + column.total_compressed_size - 3] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_the_engine_takes_an_append_it_was_handed_once_then_reads_the_file(
+    tmp_path: Path,
+) -> None:
+    handoff = Handoff()
+    log = IngestLog(tmp_path, handoff)
+    other = IngestLog(tmp_path)  # another process's log: its appends are not held
+    log.append(_records([0, 1, 1]))
+    other.append(_records([3], first_seq=4))
+    path, others = (f.path for f in log.files())
+    assert handoff.take(others) is None
+    _damage(path)  # what the engine takes is what was appended, not read back
+    assert handoff.read(path).column("seq").to_pylist() == [1, 2, 3]
+    with pytest.raises(CorruptIngestFile, match=path.name):  # taken once: now from the file
+        handoff.read(path)
+
+
+def test_held_appends_are_bounded_and_dropped_when_trimmed(tmp_path: Path) -> None:
+    handoff = Handoff(limit_bytes=1)  # holds at most the latest append
+    log = IngestLog(tmp_path, handoff)
+    log.append(_records([0], first_seq=1))
+    log.append(_records([0], first_seq=2))
+    first, second = (f.path for f in log.files())
+    assert handoff.take(first) is None
+    log.trim(2)
+    assert handoff.take(second) is None
