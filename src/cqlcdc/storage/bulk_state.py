@@ -34,6 +34,7 @@ from cqlcdc.storage.vectorized import FIXED_WIDTH, binary_parts
 
 _OLDEST = np.iinfo(np.int64).min
 _TAG_LEN = len(FRAGMENT_TAG)
+_MAX_PLACES = 16  # regions at more places in their fragments are gathered byte by byte
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +108,10 @@ class PartitionFragments:
 def _gather(data: npt.NDArray[np.uint8], at: npt.NDArray[np.int64], dtype: str) -> npt.NDArray[Any]:
     """The big-endian ``dtype`` number at byte ``at[i]`` of ``data``, for every i."""
     width = np.dtype(dtype).itemsize
-    raw = data[at[:, None] + np.arange(width, dtype=np.int64)]
+    if len(data) < width:
+        raw = data[at[:, None] + np.arange(width, dtype=np.int64)]
+    else:  # rows of a sliding view: no index per byte
+        raw = np.lib.stride_tricks.sliding_window_view(data, width)[at]
     return np.ascontiguousarray(raw).view(dtype).ravel()
 
 
@@ -158,6 +162,44 @@ def _region(
     )
 
 
+def _slices(
+    fragments: pa.Array,
+    data: npt.NDArray[np.uint8],
+    offsets: npt.NDArray[np.int64],
+    start: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+) -> pa.Array:
+    """``_region(data, start, end)`` of ``fragments`` (whose ``binary_parts`` are
+    ``offsets``, ``data``), by ``binary_slice`` per place in the fragment where the regions
+    lie at a few places (headers, keys of fixed width: one per statement shape), which
+    copies each region once instead of building an index per byte."""
+    count = len(start)
+    first = offsets[:-1]
+    if count == 0:
+        return _region(data, start, end)
+    # (start, end) within the fragment as one number (fragments are far below 4 GB)
+    encoded = pc.dictionary_encode(pa.array(((start - first) << 32) | (end - first)))
+    if len(encoded.dictionary) > _MAX_PLACES:
+        return _region(data, start, end)
+    which = encoded.indices.to_numpy()
+    places = [(k >> 32, k & 0xFFFFFFFF) for k in encoded.dictionary.to_pylist()]
+    pieces = []
+    order = []
+    for p, (lo, hi) in enumerate(places):
+        at = np.flatnonzero(which == p)
+        part = fragments if len(places) == 1 else fragments.take(pa.array(at))
+        pieces.append(pc.binary_slice(part, lo, hi).cast(pa.large_binary()))
+        order.append(at)
+    joined = pa.concat_arrays(
+        [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in pieces]
+    )
+    if len(places) == 1:
+        return joined
+    back = np.empty(count, np.int64)
+    back[np.concatenate(order)] = np.arange(count, dtype=np.int64)
+    return joined.take(pa.array(back))
+
+
 @dataclass(frozen=True, slots=True)
 class Fragments:
     """Bulk fragments parsed: per fragment its kind, timestamp, expiry and clustering key
@@ -187,7 +229,13 @@ def parse_fragments(schema: TableSchema, fragments: pa.Array) -> Fragments | Non
     sets: dict[str, npt.NDArray[np.bool_]] = {}
     pieces: dict[str, list[tuple[npt.NDArray[np.int64], pa.Array]]] = {}
     heads = pc.dictionary_encode(
-        _region(data, offsets[:-1] + _TAG_LEN + 2, offsets[:-1] + _TAG_LEN + 2 + lengths)
+        _slices(
+            fragments,
+            data,
+            offsets,
+            offsets[:-1] + _TAG_LEN + 2,
+            offsets[:-1] + _TAG_LEN + 2 + lengths,
+        )
     )
     head_of = heads.indices.to_numpy().astype(np.int64)
     by_head = np.argsort(head_of, kind="stable")
@@ -228,7 +276,9 @@ def parse_fragments(schema: TableSchema, fragments: pa.Array) -> Fragments | Non
             base += len(index)
         joined = pa.concat_arrays([array for _, array in parts])
         values[name] = joined.take(pa.array(by_fragment, mask=by_fragment < 0))
-    return Fragments(kinds, ts, expiry, _region(data, ck_start, ck_end), sets, values)
+    return Fragments(
+        kinds, ts, expiry, _slices(fragments, data, offsets, ck_start, ck_end), sets, values
+    )
 
 
 @dataclass(frozen=True, slots=True)
