@@ -603,12 +603,14 @@ def main() -> None:
         session.execute(KEYSPACE_DDL)
         session.execute(TABLE_DDL.format(name="a") + " " + CDC_DELTA)
         session.execute(TABLE_DDL.format(name="b") + " " + CDC_IMAGES)
-        # warm up (first Spark jobs, Python workers, imports) on a table of its own, through
-        # the executor path when the groups take it
-        session.execute(TABLE_DDL.format(name="warm") + " " + CDC_IMAGES)
+        # warm up (first Spark jobs, Python workers, imports, the JVM's compiled paths) on
+        # tables of their own, one per measured CDC option, each through the paths its
+        # measured run takes (the executor path too when the groups take it)
         warm_n = min(len(work), sizes.group, session.engine.driver_max_rows + 1_000)
         warm = make_workload(warm_n, sizes.partitions, SEED + 2)
-        apply_cqlcdc(session, "warm", warm, sizes.group)
+        for name, cdc in (("warm_delta", CDC_DELTA), ("warm", CDC_IMAGES)):
+            session.execute(TABLE_DDL.format(name=name) + " " + cdc)
+            apply_cqlcdc(session, name, warm, sizes.group)
         profiles: dict[str, str] = {}
         for key, table in (("delta_only", "a"), ("images", "b")):
             profiler = Profiler(session) if args.profile else None
