@@ -43,6 +43,7 @@ from cqlcdc.storage.vectorized import (
     FIXED_WIDTH,
     VARIABLE_WIDTH,
     ByteRows,
+    binary_parts,
     int_bytes,
     murmur3_tokens,
     native_bytes,
@@ -473,14 +474,9 @@ def payload_views(payloads: pa.Array | pa.ChunkedArray) -> list[pa.Buffer]:
     GIL the client needs."""
     arrays = payloads.chunks if isinstance(payloads, pa.ChunkedArray) else [payloads]
     views: list[pa.Buffer] = []
-    for array in arrays:
-        _, offsets_buffer, data = array.buffers()
-        width = np.int64 if pa.types.is_large_binary(array.type) else np.int32
-        offsets = np.frombuffer(offsets_buffer, width)[array.offset : array.offset + len(array) + 1]
-        if data is None:
-            views += [pa.py_buffer(b"")] * len(array)
-            continue
-        views += [data.slice(a, b - a) for a, b in itertools.pairwise(offsets.tolist())]
+    for array in arrays:  # chunk by chunk: combining them would copy every payload
+        offsets, data = binary_parts(array)
+        views += [pa.py_buffer(data[a:b]) for a, b in itertools.pairwise(offsets.tolist())]
     return views
 
 

@@ -98,12 +98,20 @@ def _murmur3_fixed(keys: npt.NDArray[np.uint8]) -> I64:
 
 
 def binary_parts(keys: pa.Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
-    """The offsets (n + 1) and the data bytes of a binary (or string) array without nulls."""
-    keys = keys.cast(pa.large_binary())
+    """The offsets (n + 1) and the data bytes of a binary (or string) array without nulls,
+    as views of the array's own buffers (no copy of the data)."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
+    narrow = pa.types.is_binary(keys.type) or pa.types.is_string(keys.type)
+    if not narrow:
+        keys = keys.cast(pa.large_binary())
     _, offsets_buf, data_buf = keys.buffers()
-    offsets = np.frombuffer(offsets_buf, np.int64)[keys.offset : keys.offset + len(keys) + 1]
+    window = slice(keys.offset, keys.offset + len(keys) + 1)
+    offsets: npt.NDArray[np.int64] = (
+        np.frombuffer(offsets_buf, np.int32)[window].astype(np.int64)
+        if narrow
+        else np.frombuffer(offsets_buf, np.int64)[window]
+    )
     data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     return offsets, data
 
