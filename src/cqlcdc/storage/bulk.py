@@ -17,7 +17,6 @@ mutations ``build_insert``/``build_update``/``build_delete`` make, which the tes
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import struct
@@ -427,7 +426,8 @@ def make_chunks(
     out = []
     for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), n], strict=True):
         part = table.slice(lo, hi - lo)
-        sink = io.BytesIO()
+        sink = pa.BufferOutputStream()  # native: a BytesIO sink takes the GIL per write
+        sink.write(CHUNK_TAG)
         with pa.ipc.new_stream(sink, part.schema) as writer:
             writer.write_table(part)
         last = first_seq + hi - 1
@@ -438,7 +438,7 @@ def make_chunks(
                 int(sorted_buckets[lo]),
                 int(tokens[order[lo]]),
                 first_pk,
-                CHUNK_TAG + sink.getvalue(),
+                sink.getvalue().to_pybytes(),
             )
         )
     return out

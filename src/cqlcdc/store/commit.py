@@ -34,6 +34,7 @@ from deltalake.transaction import AddAction, RemoveAction, create_table_with_add
 from cqlcdc.errors import ServerError
 from cqlcdc.schema.log_table import TICKS
 from cqlcdc.storage.vectorized import timeuuid_ticks
+from cqlcdc.store.durable import fsync_dir, parquet_bytes, write_synced
 
 MANIFEST_NAME = "manifest.json"
 #: The data directory format this version reads and writes, kept in the manifest: base
@@ -163,26 +164,23 @@ def write_data_file(
         tokens = rows["token"].to_numpy()
         if not (tokens[1:] >= tokens[:-1]).all():
             rows = rows.take(pa.array(np.argsort(tokens, kind="stable")))
-    with open(path, "wb") as sink:
-        # no dictionaries: most columns are near unique (times, keys, fragments), where
-        # dictionary encoding doubles the write time. Snappy, the Delta/Spark default: zstd
-        # made files ~45% smaller but cost ~75% more write time on the batch's critical path
-        # (no compression halved the write time again but made no difference end to end,
-        # for 2.5x the bytes); file compaction rewrites what it merges with zstd
-        pq.write_table(
-            rows,
-            sink,
-            compression="snappy",
-            use_dictionary=False,
-            row_group_size=ROW_GROUP_ROWS,
-            write_statistics=[n for n in rows.column_names if n not in _NO_STATISTICS],
-        )
-        sink.flush()
-        os.fsync(sink.fileno())
+    # no dictionaries: most columns are near unique (times, keys, fragments), where
+    # dictionary encoding doubles the write time. Snappy, the Delta/Spark default: zstd
+    # made files ~45% smaller but cost ~75% more write time on the batch's critical path
+    # (no compression halved the write time again but made no difference end to end,
+    # for 2.5x the bytes); file compaction rewrites what it merges with zstd
+    data = parquet_bytes(
+        rows,
+        compression="snappy",
+        use_dictionary=False,
+        row_group_size=ROW_GROUP_ROWS,
+        write_statistics=[n for n in rows.column_names if n not in _NO_STATISTICS],
+    )
+    size = write_synced(path, data)
     return DataFile(
         output=output,
         path=name,
-        size=path.stat().st_size,
+        size=size,
         num_records=rows.num_rows,
         modification_time=int(time.time() * 1000),
         stats=_delta_stats(rows),
@@ -324,11 +322,7 @@ class Manifest:
             sink.flush()
             os.fsync(sink.fileno())
         os.replace(tmp, directory / MANIFEST_NAME)
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(directory)
 
 
 FilterType = list[tuple[str, str, Any]]

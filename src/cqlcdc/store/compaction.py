@@ -11,7 +11,6 @@ state) are merged to one row per partition on the way. See docs/pipeline.md, "Co
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import uuid
@@ -26,6 +25,7 @@ from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction, RemoveAction
 
 from cqlcdc.store.commit import ROW_GROUP_ROWS, DataFile, _delta_stats, table_dir
+from cqlcdc.store.durable import parquet_bytes, write_synced
 from cqlcdc.store.records import BucketProcessor
 
 _NAME = re.compile(r"^part-(\d+)-b(\d+)-")
@@ -235,16 +235,12 @@ class Compactor:
     ) -> DataFile:
         name = f"part-{batch:010d}-b{bucket:05d}-{uuid.uuid4().hex}.parquet"
         path = root / name
-        with open(path, "wb") as sink:
-            pq.write_table(
-                rows, sink, compression="zstd", row_group_size=self.policy.row_group_rows
-            )
-            sink.flush()
-            os.fsync(sink.fileno())
+        data = parquet_bytes(rows, compression="zstd", row_group_size=self.policy.row_group_rows)
+        size = write_synced(path, data)
         return DataFile(
             output="",
             path=name,
-            size=path.stat().st_size,
+            size=size,
             num_records=rows.num_rows,
             modification_time=modification_time,
             stats=_delta_stats(rows),

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest
+from cqlcdc.store.durable import fsync_dir, write_synced
 from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord, records_to_arrow
 
 # Spark's file source ignores names starting with "." or "_": temp files hide behind the dot.
@@ -56,14 +57,6 @@ def parse_ingest_file_name(name: str) -> tuple[int, int] | None:
 def _parse_last(path: Path) -> int:
     seqs = parse_ingest_file_name(path.name)
     return seqs[1] if seqs is not None else 0
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def read_ingest_file(path: str | Path, share: Callable[[int], bool] | None = None) -> pa.Table:
@@ -274,21 +267,20 @@ class IngestLog:
             table = records_to_arrow(list(records))
             final = self.directory / ingest_file_name(records[0].seq, records[-1].seq)
             tmp = self.directory / f"{_TMP_PREFIX}{uuid.uuid4().hex}.parquet"
-            with open(tmp, "wb") as sink:
-                with pq.ParquetWriter(
-                    sink,
-                    table.schema,
-                    compression=_COMPRESSION,
-                    use_dictionary=_SMALL_COLUMNS,
-                    write_statistics=_SMALL_COLUMNS,
-                    write_page_checksum=True,
-                ) as writer:
-                    for piece in _by_bucket(table):
-                        writer.write_table(piece, row_group_size=max(piece.num_rows, 1))
-                sink.flush()
-                os.fsync(sink.fileno())
+            sink = pa.BufferOutputStream()
+            with pq.ParquetWriter(
+                sink,
+                table.schema,
+                compression=_COMPRESSION,
+                use_dictionary=_SMALL_COLUMNS,
+                write_statistics=_SMALL_COLUMNS,
+                write_page_checksum=True,
+            ) as writer:
+                for piece in _by_bucket(table):
+                    writer.write_table(piece, row_group_size=max(piece.num_rows, 1))
+            write_synced(tmp, sink.getvalue())
             os.replace(tmp, final)
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
             if self.handoff is not None:
                 self.handoff.put(final, table)
             self._last_seq = records[-1].seq
@@ -333,7 +325,7 @@ class IngestLog:
                     sink.flush()
                     os.fsync(sink.fileno())
                 os.replace(tmp, self.directory / _TRIM_MARK)
-                _fsync_dir(self.directory)
+                fsync_dir(self.directory)
                 if archive is not None:
-                    _fsync_dir(archive)
+                    fsync_dir(archive)
         return removed
