@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -235,23 +236,19 @@ def bulk_records(
 
     ``timestamps_us`` gives a write's timestamp where the client chose one (a driver's
     default timestamp); a ``USING TIMESTAMP`` of the statement still wins, as in ScyllaDB."""
-    # the distinct statements in order of first use (built in C: a load runs millions)
-    prepared: list[Prepared] = list(dict(zip(map(id, statements), statements)).values())
-    index = {id(q): i for i, q in enumerate(prepared)}
-    if len(prepared) > BULK_MAX_STATEMENTS:
+    found = _first_uses(np.fromiter(map(id, statements), np.int64, len(statements)))
+    if found is None:
         return None
+    which, firsts = found
+    prepared = [statements[i] for i in firsts]
     plans = bulk_plans(coordinator, prepared, keyspace)
     if plans is None:
         return None
     schema, bulk_statements = plans
-    if len(prepared) == 1:
-        which = np.zeros(len(statements), np.int8)
-    else:
-        which = np.fromiter(map(index.__getitem__, map(id, statements)), np.int8, len(statements))
     tables = []
     for i, plan in enumerate(bulk_statements):
         positions = np.flatnonzero(which == i)
-        rows = parameters if len(prepared) == 1 else [parameters[j] for j in positions.tolist()]
+        rows = parameters if len(prepared) == 1 else _pick(parameters, positions)
         columns = bound_columns(schema, plan, rows)
         if columns is None:
             return None
@@ -260,6 +257,33 @@ def bulk_records(
     merged = pa.concat_tables(tables, promote_options="default")
     merged = merged.take(pc.sort_indices(merged.column("_pos"))).drop_columns(["_pos"])
     return chunk_records(coordinator, schema, bulk_statements, which, merged, timestamps_us)
+
+
+def _first_uses(
+    ids: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int8], list[int]] | None:
+    """Which distinct statement each write runs (numbered in order of first use) and the
+    position of each one's first use; None past ``BULK_MAX_STATEMENTS`` of them.
+
+    One vectorized pass per distinct statement (a load runs millions of writes of a few)."""
+    which = np.empty(len(ids), np.int8)
+    left = np.ones(len(ids), np.bool_)
+    firsts: list[int] = []
+    while len(firsts) <= BULK_MAX_STATEMENTS:
+        first = int(np.argmax(left)) if len(ids) else 0
+        if not len(ids) or not left[first]:
+            return which, firsts
+        same = ids == ids[first]
+        which[same] = len(firsts)
+        left &= ~same
+        firsts.append(first)
+    return None
+
+
+def _pick(parameters: Sequence[Parameters], positions: npt.NDArray[np.intp]) -> list[Parameters]:
+    if len(positions) == 1:
+        return [parameters[int(positions[0])]]
+    return list(itemgetter(*positions.tolist())(parameters))
 
 
 def arrow_records(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -293,8 +293,9 @@ class CoreProcessor:
                 pc.equal(records.column("schema_version"), latest.schema_version)
             ).as_py()
             if only_chunks and same_version and changes_apply(latest):
-                pks = sorted(set(writes.column(PK).to_pylist()))
-                fragments = self._fragments(state, latest, bucket, pks)
+                fragments = self._fragments(
+                    state, latest, bucket, pc.unique(writes.column(PK).combine_chunks())
+                )
                 done = self._changes_bucket(latest, bucket, writes, statements, fragments)
                 if done is not None:
                     return done
@@ -362,7 +363,7 @@ class CoreProcessor:
         return result
 
     def _fragments(
-        self, state: Any, schema: TableSchema, bucket: int, pks: list[bytes]
+        self, state: Any, schema: TableSchema, bucket: int, pks: Sequence[bytes] | pa.Array
     ) -> PartitionFragments:
         """The base fragments of partitions ``pks`` of the bucket, in seq order, leaving out
         what a TRUNCATE removed."""

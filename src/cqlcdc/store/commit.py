@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -458,7 +458,11 @@ class VersionedReader:
         return table
 
     def read(
-        self, output: str, bucket: int, pks: list[bytes], columns: list[str] | None = None
+        self,
+        output: str,
+        bucket: int,
+        pks: Sequence[bytes] | pa.Array,
+        columns: list[str] | None = None,
     ) -> pa.Table:
         """Rows of `output` with this `bucket` and a `pk` in `pks` (see StateReader)."""
         with self._lock:
@@ -469,7 +473,8 @@ class VersionedReader:
             if files is None:
                 files = self._buckets[output] = BucketFiles(table)
         dataset = files.dataset(bucket)
-        wanted = pa.array(pks, type=dataset.schema.field("pk").type)
+        key_type = dataset.schema.field("pk").type
+        wanted = pks.cast(key_type) if isinstance(pks, pa.Array) else pa.array(pks, key_type)
         condition = (ds.field("bucket") == bucket) & ds.field("pk").isin(wanted)
         return dataset.to_table(filter=condition, columns=columns)
 

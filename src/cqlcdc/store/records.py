@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -72,10 +73,15 @@ class StateReader(Protocol):
     """Read access to the committed outputs, given to the core for each bucket."""
 
     def read(
-        self, output: str, bucket: int, pks: list[bytes], columns: list[str] | None = None
+        self,
+        output: str,
+        bucket: int,
+        pks: Sequence[bytes] | pa.Array,
+        columns: list[str] | None = None,
     ) -> pa.Table:
         """Committed rows of output table `output` whose `bucket` and `pk` columns match
-        (only ``columns`` of them, if given).
+        (only ``columns`` of them, if given). ``pks`` as bytes or as an Arrow binary array
+        (what a bucket of bulk writes has already: no Python bytes made for a read).
 
         "Committed" means: as of the last batch whose commit completed in every output
         (the manifest), which includes every earlier batch and none of the current one, even

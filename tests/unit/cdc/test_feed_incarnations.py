@@ -5,6 +5,7 @@ its own schema version had."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,11 @@ class NoState:
     """A ``StateReader`` of an empty table: nothing was committed before."""
 
     def read(
-        self, output: str, bucket: int, pks: list[bytes], columns: list[str] | None = None
+        self,
+        output: str,
+        bucket: int,
+        pks: Sequence[bytes] | pa.Array,
+        columns: list[str] | None = None,
     ) -> pa.Table:
         return pa.table({})
 
