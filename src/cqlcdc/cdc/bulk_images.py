@@ -63,7 +63,12 @@ from cqlcdc.storage.bulk import (
     python_values,
 )
 from cqlcdc.storage.bulk import TTL as TTL_COLUMN
-from cqlcdc.storage.bulk_state import PartitionFragments, merge_rows, parse_fragments
+from cqlcdc.storage.bulk_state import (
+    PartitionFragments,
+    clustering_keys,
+    merge_rows,
+    parse_fragments,
+)
 from cqlcdc.storage.cells import Cell
 from cqlcdc.storage.codec import merge_fragments
 from cqlcdc.storage.keys import ClusteringOrder
@@ -141,13 +146,20 @@ def _prior_state(
     prior = _Prior(newest, marker)
     typed: dict[str, pa.Array] = {}
     if len(bulk):
+        # only the fragments of the rows written: a partition's others are not parsed
+        row_keys = pc.binary_join_element_wise(
+            bulk_pk.cast(pa.large_binary()), clustering_keys(bulk), _NOTHING
+        )
+        found = pc.index_in(row_keys, value_set=keys.row_keys)
+        rows = found.fill_null(-1).to_numpy().astype(np.int64)
+        if not (rows >= 0).all():
+            bulk = bulk.filter(pa.array(rows >= 0))
+            rows = rows[rows >= 0]
+    if len(bulk):
         parsed = parse_fragments(schema, bulk)
         if parsed is None:
             return None
-        row_keys = pc.binary_join_element_wise(bulk_pk.cast(pa.large_binary()), parsed.ck, _NOTHING)
-        found = pc.index_in(row_keys, value_set=keys.row_keys)
-        rows = found.fill_null(-1).to_numpy().astype(np.int64)
-        late = parsed.expiry[rows >= 0]
+        late = parsed.expiry
         if ((late > now_lo) & (late <= now_hi)).any():
             return None
         merged = merge_rows(schema, parsed, rows, count, now_lo)

@@ -28,6 +28,7 @@ from cqlcdc.storage.bulk import (
     FRAGMENT_TAG,
     KIND_INSERT,
     KIND_ROW_DELETE,
+    FragmentHeader,
     parse_fragment_header,
 )
 from cqlcdc.storage.vectorized import FIXED_WIDTH, binary_parts
@@ -214,20 +215,12 @@ class Fragments:
     values: dict[str, pa.Array]  # by fragment index, null where unwritten
 
 
-def parse_fragments(schema: TableSchema, fragments: pa.Array) -> Fragments | None:
-    """Parse bulk ``fragments`` of ``schema``'s table (every one must be one); None when one
-    writes a column the table no longer has."""
-    n = len(fragments)
-    kinds = np.zeros(n, np.int8)
-    ts = np.zeros(n, np.int64)
-    expiry = np.zeros(n, np.int64)
-    ck_start = np.zeros(n, np.int64)
-    ck_end = np.zeros(n, np.int64)
-    offsets, data = binary_parts(fragments)
+def _by_header(
+    fragments: pa.Array, data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]
+) -> list[tuple[FragmentHeader, npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+    """The fragments grouped by their header: per distinct header, the header, the fragments
+    that have it and where their keys begin (after kind, timestamp, TTL and expiry)."""
     lengths = _gather(data, offsets[:-1] + _TAG_LEN, ">u2").astype(np.int64)
-    columns = {c.name: c for c in schema.regular_columns}
-    sets: dict[str, npt.NDArray[np.bool_]] = {}
-    pieces: dict[str, list[tuple[npt.NDArray[np.int64], pa.Array]]] = {}
     heads = pc.dictionary_encode(
         _slices(
             fragments,
@@ -240,33 +233,70 @@ def parse_fragments(schema: TableSchema, fragments: pa.Array) -> Fragments | Non
     head_of = heads.indices.to_numpy().astype(np.int64)
     by_head = np.argsort(head_of, kind="stable")
     bounds = np.searchsorted(head_of[by_head], np.arange(len(heads.dictionary) + 1))
+    groups = []
     for h, header_bytes in enumerate(heads.dictionary.to_pylist()):
-        header = parse_fragment_header(header_bytes)
         index = by_head[bounds[h] : bounds[h + 1]]
-        pos = offsets[:-1][index] + _TAG_LEN + 2 + len(header_bytes)
+        fields = offsets[:-1][index] + _TAG_LEN + 2 + len(header_bytes)
+        groups.append((parse_fragment_header(header_bytes), index, fields))
+    return groups
+
+
+def _after_key(
+    data: npt.NDArray[np.uint8], keys: npt.NDArray[np.int64], header: FragmentHeader
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Where the clustering key begins and ends (the written values begin there) in
+    fragments of ``header`` whose keys begin at ``keys``."""
+    pos = ck_start = keys
+    for slot in range(header.n_pk + header.n_ck):
+        if slot == header.n_pk:
+            ck_start = pos
+        size = _gather(data, pos, ">i4").astype(np.int64)
+        pos = pos + 4 + np.maximum(size, 0)
+    return (ck_start if header.n_ck else pos), pos
+
+
+def clustering_keys(fragments: pa.Array) -> pa.Array:
+    """The clustering key of every bulk fragment (as ``Fragments.ck``) without parsing the
+    rest: a partition's fragments mostly write rows a batch does not touch, so a reader picks
+    the fragments of its rows by key first and parses only those."""
+    offsets, data = binary_parts(fragments)
+    ck_start = np.zeros(len(fragments), np.int64)
+    ck_end = np.zeros(len(fragments), np.int64)
+    for header, index, keys in _by_header(fragments, data, offsets):
+        ck_start[index], ck_end[index] = _after_key(data, keys + 20, header)
+    return _slices(fragments, data, offsets, ck_start, ck_end)
+
+
+def parse_fragments(schema: TableSchema, fragments: pa.Array) -> Fragments | None:
+    """Parse bulk ``fragments`` of ``schema``'s table (every one must be one); None when one
+    writes a column the table no longer has."""
+    n = len(fragments)
+    kinds = np.zeros(n, np.int8)
+    ts = np.zeros(n, np.int64)
+    expiry = np.zeros(n, np.int64)
+    ck_start = np.zeros(n, np.int64)
+    ck_end = np.zeros(n, np.int64)
+    offsets, data = binary_parts(fragments)
+    columns = {c.name: c for c in schema.regular_columns}
+    sets: dict[str, npt.NDArray[np.bool_]] = {}
+    pieces: dict[str, list[tuple[npt.NDArray[np.int64], pa.Array]]] = {}
+    for header, index, fields in _by_header(fragments, data, offsets):
         kinds[index] = header.kind
-        ts[index] = _gather(data, pos, ">i8")
-        expiry[index] = _gather(data, pos + 12, ">i8")
-        pos = pos + 20
+        ts[index] = _gather(data, fields, ">i8")
+        expiry[index] = _gather(data, fields + 12, ">i8")
+        ck_start[index], pos = _after_key(data, fields + 20, header)
+        ck_end[index] = pos
         keys = header.n_pk + header.n_ck
-        for slot, (name, cql) in enumerate(zip(header.names, header.types, strict=True)):
-            if slot == header.n_pk:
-                ck_start[index] = pos
+        for name, cql in zip(header.names[keys:], header.types[keys:], strict=True):
             size = _gather(data, pos, ">i4").astype(np.int64)
             start = pos + 4
             pos = start + np.maximum(size, 0)
-            if slot == keys - 1:
-                ck_end[index] = pos
-            if slot < keys:
-                continue
             col = columns.get(name)
             if col is None:
                 return None
             sets.setdefault(name, np.zeros(n, np.bool_))[index] = True
             array = _value_array(data, start, size, cql, col.type.arrow_type())
             pieces.setdefault(name, []).append((index, array))
-        if header.n_ck == 0:
-            ck_start[index] = ck_end[index] = pos
     values: dict[str, pa.Array] = {}
     for name, parts in pieces.items():
         by_fragment = np.full(n, -1, np.int64)

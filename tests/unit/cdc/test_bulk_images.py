@@ -41,7 +41,7 @@ from cqlcdc.storage.bulk import (
     make_chunks,
     plan_bulk,
 )
-from cqlcdc.storage.bulk_state import PartitionFragments
+from cqlcdc.storage.bulk_state import PartitionFragments, clustering_keys, parse_fragments
 from cqlcdc.storage.codec import encode_fragment, merge_fragments
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.partition import Partition
@@ -491,3 +491,25 @@ def test_compaction_keeps_bulk_state_in_bulk_fragments_and_equal(case: dict[str,
     for pk, frags in fragments.items():
         if all(f.startswith(FRAGMENT_TAG) for f in frags):  # still bulk, a subset
             assert set(after[pk]) <= set(frags)
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(_case())
+def test_clustering_keys_alone_are_those_of_the_whole_parse(case: dict[str, Any]) -> None:
+    schema = case["schema"]
+    if not case["bulk"]:
+        return
+    bulk = [
+        f
+        for frags in _prior_fragments(schema, [], case["bulk"]).values()
+        for f in frags
+        if f.startswith(FRAGMENT_TAG)
+    ]
+    fragments = pa.array(bulk, pa.binary())
+    parsed = parse_fragments(schema, fragments)
+    assert parsed is not None
+    assert clustering_keys(fragments).to_pylist() == parsed.ck.to_pylist()
