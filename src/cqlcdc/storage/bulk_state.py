@@ -215,28 +215,55 @@ class Fragments:
     values: dict[str, pa.Array]  # by fragment index, null where unwritten
 
 
+# per distinct header: the header, the fragments that have it, where their keys begin
+_Groups = list[tuple[FragmentHeader, npt.NDArray[np.int64], npt.NDArray[np.int64]]]
+
+
 def _by_header(
     fragments: pa.Array, data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]
-) -> list[tuple[FragmentHeader, npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+) -> _Groups:
     """The fragments grouped by their header: per distinct header, the header, the fragments
-    that have it and where their keys begin (after kind, timestamp, TTL and expiry)."""
-    lengths = _gather(data, offsets[:-1] + _TAG_LEN, ">u2").astype(np.int64)
-    heads = pc.dictionary_encode(
-        _slices(
-            fragments,
-            data,
-            offsets,
-            offsets[:-1] + _TAG_LEN + 2,
-            offsets[:-1] + _TAG_LEN + 2 + lengths,
+    that have it and where their keys begin (after kind, timestamp, TTL and expiry).
+
+    A state read holds the fragments of a few statements: each header is found by one
+    vectorized prefix test over all fragments (the prefix holds the header's length, so
+    equal prefixes are equal headers); past ``_MAX_PLACES`` of them, the rest by a
+    dictionary of their header bytes."""
+    groups: _Groups = []
+    left = np.ones(len(fragments), np.bool_)
+    first = offsets[:-1]
+    while left.any():
+        at = int(np.argmax(left))
+        size = int(_gather(data, first[at : at + 1] + _TAG_LEN, ">u2")[0])
+        prefix = data[first[at] : first[at] + _TAG_LEN + 2 + size].tobytes()
+        if len(groups) == _MAX_PLACES:
+            rest = np.flatnonzero(left)
+            for header, index, fields in _by_header_bytes(data, first[rest]):
+                groups.append((header, rest[index], fields))
+            break
+        same = pc.starts_with(fragments, pattern=prefix).to_numpy(zero_copy_only=False)
+        index = np.flatnonzero(same)
+        left[index] = False
+        groups.append(
+            (parse_fragment_header(prefix[_TAG_LEN + 2 :]), index, first[index] + len(prefix))
         )
+    return groups
+
+
+def _by_header_bytes(data: npt.NDArray[np.uint8], start: npt.NDArray[np.int64]) -> _Groups:
+    """``_by_header`` of the fragments at ``start`` of ``data``, by a dictionary of their
+    headers."""
+    lengths = _gather(data, start + _TAG_LEN, ">u2").astype(np.int64)
+    heads = pc.dictionary_encode(
+        _region(data, start + _TAG_LEN + 2, start + _TAG_LEN + 2 + lengths)
     )
     head_of = heads.indices.to_numpy().astype(np.int64)
     by_head = np.argsort(head_of, kind="stable")
     bounds = np.searchsorted(head_of[by_head], np.arange(len(heads.dictionary) + 1))
-    groups = []
+    groups: _Groups = []
     for h, header_bytes in enumerate(heads.dictionary.to_pylist()):
         index = by_head[bounds[h] : bounds[h + 1]]
-        fields = offsets[:-1][index] + _TAG_LEN + 2 + len(header_bytes)
+        fields = start[index] + _TAG_LEN + 2 + len(header_bytes)
         groups.append((parse_fragment_header(header_bytes), index, fields))
     return groups
 

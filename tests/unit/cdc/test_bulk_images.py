@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +31,7 @@ from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import BATCH_SEQ_NO, log_table_schema
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage import bulk_state
 from cqlcdc.storage.bulk import (
     FRAGMENT_TAG,
     BulkStatement,
@@ -513,3 +515,19 @@ def test_clustering_keys_alone_are_those_of_the_whole_parse(case: dict[str, Any]
     parsed = parse_fragments(schema, fragments)
     assert parsed is not None
     assert clustering_keys(fragments).to_pylist() == parsed.ck.to_pylist()
+    # headers told apart by a dictionary (past the prefix tests' limit) parse the same
+    for limit in (0, 1):
+        with mock.patch.object(bulk_state, "_MAX_PLACES", limit):
+            again = parse_fragments(schema, fragments)
+            assert again is not None
+            assert clustering_keys(fragments).to_pylist() == parsed.ck.to_pylist()
+        assert again.ck.to_pylist() == parsed.ck.to_pylist()
+        assert again.kinds.tolist() == parsed.kinds.tolist()
+        assert again.ts.tolist() == parsed.ts.tolist()
+        assert again.expiry.tolist() == parsed.expiry.tolist()
+        assert {k: v.tolist() for k, v in again.sets.items()} == {
+            k: v.tolist() for k, v in parsed.sets.items()
+        }
+        assert {k: v.to_pylist() for k, v in again.values.items()} == {
+            k: v.to_pylist() for k, v in parsed.values.items()
+        }
