@@ -3,9 +3,11 @@ whatever files hold them (one bucket per file, several, or files without statist
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from cqlcdc.store.commit import (
@@ -81,3 +83,25 @@ def test_a_read_at_an_older_version_does_not_see_later_files(tables: tuple[Path,
     reader = VersionedReader(root, {"base/t": version - 1})
     rows = reader.read("base/t", 1, [b"c"], ["seq"])
     assert rows.column("seq").to_pylist() == [3]
+
+
+def test_data_files_compress_every_leaf_but_the_log_time_text(tmp_path: Path) -> None:
+    rows = pa.table(
+        {
+            "_seq": pa.array([1, 2], pa.int64()),
+            "cdc$time": [str(uuid.uuid1()), str(uuid.uuid1())],
+            "tags": pa.array([["x"], []], pa.list_(pa.string())),
+            "props": pa.array([[("k", 1)], []], pa.map_(pa.string(), pa.int32())),
+        }
+    )
+    written = write_data_file(tmp_path, "log/t", rows, 0, 0)
+    path = table_dir(tmp_path, "log/t") / written.path
+    group = pq.read_metadata(path).row_group(0)
+    codecs = {
+        group.column(i).path_in_schema: group.column(i).compression
+        for i in range(group.num_columns)
+    }
+    assert codecs.pop("cdc$time") == "UNCOMPRESSED"
+    assert set(codecs) >= {"_seq", "tags.list.element", "props.key_value.value", "_ticks"}
+    assert set(codecs.values()) == {"SNAPPY"}
+    assert pq.read_table(path).select(rows.column_names).equals(rows)
