@@ -408,13 +408,18 @@ class CoreProcessor:
     def _base_rows(
         schema: TableSchema, bucket: int, writes: pa.Table, statements: tuple[BulkStatement, ...]
     ) -> pa.Table:
+        # in token order, as a base file is written (a partition read skips row groups by
+        # their token statistics): the fragments are put in it by the take that builds them
+        tokens = writes.column(TOKEN).to_numpy()
+        order = np.argsort(tokens, kind="stable")
+        take = pa.array(order)
         return pa.table(
             {
                 "bucket": pa.array(np.full(writes.num_rows, bucket, np.int32)),
-                "pk": writes.column(PK).combine_chunks(),
-                "token": writes.column(TOKEN).combine_chunks(),
-                "seq": writes.column(SEQ).combine_chunks(),
-                "fragment": bulk_fragments(schema, writes, statements),
+                "pk": writes.column(PK).take(take).combine_chunks(),
+                "token": pa.array(tokens[order]),
+                "seq": writes.column(SEQ).take(take).combine_chunks(),
+                "fragment": bulk_fragments(schema, writes, statements, order),
             },
             schema=BASE_SCHEMA,
         )

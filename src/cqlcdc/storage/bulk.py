@@ -597,16 +597,21 @@ def fragment_header(schema: TableSchema, stmt: BulkStatement) -> bytes:
 
 
 def bulk_fragments(
-    schema: TableSchema, table: pa.Table, statements: Sequence[BulkStatement]
+    schema: TableSchema,
+    table: pa.Table,
+    statements: Sequence[BulkStatement],
+    order: npt.NDArray[np.int64] | None = None,
 ) -> pa.Array:
-    """The base fragment of every write, column-wise (decoded by :func:`decode_bulk_fragment`).
+    """The base fragment of every write, column-wise (decoded by :func:`decode_bulk_fragment`),
+    in the writes' order, or for the writes at positions ``order`` in that order.
 
     The writes of each statement are built together (one layout: its header, then fixed
-    and variable-width pieces in one order), then put back in the writes' order.
+    and variable-width pieces in one order), then put in order with one take.
     """
     which = table.column(STMT).to_numpy().astype(np.int64)
     if len(statements) == 1:
-        return _statement_fragments(schema, table, statements[0])
+        built = _statement_fragments(schema, table, statements[0])
+        return built if order is None else built.take(pa.array(order))
     parts: list[pa.Array] = []
     positions: list[npt.NDArray[np.int64]] = []
     for k, stmt in enumerate(statements):
@@ -616,9 +621,9 @@ def bulk_fragments(
             positions.append(rows)
     if not parts:
         return pa.array([], pa.binary())
-    order = np.empty(table.num_rows, np.int64)
-    order[np.concatenate(positions)] = np.arange(table.num_rows, dtype=np.int64)
-    return pa.concat_arrays(parts).take(pa.array(order))
+    at = np.empty(table.num_rows, np.int64)  # where each write's fragment is among the parts
+    at[np.concatenate(positions)] = np.arange(table.num_rows, dtype=np.int64)
+    return pa.concat_arrays(parts).take(pa.array(at if order is None else at[order]))
 
 
 def _statement_fragments(schema: TableSchema, table: pa.Table, stmt: BulkStatement) -> pa.Array:

@@ -203,6 +203,10 @@ def test_bulk_writes_mean_what_the_row_path_makes(case: Any) -> None:
     assert table.column(SEQ).to_pylist() == list(range(100, 100 + n))
     mutations = chunk_mutations(schema, table, stmts)
     fragments = bulk_fragments(schema, table, stmts).to_pylist()
+    # in another order (a base file's, by token): the same fragments, moved
+    order = np.argsort(-table.column("_token").to_numpy(), kind="stable")
+    moved = bulk_fragments(schema, table, stmts, order).to_pylist()
+    assert moved == [fragments[i] for i in order]
     for row, (_bucket, j, pk_bytes, token, mutation) in enumerate(expected):
         assert table.column("_pk")[row].as_py() == pk_bytes
         assert table.column("_token")[row].as_py() == token
