@@ -196,7 +196,8 @@ def int_bytes(values: npt.NDArray[np.generic], dtype: str) -> pa.Array:
     return _fixed_binary(converted, converted.dtype.itemsize)
 
 
-_HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
+# byte -> its two lower-case hex digits, as the two bytes of one little-endian uint16
+_HEX_PAIRS = np.array([int.from_bytes(f"{b:02x}".encode(), "little") for b in range(256)], "<u2")
 _DASHES = (8, 13, 18, 23)
 
 
@@ -221,9 +222,7 @@ def timeuuid_strings(micros: I64, low: U64) -> pa.Array:
     raw[:, 0] = high
     raw[:, 1] = low
     octets = raw.view(np.uint8).reshape(n, 16)
-    digits = np.empty((n, 32), np.uint8)
-    digits[:, 0::2] = _HEX[octets >> 4]
-    digits[:, 1::2] = _HEX[octets & 0x0F]
+    digits = _HEX_PAIRS[octets].view(np.uint8)  # (n, 32)
     text = np.empty((n, 36), np.uint8)
     text[:, :8] = digits[:, :8]
     text[:, 9:13] = digits[:, 8:12]
@@ -232,7 +231,7 @@ def timeuuid_strings(micros: I64, low: U64) -> pa.Array:
     text[:, 24:] = digits[:, 20:]
     text[:, list(_DASHES)] = ord("-")
     offsets = np.arange(0, 36 * (n + 1), 36, dtype=np.int32)
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text.tobytes()))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text))
 
 
 _HEX_VALUE = np.full(256, 255, np.uint8)  # ASCII hex digit -> its value (255: not one)
