@@ -10,12 +10,16 @@ One invocation, one generated workload (deterministic, seeded): UPDATEs ``SET v 
         keeps only the last change of a key per batch, while cqlcdc logs every change)
     (d) the I/O floor: the mutation rows written once with ``pyarrow.parquet.write_table``
 
+Each of (a)-(d) is measured ``--repeat`` times (3; fresh tables and files each time, the two
+cqlcdc options alternating) and the median is reported beside every sample: one measurement
+of the same code on a shared 2-core machine varies by +-15%, the peer's as much as ours.
+
 cqlcdc runs the mutations through prepared statements and ``Session.execute_many`` in groups of
 ``--group`` writes (one durable append per group, acknowledged once durable, as a bulk load
 does; the time runs to the commit of the last group); the peer merges the same
 groups. Then the scaling run: one fixed batch of mutations applied, as one group, to tables of
-two sizes (cqlcdc, and the peer for reference), and the ack latency: sequential single-row
-UPDATEs through ``Session.execute`` on the running engine.
+two sizes (cqlcdc ``--repeat`` times at each size, the peer once for reference), and the ack
+latency: sequential single-row UPDATEs through ``Session.execute`` on the running engine.
 
     .venv/bin/python benchmarks/run.py           # 1M mutations / 100k partitions; ~6 minutes
     .venv/bin/python benchmarks/run.py --quick   # a smaller version, under 5 minutes
@@ -395,6 +399,7 @@ class Sizes:
     scaling_rows: tuple[int, int]
     scaling_batch: int
     ack_writes: int
+    repeat: int
 
 
 QUICK = Sizes(
@@ -404,6 +409,7 @@ QUICK = Sizes(
     scaling_rows=(100_000, 1_000_000),  # the larger one is cut by the build budget
     scaling_batch=10_000,
     ack_writes=30,
+    repeat=3,
 )
 FULL = Sizes(
     mutations=1_000_000,
@@ -412,6 +418,7 @@ FULL = Sizes(
     scaling_rows=(1_000_000, 10_000_000),
     scaling_batch=100_000,
     ack_writes=1_000,
+    repeat=3,
 )
 
 
@@ -463,13 +470,18 @@ def scaling_run(
         build_s += time.perf_counter() - started
         if points and built == points[-1]["table_rows"]:
             break  # out of build budget before growing at all
-        settle(session)
-        done = len(session.engine.batch_timings)
-        batch_s = apply_cqlcdc(session, "s", batch, len(batch))
-        settle(session)
-        timing = (
-            session.engine.batch_timings[done] if len(session.engine.batch_timings) > done else {}
-        )
+        # the batch applied `sizes.repeat` times (the same rows again: the table keeps its
+        # size), the median reported
+        runs: list[tuple[float, dict[str, float]]] = []
+        for _ in range(sizes.repeat):
+            settle(session)
+            done = len(session.engine.batch_timings)
+            seconds = apply_cqlcdc(session, "s", batch, len(batch))
+            settle(session)
+            timings = session.engine.batch_timings
+            runs.append((seconds, timings[done] if len(timings) > done else {}))
+        runs.sort(key=lambda run: run[0])
+        batch_s, timing = runs[len(runs) // 2]
         peer = os.path.join(scratch, f"peer-{built}")
         create_deltars(peer, built)
         peer_s = merge_deltars(peer, batch, len(batch))
@@ -479,6 +491,7 @@ def scaling_run(
                 "table_rows": built,
                 "build_s": round(build_s, 1),
                 "batch_s": round(batch_s, 3),
+                "batch_samples_s": [round(run[0], 3) for run in runs],
                 "process_s": round(timing.get("process_s", 0.0), 3),
                 "commit_s": round(timing.get("commit_s", 0.0), 3),
                 "maintain_s": round(timing.get("maintain_s", 0.0), 3),
@@ -504,8 +517,8 @@ def build_cqlcdc_range(session: Any, table: str, lo: int, hi: int, group: int) -
     session.flush()
 
 
-def ack_latency(session: Any, writes: int) -> list[float]:
-    update = session.prepare("UPDATE bench.a SET v = ?, w = ? WHERE pk = ? AND ck = ?")
+def ack_latency(session: Any, table: str, writes: int) -> list[float]:
+    update = session.prepare(f"UPDATE bench.{table} SET v = ?, w = ? WHERE pk = ? AND ck = ?")
     settle(session)
     latencies = []
     for i in range(writes):
@@ -568,6 +581,9 @@ def main() -> None:
     )
     parser.add_argument("--profile", action="store_true", help="cProfile the cqlcdc path")
     parser.add_argument("--skip-scaling", action="store_true")
+    parser.add_argument(
+        "--repeat", type=int, help="measurements of each approach (the median is reported)"
+    )
     args = parser.parse_args()
     base = QUICK if args.quick else FULL
     sizes = Sizes(
@@ -577,6 +593,7 @@ def main() -> None:
         scaling_rows=base.scaling_rows,
         scaling_batch=base.scaling_batch,
         ack_writes=args.ack_writes if args.ack_writes is not None else base.ack_writes,
+        repeat=max(1, args.repeat or base.repeat),
     )
     build_budget = args.build_budget or (100.0 if args.quick else 1800.0)
     wall = time.perf_counter()
@@ -588,21 +605,28 @@ def main() -> None:
     approaches: dict[str, dict[str, Any]] = {}
     with PeakMemory() as memory:
         print(f"workload: {len(work):,} mutations, {int(work.delete.sum()):,} deletes", flush=True)
-        # (d) the floor, (c) the peer: no Spark needed
-        floor_s = parquet_floor(work, os.path.join(scratch, "floor.parquet"))
-        approaches["parquet_floor"] = {"seconds": floor_s}
-        peer = os.path.join(scratch, "peer")
-        create_deltars(peer)
-        peer_s = merge_deltars(peer, work, sizes.group)
-        approaches["deltars"] = {"seconds": peer_s, "cdf_rows": cdf_rows(peer)}
-        shutil.rmtree(peer, ignore_errors=True)
-        print(f"  delta-rs merge: {peer_s:.1f}s", flush=True)
+        # (d) the floor, (c) the peer: no Spark needed; each measured `repeat` times (fresh
+        # files and tables each time), the median reported: on a shared 2-core machine one
+        # measurement of the same code varies by +-15%
+        floor = [
+            parquet_floor(work, os.path.join(scratch, f"floor-{r}.parquet"))
+            for r in range(sizes.repeat)
+        ]
+        approaches["parquet_floor"] = {"samples_s": floor}
+        peer_samples: list[float] = []
+        for r in range(sizes.repeat):
+            peer = os.path.join(scratch, f"peer-{r}")
+            create_deltars(peer)
+            peer_samples.append(merge_deltars(peer, work, sizes.group))
+            approaches["deltars"] = {"cdf_rows": cdf_rows(peer)}
+            shutil.rmtree(peer, ignore_errors=True)
+        approaches["deltars"]["samples_s"] = peer_samples
+        peer_s = sum(peer_samples)
+        print(f"  delta-rs merge: {', '.join(f'{x:.1f}s' for x in peer_samples)}", flush=True)
 
         session = cqlcdc.connect(data_dir=os.path.join(scratch, "cqlcdc"))
-        spark_start_s = time.perf_counter() - wall - floor_s - peer_s
+        spark_start_s = time.perf_counter() - wall - sum(floor) - peer_s
         session.execute(KEYSPACE_DDL)
-        session.execute(TABLE_DDL.format(name="a") + " " + CDC_DELTA)
-        session.execute(TABLE_DDL.format(name="b") + " " + CDC_IMAGES)
         # warm up (first Spark jobs, Python workers, imports, the JVM's compiled paths) on
         # tables of their own, one per measured CDC option, each through the paths its
         # measured run takes (the executor path too when the groups take it)
@@ -612,27 +636,37 @@ def main() -> None:
             session.execute(TABLE_DDL.format(name=name) + " " + cdc)
             apply_cqlcdc(session, name, warm, sizes.group)
         profiles: dict[str, str] = {}
-        for key, table in (("delta_only", "a"), ("images", "b")):
-            profiler = Profiler(session) if args.profile else None
-            seconds = apply_cqlcdc(session, table, work, sizes.group, profiler=profiler)
-            settle(session)
-            approaches[key] = {"seconds": seconds, "log_rows": log_rows(session, table)}
-            if profiler is not None:
-                session.engine.__dict__.pop("_process_batch", None)
-                profiles[key] = profiler.write(f"{key}{'-quick' if args.quick else ''}")
-            print(f"  cqlcdc {key}: {seconds:.1f}s", flush=True)
+        # the two CDC options alternate (a drift of the machine meets both alike), each on
+        # fresh tables
+        for r in range(sizes.repeat):
+            for key, cdc in (("delta_only", CDC_DELTA), ("images", CDC_IMAGES)):
+                table = f"{key}_{r}"
+                session.execute(TABLE_DDL.format(name=table) + " " + cdc)
+                profiler = Profiler(session) if args.profile and r == 0 else None
+                seconds = apply_cqlcdc(session, table, work, sizes.group, profiler=profiler)
+                settle(session)
+                entry = approaches.setdefault(key, {"samples_s": []})
+                entry["samples_s"].append(seconds)
+                entry["log_rows"] = log_rows(session, table)
+                if profiler is not None:
+                    session.engine.__dict__.pop("_process_batch", None)
+                    profiles[key] = profiler.write(f"{key}{'-quick' if args.quick else ''}")
+                print(f"  cqlcdc {key}: {seconds:.1f}s", flush=True)
 
         scaling: list[dict[str, Any]] = []
         reached = False
         if not args.skip_scaling:
             scaling, reached = scaling_run(session, sizes, sizes.group, build_budget, scratch)
-        latencies = ack_latency(session, sizes.ack_writes) if sizes.ack_writes else [0.0]
+        latencies = (
+            ack_latency(session, "delta_only_0", sizes.ack_writes) if sizes.ack_writes else [0.0]
+        )
         session.close()
     shutil.rmtree(scratch, ignore_errors=True)
 
     for entry in approaches.values():
+        entry["seconds"] = round(statistics.median(entry["samples_s"]), 3)
         entry["rows_per_s"] = round(len(work) / entry["seconds"], 1)
-        entry["seconds"] = round(entry["seconds"], 3)
+        entry["samples_s"] = [round(x, 3) for x in entry["samples_s"]]
     peer_rate = approaches["deltars"]["rows_per_s"]
     floor_rate = approaches["parquet_floor"]["rows_per_s"]
     for entry in approaches.values():
@@ -670,7 +704,14 @@ def main() -> None:
         "profiles": profiles,
     }
     stem = "run-quick" if args.quick else "run"
-    custom = (args.mutations, args.partitions, args.group, args.ack_writes, args.build_budget)
+    custom = (
+        args.mutations,
+        args.partitions,
+        args.group,
+        args.ack_writes,
+        args.build_budget,
+        args.repeat,
+    )
     if args.profile or args.skip_scaling or any(x is not None for x in custom):
         stem += "-custom"  # the standard result files hold standard runs only
     RESULTS.mkdir(parents=True, exist_ok=True)
