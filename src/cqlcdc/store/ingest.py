@@ -186,11 +186,12 @@ class Handoff:
         return held if held is not None else read_ingest_file(path)
 
 
-# payloads stay uncompressed: zstd halved a bulk chunk's bytes but doubled an append's time,
-# and ingest files live only until their batch commits
-_COMPRESSION = {name: "none" if name == "payload" else "zstd" for name in INGEST_SCHEMA.names}
-# nor dictionary-encoded or given statistics: every payload is distinct, no read filters by
-# it, and trying both cost ~30% of an append (reads use the seq and bucket statistics)
+# nothing compressed or dictionary-encoded: ingest files live only until their batch commits;
+# zstd halved a bulk chunk's bytes but doubled an append's time, and the small columns hold
+# one value per row group in a bulk append (a chunk per bucket), where zstd and a dictionary
+# per column chunk were half of the append's encoding time and saved nothing
+# the payload has no statistics either: every payload is distinct and no read filters by it
+# (reads use the seq and bucket statistics); trying cost ~30% of an append
 _SMALL_COLUMNS = [name for name in INGEST_SCHEMA.names if name != "payload"]
 
 
@@ -271,8 +272,8 @@ class IngestLog:
             with pq.ParquetWriter(
                 sink,
                 table.schema,
-                compression=_COMPRESSION,
-                use_dictionary=_SMALL_COLUMNS,
+                compression="none",
+                use_dictionary=False,
                 write_statistics=_SMALL_COLUMNS,
                 write_page_checksum=True,
             ) as writer:
