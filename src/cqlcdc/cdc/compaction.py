@@ -123,7 +123,7 @@ def _compact_bulk(schema: TableSchema, live: pa.Table) -> tuple[pa.Table, pa.Tab
     if not in_bulk.any():
         return BASE_SCHEMA.empty_table(), live
     rows = live.filter(pa.array(in_bulk))
-    parsed = parse_fragments(schema, rows.column("fragment").combine_chunks())
+    parsed = parse_fragments(schema, rows.column("fragment").combine_chunks(), with_values=False)
     if parsed is None:  # a column dropped since: merged the row path's way
         return BASE_SCHEMA.empty_table(), live
     row_keys = pc.binary_join_element_wise(

@@ -285,9 +285,13 @@ def clustering_keys(fragments: pa.Array) -> pa.Array:
     return _slices(fragments, data, offsets, ck_start, ck_end)
 
 
-def parse_fragments(schema: TableSchema, fragments: pa.Array) -> Fragments | None:
+def parse_fragments(
+    schema: TableSchema, fragments: pa.Array, with_values: bool = True
+) -> Fragments | None:
     """Parse bulk ``fragments`` of ``schema``'s table (every one must be one); None when one
-    writes a column the table no longer has."""
+    writes a column the table no longer has. ``with_values=False`` leaves ``values`` empty:
+    what a compaction's survival test needs (kinds, timestamps, which columns each fragment
+    writes) without building every value."""
     n = len(fragments)
     kinds = np.zeros(n, np.int8)
     ts = np.zeros(n, np.int64)
@@ -313,8 +317,9 @@ def parse_fragments(schema: TableSchema, fragments: pa.Array) -> Fragments | Non
             if col is None:
                 return None
             sets.setdefault(name, np.zeros(n, np.bool_))[index] = True
-            array = _value_array(data, start, size, cql, col.type.arrow_type())
-            pieces.setdefault(name, []).append((index, array))
+            if with_values:
+                array = _value_array(data, start, size, cql, col.type.arrow_type())
+                pieces.setdefault(name, []).append((index, array))
     values: dict[str, pa.Array] = {}
     for name, parts in pieces.items():
         by_fragment = np.full(n, -1, np.int64)

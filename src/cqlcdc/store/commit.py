@@ -138,6 +138,12 @@ def with_time_ticks(rows: pa.Table) -> pa.Table:
 # time order: `_ticks` prunes time windows): their min/max cost write time and file size
 _NO_STATISTICS = frozenset({"fragment", "cdc$time"})
 
+
+def statistics_columns(names: Iterable[str]) -> list[str]:
+    """The columns of a data file that get Parquet statistics: all but ``_NO_STATISTICS``."""
+    return [n for n in names if n not in _NO_STATISTICS]
+
+
 # columns written uncompressed: a log row's cdc$time text (a timeuuid: snappy gained ~1.6x on
 # it for ~3x its write time, a quarter of a log file's write; compaction rewrites with zstd)
 _UNCOMPRESSED = frozenset({"cdc$time"})
@@ -191,7 +197,7 @@ def write_data_file(
         compression=_compression(rows.schema),
         use_dictionary=False,
         row_group_size=ROW_GROUP_ROWS,
-        write_statistics=[n for n in rows.column_names if n not in _NO_STATISTICS],
+        write_statistics=statistics_columns(rows.column_names),
     )
     size = write_synced(path, data)
     return DataFile(

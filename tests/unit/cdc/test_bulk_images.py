@@ -501,7 +501,7 @@ def test_compaction_keeps_bulk_state_in_bulk_fragments_and_equal(case: dict[str,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(_case())
-def test_clustering_keys_alone_are_those_of_the_whole_parse(case: dict[str, Any]) -> None:
+def test_partial_parses_are_parts_of_the_whole_parse(case: dict[str, Any]) -> None:
     schema = case["schema"]
     if not case["bulk"]:
         return
@@ -515,6 +515,18 @@ def test_clustering_keys_alone_are_those_of_the_whole_parse(case: dict[str, Any]
     parsed = parse_fragments(schema, fragments)
     assert parsed is not None
     assert clustering_keys(fragments).to_pylist() == parsed.ck.to_pylist()
+    # without values (what compaction parses): the same but for them
+    bare = parse_fragments(schema, fragments, with_values=False)
+    assert bare is not None and bare.values == {}
+    assert bare.ck.to_pylist() == parsed.ck.to_pylist()
+    assert (bare.kinds.tolist(), bare.ts.tolist(), bare.expiry.tolist()) == (
+        parsed.kinds.tolist(),
+        parsed.ts.tolist(),
+        parsed.expiry.tolist(),
+    )
+    assert {k: v.tolist() for k, v in bare.sets.items()} == {
+        k: v.tolist() for k, v in parsed.sets.items()
+    }
     # headers told apart by a dictionary (past the prefix tests' limit) parse the same
     for limit in (0, 1):
         with mock.patch.object(bulk_state, "_MAX_PLACES", limit):
