@@ -188,10 +188,10 @@ def write_data_file(
         if not (tokens[1:] >= tokens[:-1]).all():
             rows = rows.take(pa.array(np.argsort(tokens, kind="stable")))
     # no dictionaries: most columns are near unique (times, keys, fragments), where
-    # dictionary encoding doubles the write time. Snappy, the Delta/Spark default: zstd
-    # made files ~45% smaller but cost ~75% more write time on the batch's critical path
-    # (no compression halved the write time again but made no difference end to end,
-    # for 2.5x the bytes); file compaction rewrites what it merges with zstd
+    # dictionary encoding doubles the write time. Snappy, the Delta/Spark default, but for
+    # `_UNCOMPRESSED`: zstd made files ~45% smaller but cost ~75% more write time on the
+    # batch's critical path, no compression at all 2.5x the bytes; file compaction rewrites
+    # what it merges with zstd
     data = parquet_bytes(
         rows,
         compression=_compression(rows.schema),
@@ -340,10 +340,7 @@ class Manifest:
             "versions": self.versions,
             "extra": self.extra,
         }
-        with open(tmp, "w") as sink:
-            json.dump(body, sink, sort_keys=True)
-            sink.flush()
-            os.fsync(sink.fileno())
+        write_synced(tmp, json.dumps(body, sort_keys=True).encode())
         os.replace(tmp, directory / MANIFEST_NAME)
         fsync_dir(directory)
 

@@ -186,12 +186,12 @@ class Handoff:
         return held if held is not None else read_ingest_file(path)
 
 
-# nothing compressed or dictionary-encoded: ingest files live only until their batch commits;
-# zstd halved a bulk chunk's bytes but doubled an append's time, and the small columns hold
-# one value per row group in a bulk append (a chunk per bucket), where zstd and a dictionary
-# per column chunk were half of the append's encoding time and saved nothing
-# the payload has no statistics either: every payload is distinct and no read filters by it
-# (reads use the seq and bucket statistics); trying cost ~30% of an append
+# Ingest files have nothing compressed or dictionary-encoded: they live only until their batch
+# commits; zstd halved a bulk chunk's bytes but doubled an append's time, and the small
+# columns hold one value per row group in a bulk append (a chunk per bucket), where zstd and
+# a dictionary per column chunk were half of the append's encoding time and saved nothing.
+# Statistics for the small columns only (reads use the seq and bucket ones): every payload is
+# distinct and no read filters by it; its statistics cost ~30% of an append.
 _SMALL_COLUMNS = [name for name in INGEST_SCHEMA.names if name != "payload"]
 
 
