@@ -34,7 +34,7 @@ from deltalake.transaction import AddAction, RemoveAction, create_table_with_add
 from cqlcdc.errors import ServerError
 from cqlcdc.schema.log_table import TICKS
 from cqlcdc.storage.vectorized import timeuuid_ticks
-from cqlcdc.store.durable import fsync_dir, parquet_bytes, write_synced
+from cqlcdc.store.durable import fsync_dir, synced_file, write_synced
 
 MANIFEST_NAME = "manifest.json"
 #: The data directory format this version reads and writes, kept in the manifest: base
@@ -192,18 +192,19 @@ def write_data_file(
     # `_UNCOMPRESSED`: zstd made files ~45% smaller but cost ~75% more write time on the
     # batch's critical path, no compression at all 2.5x the bytes; file compaction rewrites
     # what it merges with zstd
-    data = parquet_bytes(
-        rows,
-        compression=_compression(rows.schema),
-        use_dictionary=False,
-        row_group_size=ROW_GROUP_ROWS,
-        write_statistics=statistics_columns(rows.column_names),
-    )
-    size = write_synced(path, data)
+    with synced_file(path) as sink:
+        pq.write_table(
+            rows,
+            sink,
+            compression=_compression(rows.schema),
+            use_dictionary=False,
+            row_group_size=ROW_GROUP_ROWS,
+            write_statistics=statistics_columns(rows.column_names),
+        )
     return DataFile(
         output=output,
         path=name,
-        size=size,
+        size=path.stat().st_size,
         num_records=rows.num_rows,
         modification_time=int(time.time() * 1000),
         stats=_delta_stats(rows),

@@ -31,7 +31,7 @@ from cqlcdc.store.commit import (
     statistics_columns,
     table_dir,
 )
-from cqlcdc.store.durable import parquet_bytes, write_synced
+from cqlcdc.store.durable import synced_file
 from cqlcdc.store.records import BucketProcessor
 
 _NAME = re.compile(r"^part-(\d+)-b(\d+)-")
@@ -244,18 +244,19 @@ class Compactor:
         # zstd: compacted files are the long-lived ones; no dictionaries and no statistics
         # where no read prunes, as for data files (dictionaries made these files larger
         # and their writes ~50% slower, the next batch waiting for them)
-        data = parquet_bytes(
-            rows,
-            compression="zstd",
-            use_dictionary=False,
-            row_group_size=self.policy.row_group_rows,
-            write_statistics=statistics_columns(rows.column_names),
-        )
-        size = write_synced(path, data)
+        with synced_file(path) as sink:
+            pq.write_table(
+                rows,
+                sink,
+                compression="zstd",
+                use_dictionary=False,
+                row_group_size=self.policy.row_group_rows,
+                write_statistics=statistics_columns(rows.column_names),
+            )
         return DataFile(
             output="",
             path=name,
-            size=size,
+            size=path.stat().st_size,
             num_records=rows.num_rows,
             modification_time=modification_time,
             stats=_delta_stats(rows),

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest
-from cqlcdc.store.durable import fsync_dir, write_synced
+from cqlcdc.store.durable import fsync_dir, synced_file
 from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord, records_to_arrow
 
 # Spark's file source ignores names starting with "." or "_": temp files hide behind the dot.
@@ -268,18 +268,19 @@ class IngestLog:
             table = records_to_arrow(list(records))
             final = self.directory / ingest_file_name(records[0].seq, records[-1].seq)
             tmp = self.directory / f"{_TMP_PREFIX}{uuid.uuid4().hex}.parquet"
-            sink = pa.BufferOutputStream()
-            with pq.ParquetWriter(
-                sink,
-                table.schema,
-                compression="none",
-                use_dictionary=False,
-                write_statistics=_SMALL_COLUMNS,
-                write_page_checksum=True,
-            ) as writer:
+            with (
+                synced_file(tmp) as sink,
+                pq.ParquetWriter(
+                    sink,
+                    table.schema,
+                    compression="none",
+                    use_dictionary=False,
+                    write_statistics=_SMALL_COLUMNS,
+                    write_page_checksum=True,
+                ) as writer,
+            ):
                 for piece in _by_bucket(table):
                     writer.write_table(piece, row_group_size=max(piece.num_rows, 1))
-            write_synced(tmp, sink.getvalue())
             os.replace(tmp, final)
             fsync_dir(self.directory)
             if self.handoff is not None:
