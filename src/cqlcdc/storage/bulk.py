@@ -614,10 +614,14 @@ def bulk_fragments(
         return built if order is None else built.take(pa.array(order))
     parts: list[pa.Array] = []
     positions: list[npt.NDArray[np.int64]] = []
+    keys = [c.name for c in (*schema.partition_key, *schema.clustering_key)]
     for k, stmt in enumerate(statements):
         rows = np.flatnonzero(which == k)
         if len(rows):
-            parts.append(_statement_fragments(schema, table.take(pa.array(rows)), stmt))
+            # only the columns its fragments are made of (a take copies every one)
+            names = [TS, TTL, NOW, *keys, *stmt.columns]
+            wanted = table.select([n for n in names if n in table.column_names])
+            parts.append(_statement_fragments(schema, wanted.take(pa.array(rows)), stmt))
             positions.append(rows)
     if not parts:
         return pa.array([], pa.binary())
