@@ -441,12 +441,18 @@ class CoreProcessor:
         log = log_table_schema(schema)
         arrow_schema = log_arrow_schema(log)
         single = columnar_rows(writes, statements)
+        every = bool(single.all())
         parts = [
             bulk_log_rows(
-                schema, arrow_schema, writes.filter(single), statements, bucket, self.generations
+                schema,
+                arrow_schema,
+                writes if every else writes.filter(single),
+                statements,
+                bucket,
+                self.generations,
             )
         ]
-        if not single.all():  # writes whose log row splits: the log writer's way
+        if not every:  # writes whose log row splits: the log writer's way
             rest = writes.filter(~single)
             generations = self.generations
             rows: list[dict[str, Any]] = []
