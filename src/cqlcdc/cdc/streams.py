@@ -87,6 +87,7 @@ class Generations:
 
     def __init__(self, generations: list[Generation]) -> None:
         self.generations = sorted(generations, key=lambda g: g.timestamp_ms)
+        self._flat: tuple[tuple[int, ...], pa.Array, int] | None = None
 
     @staticmethod
     def load_or_create(path: Path, num_ranges: int, seed: int) -> Generations:
@@ -127,19 +128,36 @@ class Generations:
         self, tokens: npt.NDArray[np.int64], timestamps_us: npt.NDArray[np.int64]
     ) -> pa.Array:
         """``stream_id`` of every (token, timestamp), column-wise (the bulk path)."""
-        starts = np.array([g.timestamp_ms for g in self.generations], np.int64)
-        gen = np.maximum(np.searchsorted(starts, timestamps_us // 1000, side="right") - 1, 0)
-        width = max(g.num_ranges for g in self.generations)
-        flat: list[bytes] = []
-        for g in self.generations:
-            flat.extend(g.streams)
-            flat.extend([g.streams[-1]] * (width - g.num_ranges))
-        ranges = np.array([g.num_ranges for g in self.generations], np.int64)[gen]
-        index = np.zeros(len(tokens), np.int64)
-        for count in np.unique(ranges):
-            rows = ranges == count
-            index[rows] = np.minimum(token_buckets(tokens[rows], int(count)), int(count) - 1)
-        return pa.array(flat, pa.binary()).take(pa.array(gen * width + index))
+        flat, width = self._flat_streams()
+        if len(self.generations) == 1:
+            gen = np.zeros(len(tokens), np.int64)
+        else:
+            starts = np.array([g.timestamp_ms for g in self.generations], np.int64)
+            gen = np.maximum(np.searchsorted(starts, timestamps_us // 1000, side="right") - 1, 0)
+        counts = {g.num_ranges for g in self.generations}
+        if len(counts) == 1:  # every generation over the same ranges (``add`` keeps them)
+            (count,) = counts
+            index = np.minimum(token_buckets(tokens, count), count - 1)
+        else:
+            ranges = np.array([g.num_ranges for g in self.generations], np.int64)[gen]
+            index = np.zeros(len(tokens), np.int64)
+            for count in np.unique(ranges):
+                rows = ranges == count
+                index[rows] = np.minimum(token_buckets(tokens[rows], int(count)), int(count) - 1)
+        return flat.take(pa.array(gen * width + index))
+
+    def _flat_streams(self) -> tuple[pa.Array, int]:
+        """Every generation's streams, each padded to the widest (by its last stream), as one
+        array (built again only when the generations change)."""
+        key = tuple(id(g) for g in self.generations)
+        if self._flat is None or self._flat[0] != key:
+            width = max(g.num_ranges for g in self.generations)
+            flat: list[bytes] = []
+            for g in self.generations:
+                flat.extend(g.streams)
+                flat.extend([g.streams[-1]] * (width - g.num_ranges))
+            self._flat = (key, pa.array(flat, pa.binary()), width)
+        return self._flat[1], self._flat[2]
 
 
 def stream_buckets(streams: Sequence[bytes], num_buckets: int) -> list[int] | None:
