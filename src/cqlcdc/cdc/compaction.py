@@ -47,6 +47,10 @@ def compact_partition(part: Partition, order: ClusteringOrder, now_s: int) -> No
         target.cells.update(cells)
 
 
+# the order of compacted base rows
+_ORDER = [("bucket", "ascending"), ("pk", "ascending"), ("seq", "ascending")]
+
+
 def compact_base_rows(
     schema: TableSchema, rows: pa.Table, truncated_upto_seq: int, now_s: int
 ) -> pa.Table:
@@ -71,8 +75,10 @@ def compact_base_rows(
     live = rows.select(BASE_SCHEMA.names).cast(BASE_SCHEMA)
     if truncated_upto_seq:
         live = live.filter(pc.greater(live.column("seq"), truncated_upto_seq))
-    live = live.sort_by([("bucket", "ascending"), ("pk", "ascending"), ("seq", "ascending")])
+    # the bulk partitions' survival test needs no order; only the partitions merged in
+    # Python are sorted here, the output once at the end
     kept_bulk, live = _compact_bulk(schema, live)
+    live = live.sort_by(_ORDER)
     order = ClusteringOrder(schema)
     out: dict[str, list[Any]] = {name: [] for name in BASE_SCHEMA.names}
     data = live.to_pydict()
@@ -103,8 +109,7 @@ def compact_base_rows(
     merged = pa.Table.from_pydict(out, schema=BASE_SCHEMA)
     if kept_bulk.num_rows == 0:
         return merged
-    both = pa.concat_tables([merged, kept_bulk])
-    return both.sort_by([("bucket", "ascending"), ("pk", "ascending"), ("seq", "ascending")])
+    return pa.concat_tables([merged, kept_bulk]).sort_by(_ORDER)
 
 
 def _compact_bulk(schema: TableSchema, live: pa.Table) -> tuple[pa.Table, pa.Table]:

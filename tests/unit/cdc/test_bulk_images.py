@@ -486,6 +486,9 @@ def test_compaction_keeps_bulk_state_in_bulk_fragments_and_equal(case: dict[str,
         schema=BASE_SCHEMA,
     )
     compacted = compact_base_rows(schema, base, 0, NOW_S)
+    order = ("bucket", "pk", "seq")
+    keys = list(zip(*(compacted.column(c).to_pylist() for c in order), strict=True))
+    assert keys == sorted(keys)  # the promised order, bulk and Python-merged rows alike
     after: dict[bytes, list[bytes]] = {}
     for row in compacted.to_pylist():
         after.setdefault(row["pk"], []).append(row["fragment"])
