@@ -171,9 +171,9 @@ def _slices(
     end: npt.NDArray[np.int64],
 ) -> pa.Array:
     """``_region(data, start, end)`` of ``fragments`` (whose ``binary_parts`` are
-    ``offsets``, ``data``), by ``binary_slice`` per place in the fragment where the regions
-    lie at a few places (headers, keys of fixed width: one per statement shape), which
-    copies each region once instead of building an index per byte."""
+    ``offsets``, ``data``), where the regions lie at a few places in the fragments (headers,
+    keys of fixed width: one per statement shape): one ``binary_slice`` of every fragment per
+    place, then each fragment's own place chosen, instead of an index per byte."""
     count = len(start)
     first = offsets[:-1]
     if count == 0:

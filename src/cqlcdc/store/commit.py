@@ -33,8 +33,9 @@ from deltalake.transaction import AddAction, RemoveAction, create_table_with_add
 
 from cqlcdc.errors import ServerError
 from cqlcdc.schema.log_table import TICKS
+from cqlcdc.schema.persist import write_atomically
 from cqlcdc.storage.vectorized import timeuuid_ticks
-from cqlcdc.store.durable import fsync_dir, synced_file, write_synced
+from cqlcdc.store.durable import synced_file
 
 MANIFEST_NAME = "manifest.json"
 #: The data directory format this version reads and writes, kept in the manifest: base
@@ -331,9 +332,8 @@ class Manifest:
         )
 
     def save(self, data_dir: str | Path) -> None:
-        """Write atomically: temp file, fsync, rename over the old one, fsync the directory."""
-        directory = Path(data_dir)
-        tmp = directory / f".{MANIFEST_NAME}.{uuid.uuid4().hex}.tmp"
+        """Write atomically (``write_atomically``: temp file, fsync, rename over the old
+        one, fsync the directory)."""
         body = {
             "format": FORMAT,
             "batch_id": self.batch_id,
@@ -341,9 +341,7 @@ class Manifest:
             "versions": self.versions,
             "extra": self.extra,
         }
-        write_synced(tmp, json.dumps(body, sort_keys=True).encode())
-        os.replace(tmp, directory / MANIFEST_NAME)
-        fsync_dir(directory)
+        write_atomically(Path(data_dir) / MANIFEST_NAME, json.dumps(body, sort_keys=True))
 
 
 FilterType = list[tuple[str, str, Any]]

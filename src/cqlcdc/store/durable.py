@@ -27,14 +27,6 @@ def synced_file(path: Path) -> Iterator[pa.NativeFile]:
     fsync_file(path)
 
 
-def write_synced(path: Path, data: bytes) -> None:
-    """Write ``data`` as the new file ``path`` and fsync it."""
-    with open(path, "wb") as sink:
-        sink.write(data)
-        sink.flush()
-        os.fsync(sink.fileno())
-
-
 def fsync_file(path: Path) -> None:
     """Make the data written to ``path`` durable (through a descriptor of its own: Arrow's
     file does not give its own)."""
