@@ -1,7 +1,7 @@
 """Concurrent single-row writes from every connection, combined into bulk chunks.
 
 A driver with many requests in flight sends one EXECUTE per row. Each becomes one ingest
-record (a pickled mutation) on the row path; together, executions of the same prepared
+record (an encoded mutation, ``storage.codec``) on the row path; together, executions of the same prepared
 writes of one table become one Arrow chunk per token bucket (``writes.bulk_records``, what
 ``Session.execute_many`` does for a bulk load), which costs a fraction per write to append
 and to apply. The combiner gathers the writes that arrive while the previous group is being

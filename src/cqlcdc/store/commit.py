@@ -39,10 +39,11 @@ from cqlcdc.store.durable import synced_file
 
 MANIFEST_NAME = "manifest.json"
 #: The data directory format this version reads and writes, kept in the manifest: base
-#: fragments (``CQM1`` pickled partitions, ``CQA1`` bulk writes), ingest payloads (``CQM1``,
-#: ``CQB1`` chunks), the ingest files' and outputs' schemas. A directory of a newer format is
-#: refused rather than misread; ``tests/unit/store/golden_formats.json`` pins the bytes.
-FORMAT = 1
+#: fragments (``CQP1`` row-path partitions, ``CQA1`` bulk writes), ingest payloads (``CQW1``
+#: row-path writes, ``CQB1`` chunks), the ingest files' and outputs' schemas. Format 1 held
+#: row-path records as pickles (``CQM1``); a directory of another format is refused rather
+#: than misread; ``tests/unit/store/golden_formats.json`` pins the bytes.
+FORMAT = 2
 
 # Small commits are frequent: a Delta checkpoint every 20 commits keeps table loads cheap.
 TABLE_CONFIGURATION: dict[str, str | None] = {"delta.checkpointInterval": "20"}
@@ -323,6 +324,13 @@ class Manifest:
                 f"Data directory {Path(data_dir)} has format {written} (written by a newer "
                 f"cqlcdc); this version reads format {FORMAT}: open it with the version that "
                 f"wrote it"
+            )
+        if written < FORMAT:
+            raise ServerError(
+                f"Data directory {Path(data_dir)} has format {written} (written by an older "
+                f"cqlcdc, which stored row-path writes as pickles); this version reads format "
+                f"{FORMAT} and does not migrate it: open it with the version that wrote it, or "
+                f"export its tables and load them into a new directory"
             )
         return cls(
             batch_id=int(raw["batch_id"]),

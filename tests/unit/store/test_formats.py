@@ -1,18 +1,22 @@
 """The durable byte formats, pinned by golden fixtures (``golden_formats.json``).
 
 Base fragments and ingest payloads live in data directories for as long as the data does, so
-a change to their bytes (a class renamed or moved under a pickle, a field reordered in the
-bulk layout) must be a decision, not an accident: each fixture is the bytes a write of this
-version encodes to. The tests decode every fixture (an old directory stays readable) and
-encode the same write again to the same bytes (nothing drifted). When a format changes on
-purpose, bump its tag (``CQM1``, ``CQA1``, ``CQB1``) or ``store.commit.FORMAT`` and run
-``python -m tests.unit.store.test_formats`` to write new fixtures beside the old ones.
+a change to their bytes (a field reordered in the row-path or the bulk layout) must be a
+decision, not an accident: each fixture is the bytes a write of this version encodes to. The
+tests decode every fixture (an old directory stays readable) and encode the same write again
+to the same bytes (nothing drifted). When a format changes on purpose, bump its tag
+(``CQP1``, ``CQW1``, ``CQA1``, ``CQB1``) and ``store.commit.FORMAT`` and run
+``python -m tests.unit.store.test_formats`` to write the new fixtures.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import pickle
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -38,6 +42,11 @@ from cqlcdc.storage.bulk import (
     plan_bulk,
 )
 from cqlcdc.storage.codec import (
+    ConditionalWrite,
+    Payload,
+    ScanRequest,
+    SweepRequest,
+    TickRequest,
     WritePayload,
     decode_fragment,
     decode_payload,
@@ -48,6 +57,7 @@ from cqlcdc.storage.mutations import (
     Mutation,
     WriteContext,
 )
+from cqlcdc.writes import plan_write
 from tests.bulk_writes import row_mutation
 
 GOLDEN = Path(__file__).with_name("golden_formats.json")
@@ -72,6 +82,18 @@ ROW_WRITES = [
     ("DELETE FROM ks.t WHERE pk = 1 AND ck > 'b' AND ck <= 'd'", 103),
     ("DELETE w FROM ks.t WHERE pk = 1 AND ck = 'a'", 104),
     ("DELETE FROM ks.t WHERE pk = 2", 105),
+]
+CONDITIONAL_WRITES = [  # lightweight transactions: the write and its conditions
+    "UPDATE ks.t SET v = 8, l[1] = 4 WHERE pk = 1 AND ck = 'a' "
+    "IF v IN (7, null) AND mm[3] = 'c' AND z CONTAINS 'q' AND d > 1.0",
+    "INSERT INTO ks.t (pk, ck, v) VALUES (3, 'c', 1) IF NOT EXISTS",
+    "BEGIN BATCH UPDATE ks.t SET s = 1 WHERE pk = 1 IF s = null "
+    "UPDATE ks.t SET w = 'z' WHERE pk = 1 AND ck = 'b' APPLY BATCH",
+]
+OTHER_PAYLOADS: list[Payload] = [
+    ScanRequest("feed", 1_700_000_000_000, 7, 1_700_000_000_001),
+    SweepRequest(1_700_000_060),
+    TickRequest(1_700_000_000_123),
 ]
 BULK_WRITES = [  # (prepared statement, its bound values per execution)
     (
@@ -102,6 +124,14 @@ def _row_write(schema: TableSchema, text: str, ts: int) -> Mutation:
 
 def _payload(mutation: Mutation) -> WritePayload:
     return WritePayload(mutation.partition, tuple(mutation.list_ops), NOW_US, SEED)
+
+
+def _conditional(schema: TableSchema, text: str) -> ConditionalWrite:
+    stmt = parse_statement(text)
+    assert isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch)
+    plan = plan_write(lambda _: schema, stmt, WriteContext(200, NOW_US, SEED))
+    assert plan.condition is not None and len(plan.mutations) == 1, text
+    return ConditionalWrite(_payload(plan.mutations[0]), plan.condition)
 
 
 def _bulk(schema: TableSchema) -> tuple[pa.Table, Any, list[bytes]]:
@@ -152,6 +182,11 @@ def _fixtures() -> dict[str, Any]:
     _, _, bulk = _bulk(schema)
     return {
         "row_writes": rows,
+        "conditional_writes": [
+            {"cql": text, "payload": encode_payload(_conditional(schema, text)).hex()}
+            for text in CONDITIONAL_WRITES
+        ],
+        "other_payloads": [encode_payload(p).hex() for p in OTHER_PAYLOADS],
         "bulk_chunk": bulk[0].hex(),
         "bulk_fragments": [b.hex() for b in bulk[1:]],
     }
@@ -176,6 +211,21 @@ def test_row_path_fragments_and_payloads_decode_and_encode_to_the_same_bytes(
         payload = bytes.fromhex(fixture["payload"])
         assert decode_payload(payload) == _payload(mutation), fixture["cql"]
         assert encode_payload(_payload(mutation)) == payload, fixture["cql"]
+
+
+def test_conditional_writes_and_requests_decode_and_encode_to_the_same_bytes(
+    golden: dict[str, Any],
+) -> None:
+    schema = _schema()
+    assert [w["cql"] for w in golden["conditional_writes"]] == CONDITIONAL_WRITES
+    for fixture in golden["conditional_writes"]:
+        write = _conditional(schema, fixture["cql"])
+        payload = bytes.fromhex(fixture["payload"])
+        assert decode_payload(payload) == write, fixture["cql"]
+        assert encode_payload(write) == payload, fixture["cql"]
+    kept = [bytes.fromhex(h) for h in golden["other_payloads"]]
+    assert [decode_payload(p) for p in kept] == OTHER_PAYLOADS
+    assert [encode_payload(p) for p in OTHER_PAYLOADS] == kept
 
 
 def test_bulk_fragments_and_chunks_decode_and_encode_to_the_same_bytes(
@@ -228,30 +278,95 @@ def _called() -> str:
 
 class _Hostile:
     """Pickles as a call of a function (any function would do, ``os.system`` too): what a
-    crafted data file could hold to run code when the engine decodes it."""
+    data file of format 1 could hold to run code when an unpickler decodes it."""
 
     def __reduce__(self) -> tuple[Any, tuple[()]]:
         return (_called, ())
 
 
 @pytest.mark.parametrize(
-    "data",
-    [
-        b"CQM1" + pickle.dumps(_Hostile(), protocol=5),
-        b"CQM1" + pickle.dumps({"x": _Hostile()}, protocol=5),
-        b"CQM1" + pickle.dumps(TableSchema, protocol=5),  # a class no fragment holds
-        b"CQM1\x80\x05\x95",  # truncated
-    ],
+    "data", [b"CQM1" + pickle.dumps(_Hostile(), protocol=5), b"CQM1\x80\x05\x95"]
 )
-def test_stored_bytes_build_only_storage_classes(data: bytes) -> None:
-    with pytest.raises(CorruptIngestFile, match="cannot be decoded"):
+def test_pickles_of_format_1_are_refused_unread(data: bytes) -> None:
+    with pytest.raises(CorruptIngestFile, match=r"format 1 \(a pickle"):
         decode_payload(data)
-    with pytest.raises(CorruptIngestFile, match="cannot be decoded"):
+    with pytest.raises(CorruptIngestFile, match=r"format 1 \(a pickle"):
         decode_fragment(data)
     assert CALLS == []
 
 
-def test_a_value_of_every_cql_type_survives_the_restricted_decoder() -> None:
+def _golden_records(golden: dict[str, Any]) -> list[tuple[bytes, Any]]:
+    """Every row-path fixture with the decoder it is for."""
+    records: list[tuple[bytes, Any]] = []
+    for w in golden["row_writes"]:
+        records += [(bytes.fromhex(w["fragment"]), decode_fragment)]
+        records += [(bytes.fromhex(w["payload"]), decode_payload)]
+    for w in golden["conditional_writes"]:
+        records += [(bytes.fromhex(w["payload"]), decode_payload)]
+    records += [(bytes.fromhex(h), decode_payload) for h in golden["other_payloads"]]
+    return records
+
+
+def test_a_truncated_or_damaged_record_is_reported_as_corrupt(golden: dict[str, Any]) -> None:
+    """Whatever a damaged file holds, decoding ends in CorruptIngestFile or in some value of
+    the layout, never in another exception (a crash of the engine) or a partial record."""
+    for data, decode in _golden_records(golden):
+        decode(data)
+        for end in range(len(data)):
+            with pytest.raises(CorruptIngestFile):
+                decode(data[:end])
+        with pytest.raises(CorruptIngestFile, match="left over"):
+            decode(data + b"N")
+        for at in range(4, len(data)):
+            for byte in (0x00, 0x7F, 0xFF, data[at] ^ 0x01):
+                damaged = data[:at] + bytes([byte]) + data[at + 1 :]
+                with contextlib.suppress(CorruptIngestFile):
+                    decode(damaged)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"CQW1W" + b"t\x00\x00\x00\x01" * 100_000,  # nested deeper than the stack
+        b"CQW1W" + b"t\xff\xff\xff\xff" + b"N" * 16,  # a count past the record
+        b"CQP1t\x00\x00\x00\x00N\x00N\xff\xff\xff\xff",  # a row count past the record
+        b"CQW1K" + b"s\x00\x00\x00\x01x",  # a clock that is text
+        b"CQW1Q",  # no such payload
+        b"CQX1",  # no such format
+    ],
+)
+def test_hostile_records_are_refused_cheaply(data: bytes) -> None:
+    with pytest.raises(CorruptIngestFile):
+        decode_payload(data)
+    with pytest.raises(CorruptIngestFile):
+        decode_fragment(data)
+
+
+def test_a_set_encodes_to_the_same_bytes_in_every_process() -> None:
+    """A frozenset's iteration order follows string hashes, which differ per process; its
+    elements are written ordered by their bytes, so a replayed write stores the same bytes."""
+    script = (
+        "from cqlcdc.storage.codec import encode_fragment;"
+        "from cqlcdc.storage.partition import Partition;"
+        "from cqlcdc.storage.cells import Cell;"
+        "p = Partition((frozenset(f'e{i}' for i in range(64)),));"
+        "p.static.cells['s'] = Cell(1, frozenset({'x', 'y', 'zz', 'w'}));"
+        "print(encode_fragment(p).hex())"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outputs) == 1
+
+
+def test_a_value_of_every_cql_type_survives_the_encoding() -> None:
     catalog = Catalog(Path(tempfile.mkdtemp()))
     catalog.execute(parse_statement(KS), None)
     catalog.execute(parse_statement("CREATE TYPE ks.u (a int, b text)"), "ks")
