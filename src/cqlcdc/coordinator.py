@@ -19,6 +19,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,13 @@ class Coordinator:
             if options.initial_scan:
                 scan = (stmt.name, stmt.action.name)
         with self.lock:
+            if (
+                isinstance(stmt, ast.AlterTable)
+                and isinstance(stmt.action, ast.DropColumns)
+                and stmt.action.timestamp is None
+            ):
+                # the drop's timestamp from the writes' clock: every later write is newer
+                stmt = replace(stmt, action=replace(stmt.action, timestamp=self.timestamp_us()))
             catalog = self._catalog.copy()
             text = catalog.execute(stmt, keyspace)
             self._catalog = catalog

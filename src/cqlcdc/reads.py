@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.cdc.processor import base_output, log_output
+from cqlcdc.cdc.readded import hide_readded, log_readded_at
 from cqlcdc.cdc.streams import stream_buckets
 from cqlcdc.cdc.system_tables import FEEDS_KEYSPACE, SYSTEM_KEYSPACES, SystemView, system_rows
 from cqlcdc.cql import ast
@@ -75,6 +76,8 @@ def select(
             ((name, ctype),) = result_columns(schema, stmt)
             return ResultSet([name], [ctype], [(scan.count(snap),)])
         table = scan.read(snap, res)
+        if base is not None and base.dropped:
+            table = hide_readded(table, log_readded_at(base))
         fast = _log_result(schema, stmt, table, scan.exact)
         if fast is not None:
             return fast
@@ -112,7 +115,7 @@ def _base_partitions(
     out = []
     for pk_bytes, items in frags.items():
         pk = deserialize_partition_key(schema, pk_bytes)
-        part = merge_fragments(pk, [f for _, f in sorted(items)])
+        part = merge_fragments(pk, [f for _, f in sorted(items)], schema)
         out.append(base_partition_rows(schema, part, tokens[pk_bytes], now_s, view))
     return out
 
@@ -170,8 +173,12 @@ def _log_scan(
             prune = [("_bucket", "in", buckets)]
             condition &= pc.field("_bucket").isin(pa.array(buckets, type=pa.int32()))
     exact = res.token_lower is None and res.token_upper is None
+    # a re-added column's old values are hidden after the read: not filtered on before it
+    readded = log_readded_at(base) if base is not None and base.dropped else {}
     for column, op, value in res.filters:
-        pushed = _arrow_filter(column.name, column.type, op, value)
+        pushed = (
+            None if column.name in readded else _arrow_filter(column.name, column.type, op, value)
+        )
         if pushed is None:
             exact = False
         else:

@@ -211,7 +211,7 @@ def _python_rows(
         part = merged.get(pk)
         if part is None:
             part = merged[pk] = merge_fragments(
-                deserialize_partition_key(schema, pk), by_partition[pk]
+                deserialize_partition_key(schema, pk), by_partition[pk], schema
             )
         shadow = part.row_shadow(ck, order)
         newest = _OLDEST if shadow is None else shadow

@@ -96,7 +96,7 @@ def compact_base_rows(
             fragment = data["fragment"][start]
         else:
             pk = deserialize_partition_key(schema, pk_bytes)
-            part = merge_fragments(pk, data["fragment"][start:end])
+            part = merge_fragments(pk, data["fragment"][start:end], None)
             compact_partition(part, order, now_s)
             fragment = None if part.is_empty() else encode_fragment(part)
         if fragment is not None:

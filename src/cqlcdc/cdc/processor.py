@@ -314,7 +314,7 @@ class CoreProcessor:
         if fragments is None:
             fragments = self._fragments(state, latest, bucket, pks)
         partitions = {
-            pk: merge_fragments(deserialize_partition_key(latest, pk), frags)
+            pk: merge_fragments(deserialize_partition_key(latest, pk), frags, latest)
             for pk, frags in fragments.by_partition().items()
         }
         feeds = table_feeds(latest)

@@ -361,6 +361,7 @@ class AddColumns:
 @dataclass(frozen=True, slots=True)
 class DropColumns:
     columns: tuple[str, ...]
+    timestamp: int | None = None  # USING TIMESTAMP (None: the coordinator's clock)
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,8 +201,15 @@ class TableMixin(TermsMixin):
             self._advance()
             return DropChangefeed(self._parse_identifier())
         if self._at(TokenType.LPAREN):
-            return DropColumns(self._parse_identifier_list())
-        return DropColumns((self._parse_identifier(),))
+            columns = self._parse_identifier_list()
+        else:
+            columns = (self._parse_identifier(),)
+        # [USING TIMESTAMP n]: cells at or below n belong to the dropped column (ScyllaDB's
+        # grammar takes an integer literal here, not a bind marker)
+        if self._match_word("using"):
+            self._expect_word("timestamp")
+            return DropColumns(columns, int(self._expect(TokenType.INTEGER).value))
+        return DropColumns(columns)
 
     def _parse_alter_rename(self) -> RenameColumns:
         self._expect_word("rename")

@@ -344,10 +344,15 @@ def _render_alter_action(action: AlterTableAction) -> str:
             return f"ADD {_column_def(column)}"
         case AddColumns():
             return f"ADD ({', '.join(_column_def(c) for c in action.columns)})"
-        case DropColumns(columns=(column,)):
-            return f"DROP {quote_identifier(column)}"
         case DropColumns():
-            return f"DROP ({_names(action.columns)})"
+            names = action.columns
+            text = (
+                f"DROP {quote_identifier(names[0])}"
+                if len(names) == 1
+                else f"DROP ({_names(names)})"
+            )
+            using = "" if action.timestamp is None else f" USING TIMESTAMP {action.timestamp}"
+            return text + using
         case RenameColumns():
             return f"RENAME {_renames(action.renames)}"
         case AlterColumnType():

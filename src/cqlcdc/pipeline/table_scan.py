@@ -47,6 +47,7 @@ from cqlcdc.cdc.processor import (
     base_output,
     log_output,
 )
+from cqlcdc.cdc.readded import hide_readded, log_readded_at
 from cqlcdc.cdc.streams import Generation
 from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.schema.catalog import Catalog
@@ -329,6 +330,15 @@ def read_log_file(
     fragment = full.format.make_fragment(path, full.filesystem)
     one = ds.FileSystemDataset([fragment], full.schema, full.format, full.filesystem)
     present = [n for n in scan.column_names if n in full.schema.names]
+    readded = log_readded_at(scan.base) if scan.base.dropped else {}
+    if readded:
+        # a re-added column's old values are hidden first, so that no filter matches them
+        for batch in one.to_batches():
+            rows = hide_readded(pa.Table.from_batches([batch]), readded).filter(condition)
+            for kept in rows.select(present).to_batches():
+                if kept.num_rows:
+                    yield conform(kept, scan, target)
+        return
     for batch in one.to_batches(columns=present, filter=condition):
         if batch.num_rows:
             yield conform(batch, scan, target)
@@ -384,7 +394,7 @@ def read_base_bucket(
     rows: list[dict[str, Any]] = []
     for start, end in zip(starts, ends, strict=True):
         pk = deserialize_partition_key(scan.schema, pk_column[start])
-        part = merge_fragments(pk, fragments[start:end])
+        part = merge_fragments(pk, fragments[start:end], scan.schema)
         token = int(tokens[start])
         rows.extend(base_partition_rows(scan.schema, part, token, scan.now_s, view).rows)
         if len(rows) >= BASE_BATCH_ROWS:

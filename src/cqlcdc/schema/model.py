@@ -31,6 +31,19 @@ class Column:
         return self.kind in ("partition_key", "clustering")
 
 
+@dataclass(frozen=True, slots=True)
+class DroppedColumn:
+    """A column ``ALTER TABLE ... DROP`` removed, as ScyllaDB's ``dropped_columns`` keeps it:
+    its data stays in the files, and a column of the same name added later must not show
+    what was written before the drop. ``timestamp`` is the drop's (``USING TIMESTAMP``, or
+    the clock): cells at or below it are not the new column's."""
+
+    name: str
+    type: CqlType
+    static: bool
+    timestamp: int
+
+
 IndexKind = Literal["regular", "values", "keys", "entries", "full"]
 
 
@@ -115,6 +128,7 @@ class TableSchema:
     # (made before topics had ids) uses its name.
     feed_topics: tuple[tuple[str, str], ...] = ()
     indexes: tuple[SecondaryIndex, ...] = ()  # CREATE INDEX, in creation order
+    dropped: tuple[DroppedColumn, ...] = ()  # the last drop of each dropped name
     # init=False: dataclasses.replace() must build a fresh index, not share the original's
     _by_name: dict[str, Column] = field(default_factory=dict, init=False, compare=False, repr=False)
     # the key views, computed once (they are on every write's path)
@@ -135,6 +149,18 @@ class TableSchema:
 
     def column(self, name: str) -> Column | None:
         return self._by_name.get(name)
+
+    def dropped_column(self, name: str) -> DroppedColumn | None:
+        return next((d for d in self.dropped if d.name == name), None)
+
+    def readded_at(self) -> dict[str, int]:
+        """For each value column that was dropped and added again, the last drop's
+        timestamp: its cells at or below it belong to the dropped column."""
+        return {
+            d.name: d.timestamp
+            for d in self.dropped
+            if (c := self._by_name.get(d.name)) is not None and not c.is_key
+        }
 
     @property
     def partition_key(self) -> tuple[Column, ...]:

@@ -11,7 +11,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cqlcdc.schema.model import CdcOptions, Column, Keyspace, SecondaryIndex, TableSchema
+from cqlcdc.schema.model import (
+    CdcOptions,
+    Column,
+    DroppedColumn,
+    Keyspace,
+    SecondaryIndex,
+    TableSchema,
+)
 from cqlcdc.schema.typeshape import type_from_json, type_to_json
 
 FORMAT_VERSION = 1
@@ -67,6 +74,10 @@ def table_to_json(t: TableSchema) -> dict[str, Any]:
             {"name": i.name, "column": i.column, "kind": i.kind, "local_key": list(i.local_key)}
             for i in t.indexes
         ],
+        "dropped": [
+            {"name": d.name, "type": type_to_json(d.type), "static": d.static, "at": d.timestamp}
+            for d in t.dropped
+        ],
     }
 
 
@@ -106,6 +117,10 @@ def table_from_json(data: dict[str, Any]) -> TableSchema:
         indexes=tuple(
             SecondaryIndex(i["name"], i["column"], i["kind"], tuple(i["local_key"]))
             for i in data.get("indexes", ())
+        ),
+        dropped=tuple(
+            DroppedColumn(d["name"], type_from_json(d["type"]), bool(d["static"]), int(d["at"]))
+            for d in data.get("dropped", ())
         ),
     )
 

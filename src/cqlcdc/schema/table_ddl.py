@@ -8,6 +8,7 @@ versioning around them.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -20,7 +21,7 @@ from cqlcdc.cql.ast import (
     TypeRef,
 )
 from cqlcdc.errors import ConfigurationError, InvalidRequest
-from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.schema.model import Column, DroppedColumn, TableSchema
 from cqlcdc.schema.typeshape import is_counter, references_duration, subtypes
 from cqlcdc.types import UserType
 from cqlcdc.types.base import CqlType
@@ -243,6 +244,7 @@ def add_columns(table: TableSchema, action: AddColumns, resolve: Resolver) -> Ta
             raise InvalidRequest(f"Invalid column name {d.name} because it conflicts with {part}")
         t = resolve(d.type)
         _check_udt_column(t)
+        _check_readd(table, d.name, t)
         if is_counter(t) and not is_counter_table(table.columns):
             raise ConfigurationError(
                 f"Cannot add a counter column ({d.name}) in a non counter column family"
@@ -255,8 +257,31 @@ def add_columns(table: TableSchema, action: AddColumns, resolve: Resolver) -> Ta
     return new
 
 
+def _check_readd(table: TableSchema, name: str, new_type: CqlType) -> None:
+    """ScyllaDB's checks of a column added under a dropped column's name
+    (``alter_table_statement::add_column``): never in a counter table (#7831), and a
+    non-frozen collection only over the same collection type (#6276), since the dropped
+    column's element cells are still in the files."""
+    old = table.dropped_column(name)
+    if old is None:
+        return
+    if is_counter_table(table.columns) or is_counter(old.type):
+        raise InvalidRequest(f"Cannot re-add previously dropped counter column {name}")
+    if _multicell_collection(new_type) and _multicell_collection(old.type) and new_type != old.type:
+        raise InvalidRequest(
+            f"Cannot add a collection with the name {name} because a collection with the same "
+            "name and a different type has already been used in the past"
+        )
+
+
+def _multicell_collection(t: CqlType) -> bool:
+    return t.multicell and not isinstance(t, UserType)
+
+
 def drop_columns(table: TableSchema, action: DropColumns) -> TableSchema:
-    """ALTER TABLE ... DROP.
+    """ALTER TABLE ... DROP [USING TIMESTAMP t]: the columns go, and each is remembered with
+    the drop's timestamp (the clock when none is given) so that a column added later under
+    its name does not show the data written before (``TableSchema.readded_at``).
 
     Raises:
         InvalidRequest: an unknown column or a PRIMARY KEY part.
@@ -269,7 +294,19 @@ def drop_columns(table: TableSchema, action: DropColumns) -> TableSchema:
         if column.is_key:
             raise InvalidRequest(f"Cannot drop PRIMARY KEY part {name}")
         dropped.add(name)
-    return replace(table, columns=tuple(c for c in table.columns if c.name not in dropped))
+    at = time.time_ns() // 1000 if action.timestamp is None else action.timestamp
+    records = [d for d in table.dropped if d.name not in dropped]
+    for c in table.columns:
+        if c.name in dropped:
+            previous = table.dropped_column(c.name)
+            # a drop never moves the line back (an older USING TIMESTAMP than the last drop)
+            stamp = at if previous is None else max(at, previous.timestamp)
+            records.append(DroppedColumn(c.name, c.type, c.kind == "static", stamp))
+    return replace(
+        table,
+        columns=tuple(c for c in table.columns if c.name not in dropped),
+        dropped=tuple(records),
+    )
 
 
 def rename_columns(table: TableSchema, action: RenameColumns) -> TableSchema:

@@ -1,14 +1,14 @@
 """Concurrent single-row writes from every connection, combined into bulk chunks.
 
 A driver with many requests in flight sends one EXECUTE per row. Each becomes one ingest
-record (an encoded mutation, ``storage.codec``) on the row path; together, executions of the same prepared
-writes of one table become one Arrow chunk per token bucket (``writes.bulk_records``, what
-``Session.execute_many`` does for a bulk load), which costs a fraction per write to append
-and to apply. The combiner gathers the writes that arrive while the previous group is being
-made durable, appends each table's group as bulk chunks, and acknowledges them together.
-A group too small for the bulk path, or one the bulk path refuses (a write that needs the
-row path's checks or state), takes the row path, still in one append, each write with its
-own result.
+record (an encoded mutation, ``storage.codec``) on the row path; together, executions of
+the same prepared writes of one table become one Arrow chunk per token bucket
+(``writes.bulk_records``, what ``Session.execute_many`` does for a bulk load), which costs
+a fraction per write to append and to apply. The combiner gathers the writes that arrive
+while the previous group is being made durable, appends each table's group as bulk chunks,
+and acknowledges them together. A group too small for the bulk path, or one the bulk path
+refuses (a write that needs the row path's checks or state), takes the row path, still in
+one append, each write with its own result.
 
 >>> combiner = WriteCombiner(coordinator)  # doctest: +SKIP
 >>> combiner.submit(prepared, [1, "v"], None).result()  # True: acknowledged  # doctest: +SKIP

@@ -5,10 +5,11 @@ row (``UPDATE t SET v = ?, w = ? WHERE pk = ? AND ck = ?``) means the same thing
 binding; only the values change. Executed many times (``Session.execute_many``, ``cqlcdc
 load``), its writes travel as one *chunk* per token bucket: an Arrow table with a row per
 write (seq, timestamp, TTL, seed, token, serialized partition key, bound values) instead of
-one encoded ``Partition`` per write (``storage.codec``). The pipeline turns a chunk into base fragments and CDC log
-rows column-wise (``cqlcdc.cdc.bulk_log``), or, for tables whose log needs the prior state
-(images, changefeeds), back into ordinary mutations (:func:`chunk_mutations`): the same
-mutations ``build_insert``/``build_update``/``build_delete`` make, which the tests check.
+one encoded ``Partition`` per write (``storage.codec``). The pipeline turns a chunk into
+base fragments and CDC log rows column-wise (``cqlcdc.cdc.bulk_log``), or, for tables whose
+log needs the prior state (images, changefeeds), back into ordinary mutations
+(:func:`chunk_mutations`): the same mutations
+``build_insert``/``build_update``/``build_delete`` make, which the tests check.
 
 >>> from cqlcdc.storage.bulk import KIND_UPDATE
 >>> KIND_UPDATE

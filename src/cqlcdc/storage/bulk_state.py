@@ -300,6 +300,7 @@ def parse_fragments(
     ck_end = np.zeros(n, np.int64)
     offsets, data = binary_parts(fragments)
     columns = {c.name: c for c in schema.regular_columns}
+    readded = schema.readded_at()
     sets: dict[str, npt.NDArray[np.bool_]] = {}
     pieces: dict[str, list[tuple[npt.NDArray[np.int64], pa.Array]]] = {}
     for header, index, fields in _by_header(fragments, data, offsets):
@@ -314,7 +315,7 @@ def parse_fragments(
             start = pos + 4
             pos = start + np.maximum(size, 0)
             col = columns.get(name)
-            if col is None:
+            if col is None or name in readded:  # dropped (and maybe added again): Python
                 return None
             sets.setdefault(name, np.zeros(n, np.bool_))[index] = True
             if with_values:

@@ -50,6 +50,7 @@ from typing import Any
 from uuid import UUID
 
 from cqlcdc.errors import CorruptIngestFile
+from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell, RowMarker
 from cqlcdc.storage.conditions import Conditional, ConditionCheck, StatementCondition
 from cqlcdc.storage.keys import Bound
@@ -781,9 +782,20 @@ def decode_fragment(data: bytes) -> Partition:
     return part
 
 
-def merge_fragments(pk: tuple[object, ...], fragments: list[bytes]) -> Partition:
-    """A partition's state: the merge of every fragment written to it, in order."""
+def merge_fragments(
+    pk: tuple[object, ...], fragments: list[bytes], schema: TableSchema | None
+) -> Partition:
+    """A partition's state: the merge of every fragment written to it, in order, as
+    ``schema`` sees it (without what its dropped columns wrote; see
+    ``Partition.hide_dropped``); ``schema`` None keeps every cell (compaction, which must
+    not decide visibility for a later schema)."""
     state = Partition(pk)
     for frag in fragments:
         state.apply(decode_fragment(frag))
+    if schema is not None and schema.dropped:
+        state.hide_dropped(
+            {c.name for c in schema.static_columns},
+            {c.name for c in schema.regular_columns},
+            schema.readded_at(),
+        )
     return state

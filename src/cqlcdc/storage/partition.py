@@ -10,6 +10,7 @@ False
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +109,20 @@ class Partition:
         for ck in [k for k, r in self.rows.items() if r.is_empty()]:
             del self.rows[ck]
 
+    def hide_dropped(
+        self, statics: Collection[str], regulars: Collection[str], readded: Mapping[str, int]
+    ) -> None:
+        """Remove what belongs to dropped columns: cells of columns not in ``statics`` (the
+        static row) or ``regulars`` (the clustering rows), and of a column added again
+        after a drop, those at or below the drop's timestamp (``readded``), as ScyllaDB
+        ignores them at read time. Rows left empty go."""
+        _hide_dropped(self.static, statics, readded)
+        for ck in list(self.rows):
+            row = self.rows[ck]
+            _hide_dropped(row, regulars, readded)
+            if row.is_empty():
+                del self.rows[ck]
+
     def copy(self) -> Partition:
         return Partition(
             self.pk,
@@ -160,6 +175,27 @@ class Partition:
             _compact_row(row, self.row_shadow(ck, order, include_row=False))
             if row.is_empty():
                 del self.rows[ck]
+
+
+def _hide_dropped(row: Row, names: Collection[str], readded: Mapping[str, int]) -> None:
+    for name in list(row.cells):
+        if name not in names:
+            del row.cells[name]
+            continue
+        at = readded.get(name)
+        if at is None:
+            continue
+        data = row.cells[name]
+        if isinstance(data, Cell | CounterCell):
+            if data.timestamp <= at:
+                del row.cells[name]
+            continue
+        elements = {k: c for k, c in data.elements.items() if c.timestamp > at}
+        tombstone = data.tombstone if data.tombstone is not None and data.tombstone > at else None
+        if elements or tombstone is not None:
+            row.cells[name] = CollectionCells(tombstone, elements)
+        else:
+            del row.cells[name]
 
 
 def _is_empty(data: ColumnData) -> bool:

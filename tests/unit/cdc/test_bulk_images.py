@@ -263,7 +263,7 @@ def _prior_fragments(
 
 def _partitions(schema: TableSchema, fragments: dict[bytes, list[bytes]]) -> dict[bytes, Partition]:
     return {
-        pk: merge_fragments(deserialize_partition_key(schema, pk), frags)
+        pk: merge_fragments(deserialize_partition_key(schema, pk), frags, schema)
         for pk, frags in fragments.items()
     }
 

@@ -80,7 +80,9 @@ def _states(schema: TableSchema, rows: pa.Table, truncated: int = 0) -> dict[byt
         if row["seq"] > truncated:
             frags.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
     return {
-        pk: merge_fragments(deserialize_partition_key(schema, pk), [f for _, f in sorted(items)])
+        pk: merge_fragments(
+            deserialize_partition_key(schema, pk), [f for _, f in sorted(items)], schema
+        )
         for pk, items in frags.items()
     }
 
@@ -253,7 +255,7 @@ def test_shadowed_data_is_dropped_and_tombstones_kept() -> None:
     rows = _rows(model, schema.table_id)
     (row,) = compact_base_rows(schema, rows, 0, NOW_S).to_pylist()
     assert row["seq"] == 4
-    part = merge_fragments((0,), [row["fragment"]])
+    part = merge_fragments((0,), [row["fragment"]], None)
     assert sorted(part.rows) == [(0,)]  # rows 1 and 2 are gone, the range tombstone stays
     assert part.range_tombstones == [
         RangeTombstone(Bound((1,), True), Bound((), True), NOW_US + 40)

@@ -515,3 +515,94 @@ def test_reload_sees_other_process_ddl(tmp_path: Path) -> None:
     assert reader.table("ks", "t") is None
     reader.reload()
     assert reader.table("ks", "t") == writer.table("ks", "t")
+
+
+# -- dropped columns ---------------------------------------------------------------------
+
+
+def _run(cat: Catalog, *texts: str) -> None:
+    from cqlcdc.cql import parse_statement
+
+    for text in texts:
+        cat.execute(parse_statement(text), "ks")
+
+
+def test_a_drop_is_remembered_with_its_timestamp_and_survives_a_reload(tmp_path: Path) -> None:
+    cat = Catalog(tmp_path)
+    cat.execute(KS, None)
+    _run(
+        cat,
+        "CREATE TABLE t (pk int, ck int, v int, s list<int> static, PRIMARY KEY (pk, ck))",
+        "ALTER TABLE t DROP v USING TIMESTAMP 20000",
+        "ALTER TABLE t DROP s USING TIMESTAMP 30000",
+    )
+    table = cat.table("ks", "t")
+    assert table is not None and table.column("v") is None
+    assert table.readded_at() == {}  # dropped, not added again: nothing to compare with
+    _run(cat, "ALTER TABLE t ADD v text", "ALTER TABLE t ADD s list<int> static")
+    reloaded = Catalog(tmp_path).table("ks", "t")
+    assert reloaded is not None
+    assert reloaded.readded_at() == {"v": 20000, "s": 30000}
+    dropped = {d.name: d for d in reloaded.dropped}
+    assert dropped["v"].type.cql_name == "int" and not dropped["v"].static
+    assert dropped["s"].type.cql_name == "list<int>" and dropped["s"].static
+    # dropped again, with an older timestamp: the line never moves back
+    _run(cat, "ALTER TABLE t DROP v USING TIMESTAMP 100", "ALTER TABLE t ADD v int")
+    table = cat.table("ks", "t")
+    assert table is not None and table.readded_at()["v"] == 20000
+    dropped_v = table.dropped_column("v")
+    assert dropped_v is not None and dropped_v.type.cql_name == "text"  # the last drop's
+
+
+def test_a_drop_without_timestamp_takes_the_clock(cat: Catalog) -> None:
+    import time
+
+    before = time.time_ns() // 1000
+    _run(cat, "CREATE TABLE t (pk int PRIMARY KEY, v int)", "ALTER TABLE t DROP v")
+    table = cat.table("ks", "t")
+    assert table is not None
+    dropped = table.dropped_column("v")
+    assert dropped is not None and before <= dropped.timestamp <= time.time_ns() // 1000
+
+
+def test_readding_a_dropped_column_follows_scylla(cat: Catalog) -> None:
+    _run(
+        cat,
+        "CREATE TABLE c (pk int PRIMARY KEY, a counter, b counter)",
+        "ALTER TABLE c DROP b",
+        "CREATE TABLE l (pk int, ck int, x list<text>, y list<text>, z int, PRIMARY KEY (pk, ck))",
+        "ALTER TABLE l DROP (x, y, z)",
+    )
+    with pytest.raises(
+        InvalidRequest, match=r"^Cannot re-add previously dropped counter column b$"
+    ):
+        _run(cat, "ALTER TABLE c ADD b counter")
+    with pytest.raises(
+        InvalidRequest,
+        match=r"^Cannot add a collection with the name x because a collection with the same "
+        "name and a different type has already been used in the past$",
+    ):
+        _run(cat, "ALTER TABLE l ADD x map<int, int>")
+    # the same collection type, a frozen one, any type over an atomic column: allowed
+    _run(cat, "ALTER TABLE l ADD x list<text>", "ALTER TABLE l ADD y frozen<list<int>>")
+    _run(cat, "ALTER TABLE l ADD z text")
+    table = cat.table("ks", "l")
+    assert table is not None and set(table.readded_at()) == {"x", "y", "z"}
+
+
+def test_the_log_of_a_readded_column_hides_its_old_values(cat: Catalog) -> None:
+    from cqlcdc.cdc.readded import log_readded_at
+
+    _run(
+        cat,
+        "CREATE TABLE t (pk int PRIMARY KEY, v int, m map<int, int>) WITH cdc = {'enabled': true}",
+        "ALTER TABLE t DROP (v, m) USING TIMESTAMP 7",
+        "ALTER TABLE t ADD m map<int, int>",
+    )
+    base = cat.table("ks", "t")
+    assert base is not None
+    assert log_readded_at(base) == {
+        "m": 7,
+        "cdc$deleted_m": 7,
+        "cdc$deleted_elements_m": 7,
+    }
