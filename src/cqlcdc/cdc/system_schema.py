@@ -358,6 +358,18 @@ def schema_rows(name: str, source: SchemaSource) -> dict[tuple[Any, ...], list[d
                 for t in own
                 for index in sorted(t.indexes, key=lambda i: i.name)
             ]
+        elif name == "dropped_columns":
+            rows = [
+                {
+                    "keyspace_name": t.keyspace,
+                    "table_name": t.name,
+                    "column_name": d.name,
+                    "dropped_time": d.timestamp // 1000,  # microseconds -> a CQL timestamp
+                    "type": d.type.cql_name,
+                }
+                for t in own
+                for d in sorted(t.dropped, key=lambda d: d.name)
+            ]
         if rows:
             parts[(ks.name,)] = rows
     return parts

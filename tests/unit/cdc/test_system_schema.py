@@ -318,6 +318,24 @@ def test_scylla_tables_versions_change_with_alter(catalog: Catalog) -> None:
     assert len(before) == len(after) == 1 and before != after
 
 
+def test_dropped_columns_lists_every_drop_and_its_time(catalog: Catalog) -> None:
+    rows_of = view_rows(_view(catalog))
+    query = (
+        "SELECT column_name, dropped_time, type FROM system_schema.dropped_columns "
+        "WHERE keyspace_name = 'ks' AND table_name = 'cpk'"
+    )
+    assert select(query, rows_of).rows == []
+    catalog.execute(parse_statement("ALTER TABLE ks.cpk ADD (x int, y list<text>)"), None)
+    catalog.execute(
+        parse_statement("ALTER TABLE ks.cpk DROP (y, x) USING TIMESTAMP 1700000000123456"), None
+    )
+    catalog.execute(parse_statement("ALTER TABLE ks.cpk ADD x text"), None)  # still listed
+    assert select(query, rows_of).rows == [
+        ("x", 1_700_000_000_123, "int"),
+        ("y", 1_700_000_000_123, "list<text>"),
+    ]
+
+
 # db/schema_tables.cc, column for column: (name, type, kind)
 LAYOUTS = {
     "keyspaces": "keyspace_name text partition_key, durable_writes boolean regular, "
