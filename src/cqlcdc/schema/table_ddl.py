@@ -284,8 +284,11 @@ def drop_columns(table: TableSchema, action: DropColumns) -> TableSchema:
     its name does not show the data written before (``TableSchema.readded_at``).
 
     Raises:
-        InvalidRequest: an unknown column or a PRIMARY KEY part.
+        InvalidRequest: a COMPACT STORAGE table (not a "CQL3 table" to ScyllaDB), an unknown
+            column or a PRIMARY KEY part.
     """
+    if table.compact_storage:
+        raise InvalidRequest("Cannot drop columns from a non-CQL3 table")
     dropped: set[str] = set()
     for name in action.columns:
         column = table.column(name)

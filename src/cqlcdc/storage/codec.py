@@ -794,6 +794,7 @@ def merge_fragments(
         state.apply(decode_fragment(frag))
     if schema is not None and schema.dropped:
         state.hide_dropped(
+            {d.name for d in schema.dropped},
             {c.name for c in schema.static_columns},
             {c.name for c in schema.regular_columns},
             schema.readded_at(),

@@ -110,16 +110,20 @@ class Partition:
             del self.rows[ck]
 
     def hide_dropped(
-        self, statics: Collection[str], regulars: Collection[str], readded: Mapping[str, int]
+        self,
+        dropped: Collection[str],
+        statics: Collection[str],
+        regulars: Collection[str],
+        readded: Mapping[str, int],
     ) -> None:
-        """Remove what belongs to dropped columns: cells of columns not in ``statics`` (the
-        static row) or ``regulars`` (the clustering rows), and of a column added again
-        after a drop, those at or below the drop's timestamp (``readded``), as ScyllaDB
-        ignores them at read time. Rows left empty go."""
-        _hide_dropped(self.static, statics, readded)
+        """Remove what belongs to ``dropped`` columns, as ScyllaDB ignores it at read time:
+        their cells where the column is not one of ``statics`` (in the static row) or
+        ``regulars`` (in the clustering rows), and, of a column added again after its drop,
+        the cells at or below the drop's timestamp (``readded``). Rows left empty go."""
+        _hide_dropped(self.static, dropped, statics, readded)
         for ck in list(self.rows):
             row = self.rows[ck]
-            _hide_dropped(row, regulars, readded)
+            _hide_dropped(row, dropped, regulars, readded)
             if row.is_empty():
                 del self.rows[ck]
 
@@ -177,10 +181,13 @@ class Partition:
                 del self.rows[ck]
 
 
-def _hide_dropped(row: Row, names: Collection[str], readded: Mapping[str, int]) -> None:
+def _hide_dropped(
+    row: Row, dropped: Collection[str], names: Collection[str], readded: Mapping[str, int]
+) -> None:
     for name in list(row.cells):
         if name not in names:
-            del row.cells[name]
+            if name in dropped:  # not hidden cells of the table's own (COMPACT STORAGE)
+                del row.cells[name]
             continue
         at = readded.get(name)
         if at is None:

@@ -98,3 +98,14 @@ def test_a_row_of_keys_alone_is_refused_unless_the_table_is_key_only() -> None:
     assert set(row.cells) == {COMPACT_VALUE}
     (mutation,) = _insert(catalog, "INSERT INTO ks.dense (pk, ck, v) VALUES (1, 1, 2)")
     assert mutation.partition.rows[(1,)].marker is None  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "columns", ["pk int, ck int, v int, PRIMARY KEY (pk, ck)", "pk int PRIMARY KEY, v int, w int"]
+)
+def test_no_column_of_a_compact_table_can_be_dropped(columns: str) -> None:
+    """ScyllaDB's ``alter_table_statement``: a COMPACT STORAGE table is no "CQL3 table"."""
+    catalog = _catalog()
+    catalog.execute(parse_statement(f"CREATE TABLE t ({columns}) WITH COMPACT STORAGE"), "ks")
+    with pytest.raises(InvalidRequest, match=r"^Cannot drop columns from a non-CQL3 table$"):
+        catalog.execute(parse_statement("ALTER TABLE t DROP v"), "ks")
