@@ -466,6 +466,12 @@ class _Reader:
         if tag == 0x4E:  # N
             self.pos = pos + 1
             return None
+        if tag == 0x74:  # t: keys are tuples
+            (n,) = _U32.unpack_from(data, pos + 1)
+            self.pos = pos + 5
+            if n > len(data) - pos - 5:
+                raise _Malformed(f"a count of {n} at byte {pos + 1} exceeds the record")
+            return tuple([self.value() for _ in range(n)])
         if tag == 0x73:  # s
             (n,) = _U32.unpack_from(data, pos + 1)
             start = pos + 5
@@ -620,7 +626,9 @@ def _read_partition(r: _Reader) -> Partition:
     static = _read_row(r)
     rows: dict[tuple[Any, ...], Row] = {}
     for _ in range(r.count()):
-        ck = r.typed(tuple, "a clustering key")
+        ck = r.value()
+        if type(ck) is not tuple:
+            raise _Malformed(f"a clustering key is a {type(ck).__name__}")
         rows[ck] = _read_row(r)
     tombstones = []
     for _ in range(r.count()):
