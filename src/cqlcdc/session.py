@@ -31,6 +31,7 @@ from cqlcdc.writes import (
     arrow_records,
     bulk_records,
     conditional_write,
+    literal_bulk,
     row_records,
 )
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from cqlcdc.pipeline.engine import Engine
     from cqlcdc.schema.catalog import Catalog
     from cqlcdc.schema.model import TableSchema
+    from cqlcdc.store.records import IngestRecord
 
 # execute_many takes the bulk path (cqlcdc.writes) from this many writes on
 BULK_MIN_WRITES = 16
@@ -63,6 +65,18 @@ class PreparedStatement:
 
     def __repr__(self) -> str:
         return f"PreparedStatement({self.query_string!r})"
+
+
+def _parsed(
+    query: str | ast.Statement | PreparedStatement,
+) -> ast.Statement | PreparedStatement | CqlError:
+    """A query of ``execute_many`` as a statement (its syntax error when it has none)."""
+    if not isinstance(query, str):
+        return query
+    try:
+        return parse_statement(query)
+    except CqlError as err:
+        return err
 
 
 def _statement(query: str | ast.Statement | PreparedStatement) -> ast.Statement:
@@ -312,14 +326,26 @@ class Session:
                 c.append(bulk or [])
             if bulk is not None:
                 return self._bulk_done(bulk[-1].seq, len(statements), wait)
+        parsed = [_parsed(q) for q in statements]  # each parsed once, its error in its slot
+        if (
+            parameters is None
+            and len(statements) >= BULK_MIN_WRITES
+            and not any(isinstance(q, PreparedStatement | CqlError) for q in parsed)
+        ):
+            # writes with literal values (a script): as the prepared writes they mean
+            bulk = self._literal_bulk(cast(list[ast.Statement], parsed))
+            if bulk is not None:
+                return self._bulk_done(bulk[-1].seq, len(statements), wait)
         results: list[Rows | CqlError] = []
         batch: list[Any] = []
         slot_of_seq: dict[int, int] = {}
         conditionals: list[tuple[int, ast.Statement, int]] = []  # (slot, statement, seq)
         needs_state = False
         with c.lock:
-            for n, q in enumerate(statements):
+            for n, q in enumerate(parsed):
                 try:
+                    if isinstance(q, CqlError):
+                        raise q
                     stmt = _statement(q)
                     if not isinstance(stmt, ast.Insert | ast.Update | ast.Delete | ast.Batch):
                         raise InvalidRequest(
@@ -351,6 +377,20 @@ class Session:
         elif batch:
             c.acknowledge(batch[-1].seq)
         return results
+
+    def _literal_bulk(self, statements: list[ast.Statement]) -> list[IngestRecord] | None:
+        """Append ``statements`` (writes with literal values) as bulk chunks, or None when
+        they are not all of a shape the bulk path takes (nothing appended then)."""
+        c = self.coordinator
+        if self.role is not None and not access.permits(c, self.role, statements, self.keyspace):
+            return None
+        with c.lock:
+            found = literal_bulk(c, statements, self.keyspace)
+            if found is None:
+                return None
+            bulk = bulk_records(c, found[0], found[1], self.keyspace)
+            c.append(bulk or [])
+        return bulk
 
     def _bulk_done(self, last_seq: int, count: int, wait: bool) -> list[Rows | CqlError]:
         """The results of ``count`` bulk writes: one shared empty result each, once

@@ -10,7 +10,7 @@ the coordinator's lock, which orders clocks, seeds and seqs, and end in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES
 from cqlcdc.cql import ast
+from cqlcdc.cql.render import render
 from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.attributes import timeout_ms
@@ -335,6 +336,114 @@ def chunk_records(
     return [
         coordinator.record(schema, token, pk, payload, seq) for seq, _, token, pk, payload in chunks
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class LiteralTemplate:
+    """A write given with literal values, seen as the prepared write it means: each value
+    a marker (``query_string`` is the template's text, so equal templates share a bulk
+    plan)."""
+
+    query_string: str
+    statement: ast.Statement
+
+
+def literal_bulk(
+    coordinator: Coordinator, statements: Sequence[ast.Statement], keyspace: str | None
+) -> tuple[list[LiteralTemplate], list[tuple[Any, ...]]] | None:
+    """Writes with literal values (a script's INSERTs, ``execute_many`` of CQL text) as
+    executions of the prepared writes they are with their values as bound values, so that
+    they can take the bulk path as prepared ones do. None when one does not have that shape
+    (a literal that is not a plain constant, a condition, a collection element...) or a
+    value does not parse: the row path then runs them one by one and reports each error."""
+    templates: dict[ast.Statement, LiteralTemplate] = {}
+    prepared: list[LiteralTemplate] = []
+    values: list[tuple[Any, ...]] = []
+    for stmt in statements:
+        found = _template(stmt)
+        if found is None:
+            return None
+        template, bound = found
+        assert isinstance(template, ast.Insert | ast.Update | ast.Delete)
+        try:
+            schema = coordinator.table(template.table, keyspace)
+            row = []
+            for name, constant in bound:
+                column = schema.column(name)
+                if column is None or column.type.cql_name not in _PLAIN_TYPES:
+                    return None
+                row.append(column.type.parse_literal(constant, name))
+        except CqlError:
+            return None
+        known = templates.get(template)
+        if known is None:
+            known = templates[template] = LiteralTemplate(render(template), template)
+        prepared.append(known)
+        values.append(tuple(row))
+    return prepared, values
+
+
+# the column types whose literal value is what a driver binds for them (the bulk path's)
+_PLAIN_TYPES = frozenset(
+    {"tinyint", "smallint", "int", "bigint", "float", "double", "text", "ascii", "blob",
+     "boolean", "timestamp"}
+)  # fmt: skip
+
+
+def _template(stmt: ast.Statement) -> tuple[ast.Statement, list[tuple[str, ast.Constant]]] | None:
+    """``stmt`` with each plain constant it writes or selects by key replaced by a marker,
+    and those constants by column; None when it has another shape."""
+    bound: list[tuple[str, ast.Constant]] = []
+
+    def marker(column: str, term: ast.Term) -> ast.BindMarker | None:
+        if not isinstance(term, ast.Constant):
+            return None
+        bound.append((column, term))
+        return ast.BindMarker(None, len(bound) - 1)
+
+    def where(relations: tuple[ast.Relation, ...]) -> tuple[ast.Relation, ...] | None:
+        out = []
+        for rel in relations:
+            if len(rel.columns) != 1 or rel.operator != "=" or rel.token or rel.key is not None:
+                return None
+            m = marker(rel.columns[0], rel.value)
+            if m is None:
+                return None
+            out.append(replace(rel, value=m))
+        return tuple(out)
+
+    if isinstance(stmt, ast.Insert):
+        if stmt.json is not None or stmt.if_not_exists:
+            return None
+        terms = [marker(c, t) for c, t in zip(stmt.columns, stmt.values, strict=True)]
+        if any(t is None for t in terms):
+            return None
+        return replace(stmt, values=tuple(t for t in terms if t is not None)), bound
+    if isinstance(stmt, ast.Update):
+        if stmt.if_exists or stmt.conditions:
+            return None
+        assignments: list[ast.Assignment] = []
+        for a in stmt.assignments:
+            if not isinstance(a, ast.SetColumn):
+                return None
+            m = marker(a.column, a.value)
+            if m is None:
+                return None
+            assignments.append(replace(a, value=m))
+        keys = where(stmt.where)
+        if keys is None:
+            return None
+        return replace(stmt, assignments=tuple(assignments), where=keys), bound
+    if isinstance(stmt, ast.Delete):
+        if stmt.if_exists or stmt.conditions:
+            return None
+        if any(t.key is not None or t.field is not None for t in stmt.targets):
+            return None
+        keys = where(stmt.where)
+        if keys is None:
+            return None
+        return replace(stmt, where=keys), bound
+    return None
 
 
 def bulk_plans(

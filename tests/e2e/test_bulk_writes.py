@@ -16,8 +16,10 @@ import pyarrow as pa
 import pytest
 
 import cqlcdc
+from cqlcdc.cql import parse_statement
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.feed_reader import FeedReader
+from cqlcdc.writes import literal_bulk
 
 pytestmark = pytest.mark.spark
 
@@ -104,7 +106,7 @@ def test_bulk_and_row_paths_give_the_same_tables_and_logs(
     statements = dict(PREPARED)
     if not ttl:
         statements["insert"] = statements["insert"].replace(" USING TTL 3600", "")
-    for table in ("bulk", "rows"):
+    for table in ("bulk", "rows", "literal"):
         session.execute(f"CREATE TABLE ks.{table} {SHAPE} {CDC[cdc]}")
         session.execute(FEED.format(t=table))
     prepared = {kind: session.prepare(text.format(t="bulk")) for kind, text in statements.items()}
@@ -114,21 +116,27 @@ def test_bulk_and_row_paths_give_the_same_tables_and_logs(
         assert all(not isinstance(r, Exception) for r in results)
         for kind, values in work:
             session.execute(_text(statements[kind], "rows", values), wait=False)
+        # the same writes as CQL text in one execute_many (a script): the literal bulk path
+        texts = [_text(statements[kind], "literal", values) for kind, values in work]
+        parsed = [parse_statement(t) for t in texts]
+        assert literal_bulk(session.coordinator, parsed, None) is not None
+        results = session.execute_many(texts, wait=False)
+        assert all(not isinstance(r, Exception) for r in results)
         session.flush()
-    bulk, rows = _read(session, "bulk"), _read(session, "rows")
-    assert bulk[0] == rows[0]
-    assert sorted(bulk[1], key=repr) == sorted(rows[1], key=repr)
+    bulk, rows, literal = (_read(session, t) for t in ("bulk", "rows", "literal"))
+    assert bulk[0] == rows[0] == literal[0]
+    assert sorted(bulk[1], key=repr) == sorted(rows[1], key=repr) == sorted(literal[1], key=repr)
     assert len(bulk[1]) >= 600
     # the feeds: per key the same records in the same order (keys interleave differently:
     # the two tables' writes got their seqs in different orders)
     for p in range(2):
         per_key: list[dict[str, list[Any]]] = []
-        for table in ("bulk", "rows"):
+        for table in ("bulk", "rows", "literal"):
             records: dict[str, list[Any]] = {}
             for m in FeedReader(session.data_dir, f"ks.{table}/u").read(p, 0):
                 records.setdefault(repr(m.key), []).append(m.value)
             per_key.append(records)
-        assert per_key[0] == per_key[1] and per_key[0]
+        assert per_key[0] == per_key[1] == per_key[2] and per_key[0]
 
 
 def test_a_bad_value_sends_the_group_the_row_path_way(session: Any) -> None:
