@@ -446,7 +446,16 @@ def _image_rows(
         columns[name] = delta.column(name).take(take).combine_chunks()
     columns.update(values)
     arrays = [
-        columns[f.name].cast(f.type) if f.name in columns else pa.nulls(count, f.type)
+        _as_log_type(columns[f.name], f.type) if f.name in columns else pa.nulls(count, f.type)
         for f in log_schema
     ]
     return pa.Table.from_arrays(arrays, schema=log_schema)
+
+
+def _as_log_type(values: pa.Array, log_type: pa.DataType) -> pa.Array:
+    """``values`` as the log column's type. A non-frozen collection's values are all null
+    here (a row holding one is merged by the row path), and a non-frozen list's log type is
+    the map of its timeuuids, which Arrow does not cast a list to: nulls of that type."""
+    if values.type != log_type and values.null_count == len(values):
+        return pa.nulls(len(values), log_type)
+    return values.cast(log_type)
