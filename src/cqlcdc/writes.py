@@ -354,33 +354,47 @@ def literal_bulk(
     """Writes with literal values (a script's INSERTs, ``execute_many`` of CQL text) as
     executions of the prepared writes they are with their values as bound values, so that
     they can take the bulk path as prepared ones do. None when one does not have that shape
-    (a literal that is not a plain constant, a condition, a collection element...) or a
-    value does not parse: the row path then runs them one by one and reports each error."""
+    (see :func:`literal_template`): the row path then runs them one by one and reports each
+    error."""
     templates: dict[ast.Statement, LiteralTemplate] = {}
     prepared: list[LiteralTemplate] = []
     values: list[tuple[Any, ...]] = []
     for stmt in statements:
-        found = _template(stmt)
+        found = literal_template(coordinator, stmt, keyspace)
         if found is None:
             return None
-        template, bound = found
-        assert isinstance(template, ast.Insert | ast.Update | ast.Delete)
-        try:
-            schema = coordinator.table(template.table, keyspace)
-            row = []
-            for name, constant in bound:
-                column = schema.column(name)
-                if column is None or column.type.cql_name not in _PLAIN_TYPES:
-                    return None
-                row.append(column.type.parse_literal(constant, name))
-        except CqlError:
-            return None
+        template, row = found
         known = templates.get(template)
         if known is None:
             known = templates[template] = LiteralTemplate(render(template), template)
         prepared.append(known)
-        values.append(tuple(row))
+        values.append(row)
     return prepared, values
+
+
+def literal_template(
+    coordinator: Coordinator, stmt: ast.Statement, keyspace: str | None
+) -> tuple[ast.Statement, tuple[Any, ...]] | None:
+    """A write with literal values as the prepared write it means (each plain constant it
+    writes or names a key with a marker) and the values it binds; None for another shape
+    (a function call, a collection, a condition, a range...) or a value that does not
+    parse (the row path reports it)."""
+    found = _template(stmt)
+    if found is None:
+        return None
+    template, bound = found
+    assert isinstance(template, ast.Insert | ast.Update | ast.Delete)
+    try:
+        schema = coordinator.table(template.table, keyspace)
+        row = []
+        for name, constant in bound:
+            column = schema.column(name)
+            if column is None or column.type.cql_name not in _PLAIN_TYPES:
+                return None
+            row.append(column.type.parse_literal(constant, name))
+    except CqlError:
+        return None
+    return template, tuple(row)
 
 
 # the column types whose literal value is what a driver binds for them (the bulk path's)

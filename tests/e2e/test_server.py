@@ -645,6 +645,62 @@ def test_concurrent_writes_are_combined_with_their_own_timestamps_and_errors(
         cluster.shutdown()
 
 
+def test_concurrent_simple_statements_are_combined_as_the_prepared_writes_they_mean(
+    cql: Any, served: CqlServer, server: tuple[str, int]
+) -> None:
+    """The Python driver's simple statements carry their values in the text (QUERY without
+    values); in flight together they are combined like EXECUTEs, each with its client
+    timestamp, and read back as the same writes run one by one do. A shape the bulk path
+    does not take (a list) and a bad literal still get their own result."""
+    from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
+
+    first_ts = 1_700_000_000_000_000
+    stamps = iter(range(first_ts, first_ts + 10_000))
+    cluster = _cluster(server, timestamp_generator=lambda: next(stamps))
+    try:
+        session = cluster.connect("ks")
+        for table in ("lit", "lit_rows"):
+            session.execute(
+                f"CREATE TABLE {table} (pk int, ck text, v bigint, b blob, l list<int>, "
+                "PRIMARY KEY (pk, ck)) WITH cdc = {'enabled': true, 'preimage': true}"
+            )
+        before = served.combiner.combined if served.combiner is not None else 0
+        rows = [(i % 37, f"c{i % 5}", i * 1_000_000_007, bytes([i % 256])) for i in range(400)]
+        insert = "INSERT INTO {} (pk, ck, v, b) VALUES (%s, %s, %s, %s)"
+        done = execute_concurrent_with_args(
+            session, SimpleStatement(insert.format("lit")), rows, concurrency=64
+        )
+        assert all(ok for ok, _ in done)
+        assert served.combiner is not None and served.combiner.combined > before
+        for row in rows:  # one by one: the row path's answer
+            session.execute(insert.format("lit_rows"), row)
+        read = "SELECT pk, ck, v, b, writetime(v) AS ts FROM {}"
+        combined = sorted(tuple(r) for r in session.execute(read.format("lit")))
+        one_by_one = sorted(tuple(r) for r in session.execute(read.format("lit_rows")))
+        assert [r[:4] for r in combined] == [r[:4] for r in one_by_one]
+        assert all(first_ts <= r[4] < first_ts + 10_000 for r in combined)
+        log = 'SELECT "cdc$operation", pk, ck, v, b FROM {}_scylla_cdc_log'
+        assert sorted(tuple(r) for r in session.execute(log.format("lit"))) == sorted(
+            tuple(r) for r in session.execute(log.format("lit_rows"))
+        )
+        mixed = [
+            "UPDATE lit SET l = l + [1] WHERE pk = 1 AND ck = 'c1'",
+            "UPDATE lit SET v = 'text' WHERE pk = 1 AND ck = 'c1'",
+            *(f"UPDATE lit SET v = {i} WHERE pk = 2 AND ck = 'c{i}'" for i in range(40)),
+        ]
+        done = execute_concurrent(
+            session, [(m, ()) for m in mixed], concurrency=64, raise_on_first_error=False
+        )
+        failed = [result for ok, result in done if not ok]
+        assert len(failed) == 1 and isinstance(failed[0], InvalidRequest)
+        assert 'Invalid STRING constant (text) for "v" of type bigint' in str(failed[0])
+        got = session.execute("SELECT l FROM lit WHERE pk = 1 AND ck = 'c1'").one()
+        assert got.l == [1]
+        assert session.execute("SELECT count(*) FROM lit WHERE pk = 2").one()[0] == 40
+    finally:
+        cluster.shutdown()
+
+
 def test_prepared_from_json_and_using_timeout_bind_their_own_types(cql: Any) -> None:
     """``fromJson(?)`` takes the JSON text and ``USING TIMEOUT ?`` a duration: the bind
     metadata says so, so the driver sends them as such."""

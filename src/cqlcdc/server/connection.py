@@ -19,7 +19,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cqlcdc import access
-from cqlcdc.cql import ast, parse_statement
+from cqlcdc.cql import ast, parse_statement, with_keyspace
+from cqlcdc.cql.render import render
 from cqlcdc.errors import CqlError, InvalidRequest, ProtocolError, ServerError
 from cqlcdc.server.combiner import combinable
 from cqlcdc.server.error_responses import error_response
@@ -72,11 +73,14 @@ from cqlcdc.server.statements import (
     without_unset,
 )
 from cqlcdc.session import PreparedStatement, Session
+from cqlcdc.writes import literal_template
 
 if TYPE_CHECKING:
     from cqlcdc.server.service import CqlServer
 
 log = logging.getLogger(__name__)
+
+MAX_LITERAL_TEMPLATES = 1024  # distinct shapes of literal writes kept as prepared ones
 
 Handler = Callable[[Any], ResponseMessage]
 
@@ -224,12 +228,57 @@ class Connection:
         params = request.params
         if params.values:
             prepared = self._prepared(request.query, params.keyspace)
-            return self._result(prepared, bind_values(prepared.receivers, params), params)
+            values = bind_values(prepared.receivers, params)
+            if self._combined(prepared.statement, values, params.timestamp_us):
+                return VoidResult()
+            return self._result(prepared, values, params)
         if params.keyspace is not None:
             statement = prepare_in(self.session, request.query, params.keyspace).statement
         else:
             statement = parse_statement(request.query)
+        literal = self._literal(statement, params.keyspace)
+        if literal is not None and self._combined(*literal, params.timestamp_us):
+            return VoidResult()
         return self._result(statement, None, params)
+
+    def _literal(
+        self, statement: ast.Statement, keyspace: str | None
+    ) -> tuple[PreparedStatement, list[Any]] | None:
+        """A write with literal values as the prepared write it means and its values, so
+        that the combiner can take it with the other connections' writes (the drivers'
+        simple statements: the Python driver puts the values in the text)."""
+        if self.server.combiner is None or not isinstance(
+            statement, ast.Insert | ast.Update | ast.Delete
+        ):
+            return None
+        keyspace = keyspace or self.session.keyspace
+        found = literal_template(self.server.coordinator, statement, keyspace)
+        if found is None:
+            return None
+        template, values = found
+        templates = self.server.literal_templates
+        prepared = templates.get((keyspace, template))
+        if prepared is None:
+            if len(templates) >= MAX_LITERAL_TEMPLATES:  # many shapes: start over
+                templates.clear()
+            # as a statement prepared in the keyspace: its tables stay bound to it
+            bound = with_keyspace(template, keyspace)
+            prepared = PreparedStatement(render(template), bound, keyspace)
+            templates[(keyspace, template)] = prepared
+        return prepared, list(values)
+
+    def _combined(
+        self, statement: PreparedStatement, values: list[Any], timestamp_us: int | None
+    ) -> bool:
+        """Whether the combiner took the write (acknowledged with other connections')."""
+        combiner = self.server.combiner
+        if combiner is None or not combinable(statement.statement, values):
+            return False
+        # the combiner writes for every connection: this one's role is checked here
+        access.check(
+            self.server.coordinator, self.session.role, statement.statement, self.session.keyspace
+        )
+        return bool(combiner.submit(statement, values, timestamp_us).result())
 
     def _prepare(self, request: Prepare) -> ResponseMessage:
         prepared = self._prepared(request.query, request.keyspace)
@@ -245,18 +294,8 @@ class Connection:
         if prepared is None:
             raise UnpreparedId(request.query_id)
         values = bind_values(prepared.receivers, request.params)
-        combiner = self.server.combiner
-        statement = prepared.statement
-        if combiner is not None and combinable(statement.statement, values):
-            # the combiner writes for every connection: this one's role is checked here
-            access.check(
-                self.server.coordinator,
-                self.session.role,
-                statement.statement,
-                self.session.keyspace,
-            )
-            if combiner.submit(statement, values, request.params.timestamp_us).result():
-                return VoidResult()
+        if self._combined(prepared.statement, values, request.params.timestamp_us):
+            return VoidResult()
         return self._result(
             prepared, values, request.params, metadata_id=request.result_metadata_id
         )

@@ -27,6 +27,8 @@ from cqlcdc.server.statements import Cursors, Prepared
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator
+    from cqlcdc.cql import ast
+    from cqlcdc.session import PreparedStatement
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,8 @@ class CqlServer:
         self.compression = compression
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cql")
         self.prepared: dict[bytes, Prepared] = {}
+        # writes with literal values as the prepared writes they mean (connection._literal)
+        self.literal_templates: dict[tuple[str | None, ast.Statement], PreparedStatement] = {}
         self.cursors = Cursors()
         self.connections: set[Connection] = set()
         self._handlers: set[asyncio.Task[None]] = set()
