@@ -196,7 +196,11 @@ class Writer:
             names += [n for n, _, _ in s.ck]
             values += self.ck_values()
             cols += list(s.atomics) + [(n, COLLECTIONS[n]) for n in s.collections]
-        for n, t in self.draw(st.lists(st.sampled_from(cols), unique=True)) if cols else []:
+        # a static-only INSERT names a static column (the partition key alone is refused)
+        least = 1 if static_only else 0
+        for n, t in (
+            self.draw(st.lists(st.sampled_from(cols), min_size=least, unique=True)) if cols else []
+        ):
             names.append(n)
             values.append(self.value(n, t))
         return (
@@ -255,12 +259,22 @@ class Writer:
 
     def update(self, ts: int) -> str:
         s = self.shape
-        if s.statics and self.draw(st.integers(0, 4)) == 0:
+        regular = list(s.atomics) + [(n, COLLECTIONS[n]) for n in s.collections]
+        if s.statics and (not regular or self.draw(st.integers(0, 4)) == 0):
             cols, where = list(s.statics), " AND ".join(self.pk_where())
+            chosen = self.draw(st.lists(st.sampled_from(cols), min_size=1, max_size=3, unique=True))
         else:
-            cols = list(s.statics + s.atomics) + [(n, COLLECTIONS[n]) for n in s.collections]
+            # a row's key names a row: at least one regular column is set (an UPDATE of
+            # static columns alone may not restrict the clustering key)
             where = self.full_where()
-        chosen = self.draw(st.lists(st.sampled_from(cols), min_size=1, max_size=3, unique=True))
+            first = self.draw(st.sampled_from(regular))
+            others = [c for c in list(s.statics) + regular if c != first]
+            more = (
+                self.draw(st.lists(st.sampled_from(others), max_size=2, unique=True))
+                if others
+                else []
+            )
+            chosen = [first, *more]
         sets = ", ".join(self.assignment(n, t) for n, t in chosen)
         return f"UPDATE {self.name} {self.using(ts)} SET {sets} WHERE {where}"
 
@@ -282,6 +296,13 @@ class Writer:
                 }[n]
             )
         chosen = self.draw(st.lists(st.sampled_from(targets), min_size=1, max_size=2, unique=True))
+        if chosen == ["s"]:  # a row's key with static columns alone is refused
+            regular = [t for t in targets if t != "s"]
+            if not regular:
+                return f"DELETE s FROM {self.name} USING TIMESTAMP {ts} WHERE " + " AND ".join(
+                    self.pk_where()
+                )
+            chosen.append(self.draw(st.sampled_from(regular)))
         return (
             f"DELETE {', '.join(chosen)} FROM {self.name} USING TIMESTAMP {ts} "
             f"WHERE {self.full_where()}"

@@ -415,7 +415,7 @@ def _render_assignment(assignment: Assignment) -> str:
             assert_never(assignment)
 
 
-def _render_relation(relation: Relation) -> str:
+def render_relation(relation: Relation) -> str:
     columns = _names(relation.columns)
     if relation.token:
         left = f"token({columns})"
@@ -429,7 +429,7 @@ def _render_relation(relation: Relation) -> str:
 
 
 def _render_where(where: tuple[Relation, ...]) -> str:
-    return " WHERE " + " AND ".join(_render_relation(r) for r in where) if where else ""
+    return " WHERE " + " AND ".join(render_relation(r) for r in where) if where else ""
 
 
 def _render_condition(condition: Condition) -> str:

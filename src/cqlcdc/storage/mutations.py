@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cqlcdc.cql import ast
+from cqlcdc.cql.render import render_relation
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell, RowMarker
@@ -28,7 +29,7 @@ from cqlcdc.storage.uuids import (
     random_uuid,
     timeuuid_from_ticks,
 )
-from cqlcdc.storage.where import analyse_where, require_partition_key
+from cqlcdc.storage.where import KeyRestrictions, analyse_where, require_partition_key
 from cqlcdc.types import ListType, MapType, SetType, UserType
 from cqlcdc.types.base import CqlType
 
@@ -273,9 +274,10 @@ def build_insert(
             raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {col.name}")
         if values[col.name] is None:
             raise InvalidRequest(f"Invalid null value in condition for column {col.name}")
-    only_static = bool(values) and all(
-        (schema.column(n) or col).kind in ("static", "partition_key") for n in values
-    )
+    # a write of static columns alone may leave out the clustering key; one of the partition
+    # key alone may not (Cassandra's appliesOnlyToStaticColumns: no static column, no row)
+    kinds = {(schema.column(n) or col).kind for n in values}
+    only_static = "static" in kinds and kinds <= {"static", "partition_key"}
     ck_given = [c for c in schema.clustering_key if c.name in values]
     if len(ck_given) != len(schema.clustering_key) and not (only_static and not ck_given):
         missing = next(c.name for c in schema.clustering_key if c.name not in values)
@@ -328,11 +330,15 @@ def build_update(
     cols = [_column(schema, a.column) for a in stmt.assignments]
     for col in cols:
         _check_not_key(col, "SET")
-    only_static = all(c.kind == "static" for c in cols)
-    if schema.clustering_key and res.ck_restricted_columns == 0 and only_static:
+    only_static = _only_static(schema, cols, stmt.conditions, res, "UPDATE")
+    if not res.full_clustering_keys:  # a slice (ScyllaDB prints the restriction)
+        keys = {c.name for c in schema.clustering_key}
+        text = " AND ".join(render_relation(r) for r in stmt.where if set(r.columns) & keys)
+        raise InvalidRequest(f"Invalid operator in where clause {text}")
+    if schema.clustering_key and only_static:
         cks: list[ClusteringKey | None] = [None]
     else:
-        if not res.full_clustering_keys or res.ck_restricted_columns < len(schema.clustering_key):
+        if res.ck_restricted_columns < len(schema.clustering_key):
             missing = schema.clustering_key[res.ck_restricted_columns].name
             raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
         cks = list(res.ck_prefixes)
@@ -354,6 +360,38 @@ def build_update(
                 _assign(col, assignment, target, ts, ttl, ctx, list_ops)
         out.append(Mutation(schema.table_id, part, list_ops))
     return out
+
+
+def _only_static(
+    schema: TableSchema,
+    cols: Sequence[Column],
+    conditions: Sequence[ast.Condition],
+    res: KeyRestrictions,
+    kind: str,
+) -> bool:
+    """Whether a write applies only to static columns (ScyllaDB's
+    ``applies_only_to_static_columns``: it sets a static column and no regular one, and no
+    condition names a regular one); such an UPDATE or DELETE may not restrict the
+    clustering key.
+
+    Raises:
+        InvalidRequest: a clustering restriction on such a write (ScyllaDB's message).
+    """
+    conditioned = {c.column for c in conditions}
+    regular_condition = any(
+        (col := schema.column(name)) is not None and col.kind == "regular" for name in conditioned
+    )
+    only = (
+        any(c.kind == "static" for c in cols)
+        and all(c.kind == "static" for c in cols)
+        and not regular_condition
+    )
+    if only and schema.clustering_key and res.ck_restricted_columns > 0:
+        raise InvalidRequest(
+            f"Invalid restrictions on clustering columns since the {kind} statement modifies "
+            "only static columns"
+        )
+    return only
 
 
 def _assign(
@@ -532,6 +570,9 @@ def build_delete(schema: TableSchema, stmt: ast.Delete, ctx: WriteContext) -> li
                 raise InvalidRequest(
                     f"Invalid identifier {col.name} for deletion (should not be a PRIMARY KEY part)"
                 )
+        _only_static(schema, cols, stmt.conditions, res, "DELETE")  # its restriction check
+        # the row is not needed for static targets, whatever the conditions name (a regular
+        # one then fails the conditional checks with their own message)
         only_static = all(c.kind == "static" for c in cols)
         if not res.full_clustering_keys:
             raise InvalidRequest("Range deletions are not supported for specific columns")

@@ -147,3 +147,47 @@ def test_select_distinct_partition_keys() -> None:
     for pk, ck in [(1, 1), (1, 2), (2, 1)]:
         m.run(f"INSERT INTO ks.t (pk, ck, s) VALUES ({pk}, {ck}, {pk * 10})")
     assert sorted(m.run("SELECT DISTINCT pk, s FROM ks.t")) == [(1, 10), (2, 20)]
+
+
+# What ScyllaDB refuses in writes that name static columns or leave out the clustering key
+# (cql-pytest: test_null.py::test_insert_missing_key, test_lwt.py::test_lwt_static_condition,
+# cassandra_tests update_test/delete_test ...WithAStaticColumn): each was accepted before,
+# the first storing nothing, or failed with a server error.
+@pytest.mark.parametrize(
+    ("cql", "message"),
+    [
+        ("INSERT INTO ks.t (p) VALUES (1)", "Missing mandatory PRIMARY KEY part c"),
+        ("INSERT INTO ks.t (p, v) VALUES (1, 1)", "Missing mandatory PRIMARY KEY part c"),
+        ("UPDATE ks.t SET s = 3 WHERE p = 1 IF r = null", "Missing mandatory PRIMARY KEY part c"),
+        (
+            "UPDATE ks.t SET s = 5 WHERE p = 0 AND c = 0",
+            "Invalid restrictions on clustering columns since the UPDATE statement modifies "
+            "only static columns",
+        ),
+        (
+            "UPDATE ks.t SET s = 6 WHERE p = 0 AND c > 0",
+            "Invalid restrictions on clustering columns since the UPDATE statement modifies "
+            "only static columns",
+        ),
+        ("UPDATE ks.t SET v = 6 WHERE p = 0 AND c > 0", "Invalid operator in where clause c > 0"),
+        (
+            "DELETE s FROM ks.t WHERE p = 0 AND c IN (0, 1)",
+            "Invalid restrictions on clustering columns since the DELETE statement modifies "
+            "only static columns",
+        ),
+    ],
+)
+def test_writes_scylla_refuses_for_their_clustering_key(cql: str, message: str) -> None:
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (p int, c int, r int, v int, s int static, PRIMARY KEY (p, c))")
+    with pytest.raises(InvalidRequest, match=f"^{message}$"):
+        m.run(cql)
+    # and what it takes: static columns alone by the partition key, a row by its full key
+    m.run("INSERT INTO ks.t (p, s) VALUES (1, 1)")
+    m.run("UPDATE ks.t SET s = 3 WHERE p = 1 IF s = 1")
+    m.run("UPDATE ks.t SET s = 2, v = 2 WHERE p = 1 AND c = 0")
+    m.run("DELETE s FROM ks.t WHERE p = 1")
+    assert m.run("SELECT p, c, s, v FROM ks.t") == [(1, 0, None, 2)]
