@@ -771,3 +771,39 @@ def test_scylla_cdc_with_lwt_preimage(cql: Any) -> None:
         cql.execute(stmt, (pk,))
     operations = [r[0] for r in cql.execute('SELECT "cdc$operation" FROM cdc_lwt_scylla_cdc_log')]
     assert len(operations) == 100 and all(op == 2 for op in operations)
+
+
+def test_a_schema_change_invalidates_prepared_statements(cql: Any, server: tuple[str, int]) -> None:
+    """ScyllaDB forgets a prepared statement whose table or type changed: preparing it again
+    gives the new bind types (a new UDT field was silently dropped before), and executing
+    the old id gets UNPREPARED, which the driver answers by preparing again."""
+    from cassandra.query import named_tuple_factory
+
+    cql.execute("CREATE TYPE ua_t (a int)")
+    cql.execute("CREATE TABLE ua (k int PRIMARY KEY, d frozen<ua_t>)")
+    text = "INSERT INTO ua (k, d) VALUES (?, ?)"
+    old = cql.prepare(text)
+    cql.execute(old, (1, (1,)))  # an unregistered UDT binds as a tuple of its fields
+    cql.execute("ALTER TYPE ua_t ADD b text")
+    cluster = _cluster(server)
+    try:
+        fresh = cluster.connect("ks")
+        fresh.row_factory = named_tuple_factory
+        insert = fresh.prepare(text)
+        fresh.execute(insert, (2, (2, "hello")))
+        row = fresh.execute("SELECT d FROM ua WHERE k = 2").one()
+        assert (row.d.a, row.d.b) == (2, "hello")
+        cql.execute(old, (3, (3,)))  # the old id: UNPREPARED, prepared again, run
+        assert fresh.execute("SELECT d FROM ua WHERE k = 3").one().d.a == 3
+        # a table dropped and made again with another type: the new type binds
+        fresh.execute("CREATE TABLE re (k int PRIMARY KEY, x int)")
+        write = "INSERT INTO re (k, x) VALUES (?, ?)"
+        fresh.execute(fresh.prepare(write), (1, 1))
+        fresh.execute("DROP TABLE re")
+        fresh.execute("CREATE TABLE re (k int PRIMARY KEY, x text)")
+        again = fresh.prepare(write)
+        assert [c.type.typename for c in again.column_metadata] == ["int", "varchar"]
+        fresh.execute(again, (2, "two"))
+        assert fresh.execute("SELECT x FROM re WHERE k = 2").one().x == "two"
+    finally:
+        cluster.shutdown()

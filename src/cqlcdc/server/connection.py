@@ -64,6 +64,7 @@ from cqlcdc.server.statements import (
     UnpreparedId,
     batch_statement,
     bind_values,
+    current_prepared,
     describe_rows,
     page,
     pk_indexes,
@@ -290,7 +291,7 @@ class Connection:
         )
 
     def _execute(self, request: Execute) -> ResponseMessage:
-        prepared = self.server.prepared.get(request.query_id)
+        prepared = current_prepared(self.server.prepared, request.query_id, self.session)
         if prepared is None:
             raise UnpreparedId(request.query_id)
         values = bind_values(prepared.receivers, request.params)
@@ -312,7 +313,7 @@ class Connection:
 
     def _prepared(self, query: str, keyspace: str | None) -> Prepared:
         statement = prepare_in(self.session, query, keyspace)
-        known = self.server.prepared.get(statement.query_id)
+        known = current_prepared(self.server.prepared, statement.query_id, self.session)
         if known is not None:
             return known
         prepared = Prepared.of(statement, self.session)

@@ -12,7 +12,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cqlcdc.cql import ast, parse_statement, with_keyspace
@@ -50,20 +50,49 @@ class Prepared:
     statement: PreparedStatement
     receivers: tuple[Receiver, ...]
     result: tuple[ColumnSpec, ...]
+    # the catalog the metadata was computed against (DDL swaps in a new one)
+    catalog: object = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, statement: PreparedStatement, session: Session) -> Prepared:
         c = session.coordinator
+        catalog = c.catalog
         receivers = tuple(
             bind_receivers(statement.statement, lambda name: c.table(name, statement.keyspace))
         )
-        return cls(statement, receivers, _result_columns(statement, session))
+        return cls(statement, receivers, _result_columns(statement, session), catalog)
 
     @property
     def receivers_spec(self) -> tuple[ColumnSpec, ...]:
         return tuple(
             ColumnSpec(r.table.keyspace, r.table.name, r.name, r.type) for r in self.receivers
         )
+
+
+def current_prepared(
+    cache: dict[bytes, Prepared], query_id: bytes, session: Session
+) -> Prepared | None:
+    """The prepared statement ``query_id`` names, valid for the current schema (None: not
+    prepared, or no longer). After a DDL its bind and result metadata are computed again;
+    when they changed (its table dropped and made again, a column's type or a UDT altered)
+    it is forgotten, as ScyllaDB invalidates it, so that the client prepares it again
+    (UNPREPARED) and binds with the new types instead of writing with the old ones."""
+    known = cache.get(query_id)
+    if known is None or known.catalog is session.coordinator.catalog:
+        return known
+    try:
+        fresh: Prepared | None = Prepared.of(known.statement, session)
+    except CqlError:  # its table or type is gone
+        fresh = None
+    if (
+        fresh is None
+        or fresh.receivers_spec != known.receivers_spec
+        or fresh.result != known.result
+    ):
+        cache.pop(query_id, None)
+        return None
+    cache[query_id] = fresh
+    return fresh
 
 
 def prepare_in(session: Session, query: str, keyspace: str | None) -> PreparedStatement:
@@ -275,7 +304,7 @@ def _timestamped(
 
 
 def batch_statement(
-    prepared: Mapping[bytes, Prepared], session: Session, request: Batch
+    prepared: dict[bytes, Prepared], session: Session, request: Batch
 ) -> tuple[ast.Batch | None, list[Any]]:
     """One ``ast.Batch`` binding one list of values from a BATCH request's children
     (prepared or text), with its default timestamp; None when UNSET values left nothing.
@@ -294,7 +323,7 @@ def batch_statement(
 
     for child in request.statements:
         if child.query_id is not None:
-            known = prepared.get(child.query_id)
+            known = current_prepared(prepared, child.query_id, session)
             if known is None:
                 raise UnpreparedId(child.query_id)
             stmt: ast.Statement | None = known.statement.statement
