@@ -78,7 +78,7 @@ def select(
         table = scan.read(snap, res)
         if base is not None and base.dropped:
             table = hide_readded(table, log_readded_at(base))
-        fast = _log_result(schema, stmt, table, scan.exact)
+        fast = _log_result(schema, stmt, table, scan.exact, res.partition_keys is not None)
         if fast is not None:
             return fast
         parts = _log_partitions(base, table)
@@ -226,10 +226,11 @@ def _order_of(value: Any) -> tuple[int, np.uint64]:
 
 
 def _log_result(
-    log: TableSchema, stmt: ast.Select, table: pa.Table, exact: bool
+    log: TableSchema, stmt: ast.Select, table: pa.Table, exact: bool, by_stream: bool
 ) -> ResultSet | None:
     """A SELECT of plain columns from a log table whose restrictions all applied exactly,
-    answered from the columns: rows ordered by stream token, then clustering order, and
+    answered from the columns: rows ordered by stream token (by stream id when the query
+    names its streams, as ``evaluate`` orders named partitions), then clustering order, and
     only the selected columns of the returned rows become Python values. None: the row
     path answers (functions, DISTINCT, ORDER BY, PER PARTITION LIMIT, a bound LIMIT...)."""
     if not exact or stmt.distinct or stmt.json or stmt.order_by:
@@ -255,8 +256,12 @@ def _log_result(
     out = result_columns(log, stmt)
     if table.num_rows:
         ticks, lsb = timeuuid_order(table["cdc$time"])
-        streams = table["cdc$stream_id"].to_pylist()
-        tokens = np.array([int.from_bytes(s[:8], "big", signed=True) for s in streams])
+        if by_stream:
+            ids = table["cdc$stream_id"]
+            tokens = pc.rank(ids, sort_keys="ascending", tiebreaker="dense").to_numpy()
+        else:
+            streams = table["cdc$stream_id"].to_pylist()
+            tokens = np.array([int.from_bytes(s[:8], "big", signed=True) for s in streams])
         seq_no = table["cdc$batch_seq_no"].to_numpy()
         order = np.lexsort((seq_no, lsb, ticks, tokens))
         if limit is not None:

@@ -248,7 +248,7 @@ def evaluate(
     ck_names = [c.name for c in schema.clustering_key]
     matching: list[list[dict[str, Any]]] = []
     wanted = None if res.partition_keys is None else set(res.partition_keys)
-    for p in sorted(partitions, key=lambda p: p.token):
+    for p in _in_read_order(schema, partitions, wanted is not None):
         if not _token_ok(p.token, res) or (wanted is not None and p.pk not in wanted):
             continue
         prow: list[dict[str, Any]] = []
@@ -276,6 +276,10 @@ def evaluate(
         result.rows = _aggregate(schema, selection, grouping, matching, now_s, limit, ppl)
         return result
     rows = [row for prow in matching for row in prow]
+    if stmt.order_by and len(matching) > 1:
+        # ORDER BY over several partitions (an IN on the partition key): one clustering
+        # order across them, as ScyllaDB orders the rows after the query
+        rows.sort(key=lambda row: order.key(tuple(row[n] for n in ck_names)), reverse=reverse)
     if limit is not None:
         rows = rows[:limit]
     result.rows = [selection.row_values(schema, row, now_s) for row in rows]
@@ -336,6 +340,20 @@ def _emit(
         return 0
     out.append(selection.group_values(state))
     return 1
+
+
+def _in_read_order(
+    schema: TableSchema, partitions: Iterable[PartitionRows], by_key: bool
+) -> list[PartitionRows]:
+    """Partitions in the order a read returns them: by token, or, for partitions named by
+    the partition key (``=``/``IN``), in the order of their key values (ScyllaDB reads the
+    IN values sorted and one after the other: ``p IN (4, 0, 3)`` returns 0, 3, 4)."""
+    if not by_key:
+        return sorted(partitions, key=lambda p: p.token)
+    types = [c.type for c in schema.partition_key]
+    return sorted(
+        partitions, key=lambda p: tuple(t.sort_key(v) for t, v in zip(types, p.pk, strict=True))
+    )
 
 
 def _reverse(schema: TableSchema, order_by: tuple[ast.Ordering, ...]) -> bool:

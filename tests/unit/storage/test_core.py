@@ -191,3 +191,26 @@ def test_writes_scylla_refuses_for_their_clustering_key(cql: str, message: str) 
     m.run("UPDATE ks.t SET s = 2, v = 2 WHERE p = 1 AND c = 0")
     m.run("DELETE s FROM ks.t WHERE p = 1")
     assert m.run("SELECT p, c, s, v FROM ks.t") == [(1, 0, None, 2)]
+
+
+def test_in_on_the_partition_key_reads_partitions_in_key_order_and_orders_across_them() -> None:
+    """ScyllaDB sorts a partition-key IN's values and reads them in that order; ORDER BY
+    then orders the rows of all of them (cassandra_tests select_order_by_test:
+    testInOrderByWithTwoPartitionKeyColumns, select_test: testPartitionKeyColumnRelations)."""
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (c1 int, c2 int, c3 int, PRIMARY KEY ((c1, c2), c3))")
+    for row in [(1, 1, 1), (1, 1, 2), (1, 1, 13), (1, 2, 10), (1, 2, 11)]:
+        m.run(f"INSERT INTO ks.t (c1, c2, c3) VALUES {row}")
+    where = "WHERE c1 = 1 AND c2 IN (2, 1)"
+    assert [r[2] for r in m.run(f"SELECT * FROM ks.t {where}")] == [1, 2, 13, 10, 11]
+    assert [r[2] for r in m.run(f"SELECT * FROM ks.t {where} ORDER BY c3")] == [1, 2, 10, 11, 13]
+    assert [r[2] for r in m.run(f"SELECT * FROM ks.t {where} ORDER BY c3 DESC LIMIT 3")] == [
+        13,
+        11,
+        10,
+    ]
+    m.run("CREATE TABLE ks.p (p int PRIMARY KEY)")
+    for p in range(5):
+        m.run(f"INSERT INTO ks.p (p) VALUES ({p})")
+    assert m.run("SELECT p FROM ks.p WHERE p IN (4, 0, 3, 1, 3)") == [(0,), (1,), (3,), (4,)]
