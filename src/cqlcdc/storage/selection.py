@@ -226,6 +226,11 @@ class _Planner:
             raise InvalidRequest(
                 f"Cannot use selection function {name} on PRIMARY KEY part {col.name}"
             )
+        if col.type.multicell:  # its cells have a time each: ScyllaDB refuses
+            raise InvalidRequest(
+                f"{name.upper()} expects an atomic column, but {col.name} is a non-frozen "
+                "collection"
+            )
         ctype = native_type("bigint" if name == "writetime" else "int")
         return Node(name, f"{name}({col.name})", ctype, column=col.name)
 

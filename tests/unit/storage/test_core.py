@@ -214,3 +214,26 @@ def test_in_on_the_partition_key_reads_partitions_in_key_order_and_orders_across
     for p in range(5):
         m.run(f"INSERT INTO ks.p (p) VALUES ({p})")
     assert m.run("SELECT p FROM ks.p WHERE p IN (4, 0, 3, 1, 3)") == [(0,), (1,), (3,), (4,)]
+
+
+@pytest.mark.parametrize(
+    ("cql", "message"),
+    [
+        ("SELECT ttl(l) FROM ks.c WHERE k = 0", "TTL expects an atomic column, but l is a "),
+        ("SELECT writetime(u) FROM ks.c WHERE k = 0", "WRITETIME expects an atomic column"),
+        ("SELECT writetime(k) FROM ks.c", "Cannot use selection function writetime on PRIMARY"),
+    ],
+)
+def test_writetime_and_ttl_take_only_atomic_columns(cql: str, message: str) -> None:
+    """A non-frozen collection's cells each have their own time (collections_test:
+    testFunctionsOnCollections): refused, not answered with null."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TYPE ks.ut (a int)")
+    m.run("CREATE TABLE ks.c (k int PRIMARY KEY, l set<int>, u ut, f frozen<set<int>>)")
+    m.run("INSERT INTO ks.c (k, l, u, f) VALUES (0, {1}, {a: 1}, {2}) USING TTL 1000")
+    with pytest.raises(InvalidRequest, match=message):
+        m.run(cql)
+    assert m.run("SELECT ttl(f) FROM ks.c WHERE k = 0")[0][0] > 0  # a frozen one is atomic
