@@ -136,6 +136,9 @@ def _where(out: list[Receiver], where: tuple[ast.Relation, ...], table: TableSch
         elif rel.key is not None and isinstance(ctype, MapType):
             _term(out, rel.key, f"key({name})", ctype.key, table)
             _term(out, rel.value, f"value({name})", ctype.value, table)
+        elif rel.key is not None and isinstance(ctype, ListType):
+            _term(out, rel.key, f"idx({name})", native_type("int"), table)
+            _term(out, rel.value, f"value({name})", ctype.elem, table)
         elif op == "IN":
             _term(out, rel.value, f"in({name})", ListType(ctype, frozen=True), table)
         else:

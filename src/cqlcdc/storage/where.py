@@ -14,7 +14,7 @@ from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.keys import Bound, ClusteringKey
 from cqlcdc.storage.tuple_slices import tuple_slice_ranges
-from cqlcdc.types import ListType
+from cqlcdc.types import ListType, MapType, native_type
 from cqlcdc.types.base import CqlType, TermContext
 
 ClusteringRange = tuple[Bound, Bound]
@@ -73,6 +73,34 @@ def _value(ctype: CqlType, name: str, term: ast.Term, ctx: TermContext | None) -
     return v
 
 
+# a filter on one element of a map or list (``m[k] op v``): ELEMENT + op, (key, value)
+ELEMENT = "[] "
+_ELEMENT_OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
+
+
+def _element(col: Column, rel: ast.Relation, ctx: TermContext | None) -> tuple[Any, Any]:
+    """The key and the value of ``m[k] op v`` (ALLOW FILTERING, as ScyllaDB filters on a
+    map entry or a list element); a null key matches nothing.
+
+    Raises:
+        InvalidRequest: not a map or a list, a key or value of the wrong type, an operator
+            other than a comparison (ScyllaDB's ``Column s is not a map/set/list, cannot be
+            subscripted`` for the first).
+    """
+    ctype = col.type
+    assert rel.key is not None
+    if isinstance(ctype, MapType):
+        key_type, elem_type = ctype.key, ctype.value
+    elif isinstance(ctype, ListType):
+        key_type, elem_type = native_type("int"), ctype.elem
+    else:
+        raise InvalidRequest(f"Column {col.name} is not a map/set/list, cannot be subscripted")
+    if rel.operator not in _ELEMENT_OPERATORS:
+        raise InvalidRequest(f'Unsupported "{rel.operator}" relation on {col.name}[...]')
+    key = key_type.frozen().parse_literal(rel.key, f"key({col.name})", ctx)
+    return key, _value(elem_type, f"value({col.name})", rel.value, ctx)
+
+
 def analyse_where(
     schema: TableSchema,
     where: tuple[ast.Relation, ...],
@@ -99,9 +127,8 @@ def analyse_where(
         if col is None:
             raise InvalidRequest(f"Undefined name {name} in where clause ('{_show(rel)}')")
         if rel.key is not None:
-            raise InvalidRequest(
-                f"Map-entry equality predicates on non-frozen map column {name} are not supported"
-            )
+            res.filters.append((col, ELEMENT + rel.operator, _element(col, rel, ctx)))
+            continue
         if col.kind == "partition_key" and rel.operator in ("=", "IN"):
             if name in pk_values:
                 raise InvalidRequest(

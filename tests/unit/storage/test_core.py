@@ -237,3 +237,35 @@ def test_writetime_and_ttl_take_only_atomic_columns(cql: str, message: str) -> N
     with pytest.raises(InvalidRequest, match=message):
         m.run(cql)
     assert m.run("SELECT ttl(f) FROM ks.c WHERE k = 0")[0][0] > 0  # a frozen one is atomic
+
+
+def test_filtering_on_a_map_entry_or_a_list_element() -> None:
+    """ScyllaDB's test_filtering.py::test_filtering_with_subscript, on the core."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run(
+        "CREATE TABLE ks.t (p int PRIMARY KEY, m1 map<int, int>, m2 map<text, text>, "
+        "s set<int>, l list<text>, fm frozen<map<int, int>>)"
+    )
+    m.run("INSERT INTO ks.t (p, m1, m2, fm) VALUES (1, {1:2, 3:4}, {'dog':'cat'}, {1:2})")
+    m.run("INSERT INTO ks.t (p, m1, m2) VALUES (2, {2:3, 4:5}, {'black':'white'})")
+    m.run("INSERT INTO ks.t (p, l) VALUES (11, ['zero', 'one', 'two'])")
+
+    def ps(where: str) -> list[int]:
+        return sorted(r[0] for r in m.run(f"SELECT p FROM ks.t WHERE {where} ALLOW FILTERING"))
+
+    assert ps("m1[1] = 2") == [1]
+    assert ps("m2['black'] = 'white'") == [2]
+    assert ps("m1[3] > 3") == [1]
+    assert ps("m1[null] = 2") == []
+    assert ps("fm[1] = 2") == [1]
+    assert ps("l[1] = 'one'") == [11]
+    assert ps("l[-5] = 'x'") == ps("l[3] = 'three'") == []
+    with pytest.raises(InvalidRequest, match="cannot be subscripted"):
+        ps("s[2] = 3")
+    with pytest.raises(InvalidRequest, match=r"key\(m1\)"):
+        ps("m1['black'] = 2")
+    with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+        m.run("SELECT p FROM ks.t WHERE m1[1] = 2")
