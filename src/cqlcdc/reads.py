@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.cdc.processor import base_output, log_output
-from cqlcdc.cdc.readded import hide_readded, log_readded_at
+from cqlcdc.cdc.readded import hide_readded
 from cqlcdc.cdc.streams import stream_buckets
 from cqlcdc.cdc.system_tables import FEEDS_KEYSPACE, SYSTEM_KEYSPACES, SystemView, system_rows
 from cqlcdc.cql import ast
@@ -69,15 +69,15 @@ def select(
         parts = system_rows(schema, view)
     elif schema.log_of is not None:
         base = catalog.table(schema.keyspace, schema.log_of)
-        scan = _log_scan(base, snap, res, now_s, coordinator.num_buckets)
+        scan = _log_scan(schema, base, snap, res, now_s, coordinator.num_buckets)
         counting = _counts_rows(stmt)
         if scan.exact and counting:
             # COUNT(*) with every restriction applied column-wise: no row becomes Python
             ((name, ctype),) = result_columns(schema, stmt)
             return ResultSet([name], [ctype], [(scan.count(snap),)])
         table = scan.read(snap, res)
-        if base is not None and base.dropped:
-            table = hide_readded(table, log_readded_at(base))
+        if schema.dropped:
+            table = hide_readded(table, schema.readded_at())
         fast = _log_result(schema, stmt, table, scan.exact, res.partition_keys is not None)
         if fast is not None:
             return fast
@@ -158,7 +158,7 @@ class _LogScan:
 
 
 def _log_scan(
-    base: TableSchema | None, snap: Any, res: Any, now_s: int, num_buckets: int
+    log: TableSchema, base: TableSchema | None, snap: Any, res: Any, now_s: int, num_buckets: int
 ) -> _LogScan:
     condition = (pc.field("_expiry_s") == 0) | (pc.field("_expiry_s") > now_s)
     output = log_output(base) if base is not None else None
@@ -174,7 +174,7 @@ def _log_scan(
             condition &= pc.field("_bucket").isin(pa.array(buckets, type=pa.int32()))
     exact = res.token_lower is None and res.token_upper is None
     # a re-added column's old values are hidden after the read: not filtered on before it
-    readded = log_readded_at(base) if base is not None and base.dropped else {}
+    readded = log.readded_at()
     for column, op, value in res.filters:
         pushed = (
             None if column.name in readded else _arrow_filter(column.name, column.type, op, value)

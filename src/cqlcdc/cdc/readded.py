@@ -1,6 +1,7 @@
-"""Log rows of a base column dropped and added again under its name.
+"""Log rows of a log column dropped and added again under its name.
 
-ScyllaDB drops a base column's log columns with it, so their cells written before the drop
+ScyllaDB drops a base column's log columns with it (and a re-attached log's columns its base
+lost meanwhile; the log's ``TableSchema.dropped``), so their cells written before the drop
 (a log row's cells carry its write's timestamp) are not the new columns' once the name is
 added back. A log file keeps those values; a log read hides them here, by the write time
 ``cdc$time`` holds, as a base read hides the base cells (``Partition.hide_dropped``).
@@ -21,18 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cqlcdc.schema.log_table import TIME, deleted_column, deleted_elements_column
-from cqlcdc.schema.model import TableSchema
+from cqlcdc.schema.log_table import TIME
 from cqlcdc.storage.vectorized import timeuuid_ticks, timeuuid_time
-
-
-def log_readded_at(base: TableSchema) -> dict[str, int]:
-    """The log columns of ``base``'s re-added columns, each with its last drop's timestamp."""
-    out: dict[str, int] = {}
-    for name, at in base.readded_at().items():
-        for column in (name, deleted_column(name), deleted_elements_column(name)):
-            out[column] = at
-    return out
 
 
 def hide_readded(table: pa.Table, readded: Mapping[str, int]) -> pa.Table:

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from cqlcdc.cdc.schema_extensions import parse_option_map, table_extensions
-from cqlcdc.schema.model import Column, ColumnKind, Keyspace, TableSchema
+from cqlcdc.schema.model import (
+    Column,
+    ColumnKind,
+    Keyspace,
+    TableSchema,
+    legacy_table_id,
+    table_uuid,
+)
 from cqlcdc.schema.table_options import DEFAULT_TABLE_OPTIONS
 from cqlcdc.types import ListType, MapType, SetType, native_type
 from cqlcdc.types.base import CqlType
@@ -182,20 +189,6 @@ class SchemaSource:
     user_types: Callable[[str], tuple[UserType, ...]]
     system_keyspaces: tuple[Keyspace, ...] = ()
     system_tables: tuple[TableSchema, ...] = ()
-
-
-def legacy_table_id(keyspace: str, name: str) -> uuid.UUID:
-    """``generate_legacy_id``: a system table's id, the name-based (v3) UUID of ks + name."""
-    digest = hashlib.md5((keyspace + name).encode(), usedforsecurity=False).digest()
-    return uuid.UUID(bytes=digest, version=3)
-
-
-def table_uuid(table: TableSchema) -> uuid.UUID:
-    """A table's id as a UUID (system tables are named by ``ks.name``, not by a UUID)."""
-    try:
-        return uuid.UUID(table.table_id)
-    except ValueError:
-        return legacy_table_id(table.keyspace, table.name)
 
 
 def table_flags(table: TableSchema) -> frozenset[str]:

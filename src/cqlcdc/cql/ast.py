@@ -500,6 +500,7 @@ class Describe:
 
     kind: DescribeKind
     name: QualifiedName | None = None
+    internals: bool = False  # WITH INTERNALS: table ids and dropped columns too
 
 
 # ---------------------------------------------------------------------------------------------

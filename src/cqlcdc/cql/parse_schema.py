@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from cqlcdc.cql.ast import (
@@ -166,6 +167,13 @@ class SchemaMixin(TermsMixin):
         unqualified, a table if qualified)."""
         self._expect_word("describe", "desc")
         self._match_word("full")  # DESC FULL SCHEMA: the same output here
+        described = self._parse_describe_target()
+        if self._match_word("with"):
+            self._expect_word("internals")
+            return replace(described, internals=True)
+        return described
+
+    def _parse_describe_target(self) -> Describe:
         token = self._curr
         entry = self.DESCRIBE_KINDS.get(token.value)
         if token.type is TokenType.WORD and entry is not None and not self._at(TokenType.DOT, 1):
@@ -174,7 +182,11 @@ class SchemaMixin(TermsMixin):
             if not named:
                 return Describe(kind)
             if kind == "KEYSPACE":
-                if self._at_end() or self._at(TokenType.SEMICOLON):
+                if (
+                    self._at_end()
+                    or self._at(TokenType.SEMICOLON)
+                    or (self._is_word("with") and self._is_word("internals", offset=1))
+                ):
                     return Describe(kind)
                 return Describe(kind, QualifiedName(None, self._parse_identifier()))
             return Describe(kind, self._parse_qualified_name())

@@ -372,11 +372,12 @@ def _render_alter_action(action: AlterTableAction) -> str:
 
 
 def _render_describe(node: Describe) -> str:
+    internals = " WITH INTERNALS" if node.internals else ""
     if node.name is None:
-        return f"DESCRIBE {node.kind}"
+        return f"DESCRIBE {node.kind}{internals}"
     if node.kind == "KEYSPACE":
-        return f"DESCRIBE KEYSPACE {quote_identifier(node.name.name)}"
-    return f"DESCRIBE {node.kind} {render_name(node.name)}"
+        return f"DESCRIBE KEYSPACE {quote_identifier(node.name.name)}{internals}"
+    return f"DESCRIBE {node.kind} {render_name(node.name)}{internals}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ from cqlcdc.cdc.processor import (
     base_output,
     log_output,
 )
-from cqlcdc.cdc.readded import hide_readded, log_readded_at
+from cqlcdc.cdc.readded import hide_readded
 from cqlcdc.cdc.streams import Generation
 from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.schema.catalog import Catalog
@@ -330,7 +330,7 @@ def read_log_file(
     fragment = full.format.make_fragment(path, full.filesystem)
     one = ds.FileSystemDataset([fragment], full.schema, full.format, full.filesystem)
     present = [n for n in scan.column_names if n in full.schema.names]
-    readded = log_readded_at(scan.base) if scan.base.dropped else {}
+    readded = scan.schema.readded_at()
     if readded:
         # a re-added column's old values are hidden first, so that no filter matches them
         for batch in one.to_batches():

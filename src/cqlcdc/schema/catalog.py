@@ -13,6 +13,7 @@ ScyllaDB. After each successful DDL the catalog is saved to ``<data_dir>/catalog
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -35,7 +36,7 @@ from cqlcdc.schema.log_table import (
     log_name,
 )
 from cqlcdc.schema.log_table import log_table_schema as derive_log_schema
-from cqlcdc.schema.model import Keyspace, TableSchema
+from cqlcdc.schema.model import Column, DroppedColumn, Keyspace, TableSchema
 from cqlcdc.schema.table_options import merge_options, validate_table_options
 from cqlcdc.schema.typeshape import (
     references_udt,
@@ -379,7 +380,7 @@ class Catalog:
             return
         columns = log_columns(base)
         if columns != log.columns:
-            self._put(replace(log, columns=columns))
+            self._put(replace(log, columns=columns, dropped=_log_dropped(base, log, columns)))
 
     def _alter_table(self, stmt: ast.AlterTable, current: str | None) -> bool:
         table = self._existing_table(stmt.name, current)
@@ -665,6 +666,24 @@ def _option_text(value: object) -> str:
     if isinstance(value, ast.ColumnRef):
         return value.name
     raise InvalidRequest(f"Invalid changefeed option value: {value}")
+
+
+def _log_dropped(
+    base: TableSchema, log: TableSchema, columns: tuple[Column, ...]
+) -> tuple[DroppedColumn, ...]:
+    """The log's dropped columns once its columns become ``columns``: those it loses are
+    dropped as ScyllaDB drops them (in name order), at their base column's drop if the base
+    dropped it, else now (a re-attached log losing what its base lost meanwhile), so a log
+    column added again later does not show the values the old one held."""
+    kept = {c.name for c in columns}
+    gone = sorted((c for c in log.columns if c.name not in kept), key=lambda c: c.name)
+    base_drops = {d.name: d.timestamp for d in base.dropped}
+    now = time.time_ns() // 1000
+    records = [d for d in log.dropped if d.name not in {c.name for c in gone}]
+    for c in gone:
+        source = c.name.removeprefix("cdc$deleted_elements_").removeprefix("cdc$deleted_")
+        records.append(DroppedColumn(c.name, c.type, False, base_drops.get(source, now)))
+    return tuple(records)
 
 
 __all__ = ["SYSTEM_KEYSPACES", "Catalog"]

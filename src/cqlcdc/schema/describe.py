@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from cqlcdc.cql.ast import Describe
 from cqlcdc.errors import InvalidRequest
-from cqlcdc.schema.model import Keyspace, SecondaryIndex, TableSchema
+from cqlcdc.schema.model import Column, Keyspace, SecondaryIndex, TableSchema, table_uuid
 from cqlcdc.schema.table_options import describe_options, format_map, single_quote
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.text import RESERVED_KEYWORDS, maybe_quote
@@ -40,17 +40,29 @@ def describe_type(keyspace: str, name: str, fields: Sequence[tuple[str, CqlType]
     return f"CREATE TYPE {maybe_quote(keyspace)}.{maybe_quote(name)} (\n{body}\n);"
 
 
-def create_table_statement(table: TableSchema) -> str:
-    """The ``CREATE TABLE`` statement of ``schema::get_create_statement`` (no internals)."""
-    parts = [f"CREATE TABLE {maybe_quote(table.keyspace)}.{maybe_quote(table.name)} ("]
+def create_table_statement(table: TableSchema, internals: bool = False) -> str:
+    """The ``CREATE TABLE`` statement of ``schema::get_create_statement``. ``internals``
+    (DESCRIBE ... WITH INTERNALS) adds the table's id and its dropped columns: each made in
+    the CREATE, dropped after it with its drop's timestamp, and added again if it was."""
+    name = f"{maybe_quote(table.keyspace)}.{maybe_quote(table.name)}"
+    # ScyllaDB lists dropped_columns from a hash map: for the few a table has, the last
+    # dropped first
+    dropped = list(reversed(table.dropped)) if internals else []
+    readded = {d.name for d in dropped}
+    parts = [f"CREATE TABLE {name} ("]
     for column in table.select_star_columns:
-        static = " STATIC" if column.kind == "static" else ""
-        parts.append(f"\n    {maybe_quote(column.name)} {column.type.cql_name}{static},")
+        if column.name in readded:
+            continue  # made as the dropped column below, then dropped and added again
+        parts.append(f"\n    {_column_definition(column)},")
+    for d in dropped:
+        parts.append(f"\n    {maybe_quote(d.name)} {d.type.cql_name},")
     pk = ", ".join(maybe_quote(c.name) for c in table.partition_key)
     if len(table.partition_key) > 1:
         pk = f"({pk})"
     key = "".join([pk, *(", " + maybe_quote(c.name) for c in table.clustering_key)])
     parts.append(f"\n    PRIMARY KEY ({key})\n) WITH ")
+    if internals:
+        parts.append(f"ID = {table_uuid(table)}\nAND ")
     if table.clustering_key:
         order = ", ".join(
             f"{maybe_quote(c.name)} {'DESC' if c.descending else 'ASC'}"
@@ -61,7 +73,19 @@ def create_table_statement(table: TableSchema) -> str:
         parts.append("COMPACT STORAGE\n    AND ")
     parts.append(_properties(table))
     parts.append(";\n")
+    for d in dropped:
+        parts.append(
+            f"\nALTER TABLE {name} DROP {maybe_quote(d.name)} USING TIMESTAMP {d.timestamp};"
+        )
+        again = table.column(d.name)
+        if again is not None:
+            parts.append(f"\nALTER TABLE {name} ADD {_column_definition(again)};")
     return "".join(parts)
+
+
+def _column_definition(column: Column) -> str:
+    static = " STATIC" if column.kind == "static" else ""
+    return f"{maybe_quote(column.name)} {column.type.cql_name}{static}"
 
 
 def _properties(table: TableSchema) -> str:
@@ -69,7 +93,9 @@ def _properties(table: TableSchema) -> str:
     return "\n    AND ".join(describe_options(table.options, cdc_text))
 
 
-def describe_table(table: TableSchema, log: TableSchema | None, attached: bool) -> str:
+def describe_table(
+    table: TableSchema, log: TableSchema | None, attached: bool, internals: bool = False
+) -> str:
     """DESCRIBE TABLE: the CREATE statement; an attached CDC log as a CQL comment.
 
     Args:
@@ -78,7 +104,7 @@ def describe_table(table: TableSchema, log: TableSchema | None, attached: bool) 
             statement follows the base's CREATE).
         attached: ``table`` is a log whose base has CDC enabled (printed as a comment).
     """
-    text = create_table_statement(table)
+    text = create_table_statement(table, internals)
     if attached:
         return f"{CDC_LOG_DESC_PREFIX}{text}{CDC_LOG_DESC_SUFFIX}"
     for index in table.indexes:
@@ -136,13 +162,13 @@ def _statements(texts: Sequence[str]) -> str:
     return "\n".join(t.rstrip("\n") + "\n" for t in texts)
 
 
-def _table_text(catalog: Catalog, table: TableSchema) -> str:
+def _table_text(catalog: Catalog, table: TableSchema, internals: bool) -> str:
     attached = catalog.is_attached_log(table.keyspace, table.name)
     log = catalog.log_table(table) if table.cdc.enabled else None
-    return describe_table(table, log, attached)
+    return describe_table(table, log, attached, internals)
 
 
-def _keyspace_texts(catalog: Catalog, keyspace: Keyspace) -> list[str]:
+def _keyspace_texts(catalog: Catalog, keyspace: Keyspace, internals: bool = False) -> list[str]:
     """DESC KEYSPACE: the keyspace, its types (dependencies first), its tables by name
     (attached CDC logs only as the ALTER after their base)."""
     texts = [describe_keyspace(keyspace)]
@@ -151,7 +177,7 @@ def _keyspace_texts(catalog: Catalog, keyspace: Keyspace) -> list[str]:
         for t in catalog.user_types(keyspace.name)
     )
     texts.extend(
-        _table_text(catalog, t)
+        _table_text(catalog, t, internals)
         for t in catalog.tables(keyspace.name)
         if not catalog.is_attached_log(t.keyspace, t.name)
     )
@@ -195,7 +221,9 @@ def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) ->
     if stmt.kind in ("TABLES", "TYPES"):
         return _listing(catalog, current, stmt.kind)
     if stmt.kind == "SCHEMA":
-        texts = [t for ks in catalog.keyspaces() for t in _keyspace_texts(catalog, ks)]
+        texts = [
+            t for ks in catalog.keyspaces() for t in _keyspace_texts(catalog, ks, stmt.internals)
+        ]
         return _statements(texts)
     if stmt.kind == "CLUSTER":
         return "Cluster: cqlcdc\nPartitioner: Murmur3Partitioner\n"
@@ -211,7 +239,7 @@ def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) ->
         keyspace = catalog.keyspace(name)
         if keyspace is None:
             raise InvalidRequest(f"'{name}' not found in keyspaces")
-        return _statements(_keyspace_texts(catalog, keyspace))
+        return _statements(_keyspace_texts(catalog, keyspace, stmt.internals))
     assert stmt.name is not None
     ks = stmt.name.keyspace or current
     if ks is None:
@@ -236,7 +264,7 @@ def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) ->
     table = catalog.table(ks, stmt.name.name)
     if table is None:
         raise InvalidRequest(f"Table '{stmt.name.name}' not found in keyspace '{ks}'")
-    return _statements([_table_text(catalog, table)])
+    return _statements([_table_text(catalog, table, stmt.internals)])
 
 
 __all__ = [

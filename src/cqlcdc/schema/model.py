@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -204,3 +206,17 @@ class Keyspace:
         ("replication_factor", "1"),
     )
     durable_writes: bool = True
+
+
+def legacy_table_id(keyspace: str, name: str) -> uuid.UUID:
+    """``generate_legacy_id``: a system table's id, the name-based (v3) UUID of ks + name."""
+    digest = hashlib.md5((keyspace + name).encode(), usedforsecurity=False).digest()
+    return uuid.UUID(bytes=digest, version=3)
+
+
+def table_uuid(table: TableSchema) -> uuid.UUID:
+    """A table's id as a UUID (system tables are named by ``ks.name``, not by a UUID)."""
+    try:
+        return uuid.UUID(table.table_id)
+    except ValueError:
+        return legacy_table_id(table.keyspace, table.name)

@@ -233,3 +233,69 @@ def test_table_options_shown() -> None:
     assert "    AND compaction = {'class': 'LeveledCompactionStrategy'}\n" in text
     assert "WITH CLUSTERING ORDER BY (ck ASC)\n    AND bloom_filter_fp_chance = 0.1\n" in text
     assert "    AND default_time_to_live = 60\n" in text
+
+
+def test_with_internals_shows_the_id_and_the_dropped_columns() -> None:
+    """ScyllaDB's test_cdc.py::test_reattach_cdc_log_table_after_altering_base: a log
+    re-attached after its base lost a column and renamed a key has dropped those columns
+    (``schema::get_create_statement`` with internals: made in the CREATE, dropped after)."""
+    import re
+
+    from cqlcdc.cql import parse_statement
+
+    cat = new_catalog()
+
+    def run(text: str) -> str | None:
+        return cat.execute(parse_statement(text), "ks")
+
+    run(
+        "CREATE TABLE t (p int, v int, u int, a int, PRIMARY KEY (p, v)) "
+        "WITH cdc = {'enabled': true}"
+    )
+    run("ALTER TABLE t WITH cdc = {'enabled': false}")
+    run("ALTER TABLE t DROP a")
+    run("ALTER TABLE t ADD b double")
+    run("ALTER TABLE t RENAME v TO v2")
+    run("ALTER TABLE t WITH cdc = {'enabled': true}")
+    text = run("DESC TABLE ks.t_scylla_cdc_log WITH INTERNALS")
+    assert text is not None
+    expected = (
+        "CREATE TABLE ks.t_scylla_cdc_log (\n"
+        '    "cdc$stream_id" blob,\n'
+        '    "cdc$time" timeuuid,\n'
+        '    "cdc$batch_seq_no" int,\n'
+        "    b double,\n"
+        '    "cdc$deleted_b" boolean,\n'
+        '    "cdc$deleted_u" boolean,\n'
+        '    "cdc$end_of_batch" boolean,\n'
+        '    "cdc$operation" tinyint,\n'
+        '    "cdc$ttl" bigint,\n'
+        "    p int,\n"
+        "    u int,\n"
+        "    v2 int,\n"
+        "    v int,\n"
+        '    "cdc$deleted_a" boolean,\n'
+        "    a int,\n"
+        '    PRIMARY KEY ("cdc$stream_id", "cdc$time", "cdc$batch_seq_no")\n'
+        ")"
+    )
+    assert expected in text
+    for column in ("v", '"cdc$deleted_a"', "a"):
+        assert f"ALTER TABLE ks.t_scylla_cdc_log DROP {column} USING TIMESTAMP" in text
+    (table_id,) = re.findall(r"WITH ID = (\S+)\nAND ", text)
+    log = cat.table("ks", "t_scylla_cdc_log")
+    assert log is not None and table_id == log.table_id
+    # without INTERNALS: neither
+    plain = run("DESC TABLE ks.t_scylla_cdc_log")
+    assert (
+        plain is not None and "ID =" not in plain and "DROP" not in plain and "a int" not in plain
+    )
+    # a dropped column added again: made, dropped, added
+    run("ALTER TABLE t DROP u USING TIMESTAMP 5")
+    run("ALTER TABLE t ADD u text")
+    base = run("DESCRIBE TABLE ks.t WITH INTERNALS")
+    assert base is not None
+    assert "    u int,\n    a int,\n    PRIMARY KEY" in base
+    assert "ALTER TABLE ks.t DROP u USING TIMESTAMP 5;\nALTER TABLE ks.t ADD u text;" in base
+    keyspace = run("DESCRIBE KEYSPACE ks WITH INTERNALS")
+    assert keyspace is not None and "ALTER TABLE ks.t DROP u USING TIMESTAMP 5;" in keyspace
