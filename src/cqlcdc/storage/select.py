@@ -90,7 +90,7 @@ def prepare(
     selection = plan_selection(schema, stmt)
     if selection.aggregating and stmt.per_partition_limit is not None and not stmt.group_by:
         raise InvalidRequest("PER PARTITION LIMIT is not allowed with aggregate queries.")
-    res = analyse_where(schema, stmt.where, ctx)
+    res = analyse_where(schema, stmt.where, ctx, filtering=stmt.allow_filtering)
     needs_filtering = bool(res.filters) or (
         res.partition_keys is None
         and res.ck_restricted_columns > 0

@@ -105,8 +105,11 @@ def analyse_where(
     schema: TableSchema,
     where: tuple[ast.Relation, ...],
     ctx: TermContext | None = None,
+    filtering: bool = False,
 ) -> KeyRestrictions:
-    """Resolve WHERE relations against the table's keys."""
+    """Resolve WHERE relations against the table's keys. With ``filtering`` (a SELECT with
+    ALLOW FILTERING) a clustering restriction that does not extend the restricted prefix
+    becomes a filter, as ScyllaDB filters it, instead of an error."""
     res = KeyRestrictions()
     pk_cols = schema.partition_key
     ck_cols = schema.clustering_key
@@ -163,7 +166,7 @@ def analyse_where(
                 tuple(combo) for combo in itertools.product(*(pk_values[c.name] for c in pk_cols))
             ]
 
-    _clustering(schema, ck_cols, ck_eq, ck_slices, multi, res, ctx)
+    _clustering(schema, ck_cols, ck_eq, ck_slices, multi, res, ctx, filtering)
     return res
 
 
@@ -210,13 +213,20 @@ def _clustering(
     multi: list[ast.Relation],
     res: KeyRestrictions,
     ctx: TermContext | None,
+    filtering: bool,
 ) -> None:
     prefix_len = 0
     while prefix_len in ck_eq:
         prefix_len += 1
-    for pos in ck_eq:
+    for pos in sorted(ck_eq):
         if pos >= prefix_len:
             col = ck_cols[pos]
+            if filtering:
+                values = ck_eq.pop(pos)
+                res.filters.append(
+                    (col, "=", values[0]) if len(values) == 1 else (col, "IN", values)
+                )
+                continue
             prev = ck_cols[prefix_len].name if prefix_len < len(ck_cols) else col.name
             raise InvalidRequest(
                 f'PRIMARY KEY column "{col.name}" cannot be restricted as preceding column '
@@ -231,6 +241,9 @@ def _clustering(
     for pos, ops in ck_slices.items():
         if pos != prefix_len or slices is not None:
             col = ck_cols[pos]
+            if filtering:
+                res.filters.extend((col, op, v) for op, v in ops)
+                continue
             prev = ck_cols[prefix_len].name if prefix_len < len(ck_cols) else col.name
             raise InvalidRequest(
                 f'PRIMARY KEY column "{col.name}" cannot be restricted as preceding column '

@@ -269,3 +269,32 @@ def test_filtering_on_a_map_entry_or_a_list_element() -> None:
         ps("m1['black'] = 2")
     with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
         m.run("SELECT p FROM ks.t WHERE m1[1] = 2")
+
+
+def test_allow_filtering_filters_clustering_restrictions_that_skip_a_column() -> None:
+    """ScyllaDB filters a clustering restriction that does not extend the restricted prefix
+    when the query allows filtering (test_allow_filtering.py::test_allow_filtering_prefix),
+    and refuses it otherwise."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (p int, c1 int, c2 int, v int, PRIMARY KEY (p, c1, c2))")
+    for p in range(2):
+        for c1 in range(3):
+            for c2 in range(3):
+                m.run(f"INSERT INTO ks.t (p, c1, c2, v) VALUES ({p}, {c1}, {c2}, 0)")
+
+    def keys(where: str) -> list[tuple[int, int, int]]:
+        return sorted(r[:3] for r in m.run(f"SELECT p, c1, c2 FROM ks.t WHERE {where}"))
+
+    assert keys("p = 0 AND c2 > 1 ALLOW FILTERING") == [(0, c1, 2) for c1 in range(3)]
+    assert keys("c2 = 1 ALLOW FILTERING") == [(p, c1, 1) for p in range(2) for c1 in range(3)]
+    assert keys("p = 1 AND c1 > 0 AND c2 IN (0, 2) ALLOW FILTERING") == [
+        (1, 1, 0),
+        (1, 1, 2),
+        (1, 2, 0),
+        (1, 2, 2),
+    ]
+    with pytest.raises(InvalidRequest, match='PRIMARY KEY column "c2" cannot be restricted'):
+        keys("p = 0 AND c2 > 1")
