@@ -95,6 +95,8 @@ def _statement(
                 term(target.key, f"key({target.column})", ctype.key)
             elif target.key is not None and isinstance(ctype, ListType):
                 term(target.key, f"idx({target.column})", native_type("int"))
+            elif target.key is not None and isinstance(ctype, SetType):
+                term(target.key, f"value({target.column})", ctype.elem)  # DELETE s[?]
         _using(out, s.using, table)
         _where(out, s.where, table)
         _conditions(out, s.conditions, table)
