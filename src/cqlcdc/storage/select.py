@@ -90,7 +90,7 @@ def prepare(
     selection = plan_selection(schema, stmt)
     if selection.aggregating and stmt.per_partition_limit is not None and not stmt.group_by:
         raise InvalidRequest("PER PARTITION LIMIT is not allowed with aggregate queries.")
-    res = analyse_where(schema, stmt.where, ctx, filtering=stmt.allow_filtering)
+    res = analyse_where(schema, stmt.where, ctx, filtering=stmt.allow_filtering, reading=True)
     needs_filtering = bool(res.filters) or (
         res.partition_keys is None
         and res.ck_restricted_columns > 0
@@ -205,7 +205,7 @@ def group_by_columns(schema: TableSchema, stmt: ast.Select) -> list[Column]:
 
 
 def _matches(value: Any, op: str, target: Any, ctype: CqlType) -> bool:
-    if value is None:
+    if value is None or target is None:  # nothing equals null, not even null
         return False
     if op.startswith(ELEMENT):  # m[k] op v, l[i] op v
         key, wanted = target

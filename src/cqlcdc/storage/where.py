@@ -49,12 +49,16 @@ class KeyRestrictions:
         return [(Bound(p, True), Bound(p, True)) for p in self.ck_prefixes]
 
 
-def _term_values(col: Column, rel: ast.Relation, ctx: TermContext | None) -> list[Any]:
+def _term_values(
+    col: Column, rel: ast.Relation, ctx: TermContext | None, reading: bool = False
+) -> list[Any]:
     if rel.operator == "IN":
         if isinstance(rel.value, ast.BindMarker):  # IN ?: one bound list of values
             values = ListType(col.type.frozen(), frozen=True).parse_literal(
                 rel.value, col.name, ctx
             )
+            if values is None and reading:
+                return []  # a read of IN null: nothing (ScyllaDB #8265)
             if values is None:
                 raise InvalidRequest(f"Invalid null value for IN restriction on {col.name}")
             if any(v is None for v in values):
@@ -66,9 +70,11 @@ def _term_values(col: Column, rel: ast.Relation, ctx: TermContext | None) -> lis
     return [_value(col.type, col.name, rel.value, ctx)]
 
 
-def _value(ctype: CqlType, name: str, term: ast.Term, ctx: TermContext | None) -> Any:
+def _value(
+    ctype: CqlType, name: str, term: ast.Term, ctx: TermContext | None, nullable: bool = False
+) -> Any:
     v = ctype.frozen().parse_literal(term, name, ctx)
-    if v is None:
+    if v is None and not nullable:
         raise InvalidRequest(f"Invalid null value in condition for column {name}")
     return v
 
@@ -106,10 +112,14 @@ def analyse_where(
     where: tuple[ast.Relation, ...],
     ctx: TermContext | None = None,
     filtering: bool = False,
+    reading: bool = False,
 ) -> KeyRestrictions:
     """Resolve WHERE relations against the table's keys. With ``filtering`` (a SELECT with
     ALLOW FILTERING) a clustering restriction that does not extend the restricted prefix
-    becomes a filter, as ScyllaDB filters it, instead of an error."""
+    becomes a filter, as ScyllaDB filters it, instead of an error. A read (``reading``)
+    compares with null as SQL does, matching nothing: ``v = NULL``, ``i > NULL``,
+    ``s CONTAINS NULL``, ``p IN ?`` bound to null (ScyllaDB's test_null.py); a write refuses
+    a null key."""
     res = KeyRestrictions()
     pk_cols = schema.partition_key
     ck_cols = schema.clustering_key
@@ -137,24 +147,25 @@ def analyse_where(
                 raise InvalidRequest(
                     f"{name} cannot be restricted by more than one relation if it includes an Equal"
                 )
-            pk_values[name] = _term_values(col, rel, ctx)
+            pk_values[name] = _term_values(col, rel, ctx, reading)
         elif col.kind == "clustering" and rel.operator in ("=", "IN"):
             if col.position in ck_eq:
                 raise InvalidRequest(
                     f"{name} cannot be restricted by more than one relation if it includes an Equal"
                 )
-            ck_eq[col.position] = _term_values(col, rel, ctx)
+            ck_eq[col.position] = _term_values(col, rel, ctx, reading)
         elif col.kind == "clustering" and rel.operator in ("<", "<=", ">", ">="):
             ck_slices.setdefault(col.position, []).append(
                 (rel.operator, _value(col.type, name, rel.value, ctx))
             )
         else:
+            nullable = reading and not col.is_key  # a filter on null matches nothing
             if rel.operator == "IN":
-                vals: Any = _term_values(col, rel, ctx)
+                vals: Any = _term_values(col, rel, ctx, reading)
             elif rel.operator in ("CONTAINS", "CONTAINS KEY"):
-                vals = _contains_value(col, rel, ctx)
+                vals = _contains_value(col, rel, ctx, nullable)
             else:
-                vals = _value(col.type, name, rel.value, ctx)
+                vals = _value(col.type, name, rel.value, ctx, nullable)
             res.filters.append((col, rel.operator, vals))
 
     if pk_values:
@@ -170,16 +181,18 @@ def analyse_where(
     return res
 
 
-def _contains_value(col: Column, rel: ast.Relation, ctx: TermContext | None) -> Any:
+def _contains_value(
+    col: Column, rel: ast.Relation, ctx: TermContext | None, nullable: bool = False
+) -> Any:
     from cqlcdc.types import ListType, MapType, SetType
 
     t = col.type
     if rel.operator == "CONTAINS KEY" and isinstance(t, MapType):
-        return _value(t.key, col.name, rel.value, ctx)
+        return _value(t.key, col.name, rel.value, ctx, nullable)
     if isinstance(t, ListType | SetType):
-        return _value(t.element, col.name, rel.value, ctx)
+        return _value(t.element, col.name, rel.value, ctx, nullable)
     if isinstance(t, MapType):
-        return _value(t.value, col.name, rel.value, ctx)
+        return _value(t.value, col.name, rel.value, ctx, nullable)
     raise InvalidRequest(f"Cannot use {rel.operator} on non-collection column {col.name}")
 
 

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cqlcdc.cql import parse_statement
 from cqlcdc.storage.cells import Cell, RowMarker
 from cqlcdc.storage.token import MAX_TOKEN, bucket_of, murmur3_token
 from cqlcdc.storage.uuids import SeededBits, micros_of, random_time_uuid, timeuuid_from_micros
-from tests.core_model import CoreModel
+from tests.core_model import CoreModel, parse_qualified
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 
@@ -298,3 +299,31 @@ def test_allow_filtering_filters_clustering_restrictions_that_skip_a_column() ->
     ]
     with pytest.raises(InvalidRequest, match='PRIMARY KEY column "c2" cannot be restricted'):
         keys("p = 0 AND c2 > 1")
+
+
+def test_a_read_compares_with_null_as_sql_does() -> None:
+    """ScyllaDB's test_null.py: ``v = NULL``, ``i > NULL``, ``s CONTAINS NULL``, ``m
+    CONTAINS KEY NULL`` match nothing (with ALLOW FILTERING, which they still need), and
+    ``p IN ?`` bound to null reads nothing; a write still refuses a null key."""
+    from cqlcdc.errors import InvalidRequest
+    from cqlcdc.storage.mutations import WriteContext
+    from cqlcdc.storage.select import prepare
+
+    m = CoreModel()
+    m.run(KS)
+    m.run(
+        "CREATE TABLE ks.t (p text, c text, v text, i int, s set<int>, m map<int, int>, "
+        "PRIMARY KEY (p, c))"
+    )
+    m.run("INSERT INTO ks.t (p, c, v, i, s, m) VALUES ('x', 'a', 'v', 1, {1}, {1: 1})")
+    m.run("INSERT INTO ks.t (p, c) VALUES ('x', 'b')")
+    for where in ("v = NULL", "i > NULL", "i <= NULL", "s CONTAINS NULL", "m CONTAINS KEY NULL"):
+        assert m.run(f"SELECT c FROM ks.t WHERE p = 'x' AND {where} ALLOW FILTERING") == []
+        with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+            m.run(f"SELECT c FROM ks.t WHERE p = 'x' AND {where}")
+    schema = m.table(parse_qualified("ks.t"))
+    stmt = parse_statement("SELECT p FROM ks.t WHERE p IN ?")
+    res = prepare(schema, stmt, WriteContext(0, 0, 0, bindings=[None]))  # type: ignore[arg-type]
+    assert res.partition_keys == []
+    with pytest.raises(InvalidRequest, match="null value"):
+        m.run("DELETE FROM ks.t WHERE p = null")
