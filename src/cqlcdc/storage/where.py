@@ -13,6 +13,7 @@ from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.keys import Bound, ClusteringKey
+from cqlcdc.storage.token import murmur3_token, serialize_partition_key
 from cqlcdc.storage.tuple_slices import tuple_slice_ranges
 from cqlcdc.types import ListType, MapType, native_type
 from cqlcdc.types.base import CqlType, TermContext
@@ -199,7 +200,6 @@ def _contains_value(
 def _token_restriction(
     schema: TableSchema, rel: ast.Relation, res: KeyRestrictions, ctx: TermContext | None
 ) -> None:
-    from cqlcdc.types import native_type
 
     expected = tuple(c.name for c in schema.partition_key)
     if rel.columns != expected:
@@ -207,7 +207,7 @@ def _token_restriction(
             "The token function arguments must be in the partition key order: "
             + ", ".join(expected)
         )
-    value = native_type("bigint").parse_literal(rel.value, "partition key token", ctx)
+    value = _token_value(schema, rel.value, ctx)
     if rel.operator in (">", ">="):
         res.token_lower = (value, rel.operator == ">=")
     elif rel.operator in ("<", "<="):
@@ -216,6 +216,28 @@ def _token_restriction(
         res.token_lower = res.token_upper = (value, True)
     else:
         raise InvalidRequest(f"Unsupported operator {rel.operator} on token")
+
+
+def _token_value(schema: TableSchema, term: ast.Term, ctx: TermContext | None) -> Any:
+    """A token bound: a bigint, or ``token(...)`` of partition key values (their token)."""
+    from cqlcdc.types import native_type
+
+    if isinstance(term, ast.FunctionCall) and term.name == "token":
+        pk = schema.partition_key
+        if len(term.args) != len(pk):
+            raise InvalidRequest(
+                f"Invalid number of arguments in call to function token: {len(pk)} required "
+                f"but {len(term.args)} provided"
+            )
+        values = []
+        for column, arg in zip(pk, term.args, strict=True):
+            if isinstance(arg, ast.ColumnRef):
+                raise InvalidRequest(
+                    "The token function cannot be used in WHERE clauses for a column"
+                )
+            values.append(_value(column.type, column.name, arg, ctx))
+        return murmur3_token(serialize_partition_key(schema, values))
+    return native_type("bigint").parse_literal(term, "partition key token", ctx)
 
 
 def _clustering(

@@ -327,3 +327,20 @@ def test_a_read_compares_with_null_as_sql_does() -> None:
     assert res.partition_keys == []
     with pytest.raises(InvalidRequest, match="null value"):
         m.run("DELETE FROM ks.t WHERE p = null")
+
+
+def test_a_token_bound_may_be_the_token_of_key_values() -> None:
+    """``token(k) >= token(3)`` (select_test: testTokenRange): the bound is the token of
+    the partition key made of the given values."""
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (k int PRIMARY KEY)")
+    for k in range(8):
+        m.run(f"INSERT INTO ks.t (k) VALUES ({k})")
+    in_token_order = [r[0] for r in m.run("SELECT k FROM ks.t")]
+    for k in range(8):
+        at = in_token_order.index(k)
+        got = [r[0] for r in m.run(f"SELECT k FROM ks.t WHERE token(k) >= token({k})")]
+        assert got == in_token_order[at:]
+        got = [r[0] for r in m.run(f"SELECT k FROM ks.t WHERE token(k) < token({k})")]
+        assert got == in_token_order[:at]
