@@ -15,7 +15,7 @@ from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.keys import Bound, ClusteringKey
 from cqlcdc.storage.token import murmur3_token, serialize_partition_key
 from cqlcdc.storage.tuple_slices import tuple_slice_ranges
-from cqlcdc.types import ListType, MapType, native_type
+from cqlcdc.types import ListType, MapType, TupleType, native_type
 from cqlcdc.types.base import CqlType, TermContext
 
 ClusteringRange = tuple[Bound, Bound]
@@ -320,6 +320,31 @@ def _clustering(
     res.ck_ranges = ranges
 
 
+def _multi_in_values(
+    rel: ast.Relation, cols: list[Column], ctx: TermContext | None
+) -> list[tuple[Any, ...]]:
+    """The tuples of a multi-column IN, deduplicated (ScyllaDB sorts and dedups IN values;
+    the rows come in clustering order either way)."""
+    if isinstance(rel.value, ast.BindMarker):
+        bound = ListType(TupleType(tuple(c.type.frozen() for c in cols)), frozen=True)
+        found = bound.parse_literal(rel.value, "(" + ",".join(c.name for c in cols) + ")", ctx)
+        tuples = [] if found is None else list(found)
+    elif isinstance(rel.value, ast.TupleLiteral):
+        tuples = []
+        for item in rel.value.items:
+            if not isinstance(item, ast.TupleLiteral) or len(item.items) != len(cols):
+                raise InvalidRequest(f"Expected {len(cols)} elements in value tuple")
+            tuples.append(
+                tuple(_value(c.type, c.name, t, ctx) for c, t in zip(cols, item.items, strict=True))
+            )
+    else:
+        raise InvalidRequest("Invalid IN relation on multiple columns")
+    for t in tuples:
+        if t is None or any(v is None for v in t):
+            raise InvalidRequest("Invalid null value in condition for a multi-column IN")
+    return list(dict.fromkeys(tuples))
+
+
 def _multi_column_slice(
     ck_cols: tuple[Column, ...],
     prefix_len: int,
@@ -336,6 +361,11 @@ def _multi_column_slice(
             raise InvalidRequest(
                 "Clustering columns must appear in the PRIMARY KEY order in multi-column relations"
             )
+        if rel.operator == "IN":  # (c1, c2) IN ((0, 1), (1, 0)) or IN ?: a prefix each
+            tuples = _multi_in_values(rel, rel_cols, ctx)
+            res.ck_prefixes = [p + t for p in res.ck_prefixes for t in tuples]
+            res.ck_restricted_columns = prefix_len + len(rel_cols)
+            continue
         if not isinstance(rel.value, ast.TupleLiteral) or len(rel.value.items) != len(rel_cols):
             raise InvalidRequest(f"Expected {len(rel_cols)} elements in value tuple")
         values = tuple(

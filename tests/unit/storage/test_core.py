@@ -344,3 +344,28 @@ def test_a_token_bound_may_be_the_token_of_key_values() -> None:
         assert got == in_token_order[at:]
         got = [r[0] for r in m.run(f"SELECT k FROM ks.t WHERE token(k) < token({k})")]
         assert got == in_token_order[:at]
+
+
+def test_multi_column_in_restricts_clustering_prefixes() -> None:
+    """``(c1, c2) IN ((0, 1), (1, 0))`` in reads and writes (select_multi_column_relation
+    and delete tests), literal or bound as one list of tuples."""
+    from cqlcdc.storage.mutations import WriteContext
+    from cqlcdc.storage.select import prepare
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (p int, c1 int, c2 int, v int, PRIMARY KEY (p, c1, c2))")
+    for c1 in range(2):
+        for c2 in range(2):
+            m.run(f"INSERT INTO ks.t (p, c1, c2, v) VALUES (0, {c1}, {c2}, 0)")
+
+    def keys(where: str) -> list[tuple[int, int]]:
+        return [r[:2] for r in m.run(f"SELECT c1, c2 FROM ks.t WHERE p = 0 AND {where}")]
+
+    assert keys("(c1, c2) IN ((1, 0), (0, 1), (1, 0))") == [(0, 1), (1, 0)]
+    schema = m.table(parse_qualified("ks.t"))
+    stmt = parse_statement("SELECT c1 FROM ks.t WHERE p = 0 AND (c1, c2) IN ?")
+    res = prepare(schema, stmt, WriteContext(0, 0, 0, bindings=[[(1, 1), (0, 0)]]))  # type: ignore[arg-type]
+    assert sorted(res.ck_prefixes) == [(0, 0), (1, 1)]
+    m.run("DELETE FROM ks.t WHERE p = 0 AND (c1, c2) IN ((0, 0), (1, 1))")
+    assert keys("c1 >= 0") == [(0, 1), (1, 0)]
