@@ -23,7 +23,7 @@ from cqlcdc.server.connection import Connection
 from cqlcdc.server.frames import MAX_BODY_BYTES
 from cqlcdc.server.login import PASSWORD_AUTHENTICATOR
 from cqlcdc.server.results import SchemaChange
-from cqlcdc.server.statements import Cursors, Prepared
+from cqlcdc.server.statements import Cursors, PreparedCache
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator
@@ -93,7 +93,7 @@ class CqlServer:
         self.combiner: WriteCombiner | None = WriteCombiner(coordinator)
         self.compression = compression
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cql")
-        self.prepared: dict[bytes, Prepared] = {}
+        self.prepared = PreparedCache()
         # writes with literal values as the prepared writes they mean (connection._literal)
         self.literal_templates: dict[tuple[str | None, ast.Statement], PreparedStatement] = {}
         self.cursors = Cursors()

@@ -69,9 +69,44 @@ class Prepared:
         )
 
 
-def current_prepared(
-    cache: dict[bytes, Prepared], query_id: bytes, session: Session
-) -> Prepared | None:
+class PreparedCache:
+    """Prepared statements by id, the least recently used evicted past ``limit``: a client
+    preparing ever new statements cannot grow the server without bound (ScyllaDB's prepared
+    cache is bounded too). An evicted id gets UNPREPARED, which drivers answer by
+    preparing it again."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[bytes, Prepared] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, query_id: bytes) -> Prepared | None:
+        with self._lock:
+            found = self._entries.get(query_id)
+            if found is not None:
+                self._entries.move_to_end(query_id)
+            return found
+
+    def __setitem__(self, query_id: bytes, prepared: Prepared) -> None:
+        with self._lock:
+            self._entries[query_id] = prepared
+            self._entries.move_to_end(query_id)
+            while len(self._entries) > self.limit:
+                self._entries.popitem(last=False)
+
+    def pop(self, query_id: bytes) -> None:
+        with self._lock:
+            self._entries.pop(query_id, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def current_prepared(cache: PreparedCache, query_id: bytes, session: Session) -> Prepared | None:
     """The prepared statement ``query_id`` names, valid for the current schema (None: not
     prepared, or no longer). After a DDL its bind and result metadata are computed again;
     when they changed (its table dropped and made again, a column's type or a UDT altered)
@@ -89,7 +124,7 @@ def current_prepared(
         or fresh.receivers_spec != known.receivers_spec
         or fresh.result != known.result
     ):
-        cache.pop(query_id, None)
+        cache.pop(query_id)
         return None
     cache[query_id] = fresh
     return fresh
@@ -304,7 +339,7 @@ def _timestamped(
 
 
 def batch_statement(
-    prepared: dict[bytes, Prepared], session: Session, request: Batch
+    prepared: PreparedCache, session: Session, request: Batch
 ) -> tuple[ast.Batch | None, list[Any]]:
     """One ``ast.Batch`` binding one list of values from a BATCH request's children
     (prepared or text), with its default timestamp; None when UNSET values left nothing.
