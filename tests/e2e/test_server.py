@@ -807,3 +807,14 @@ def test_a_schema_change_invalidates_prepared_statements(cql: Any, server: tuple
         assert fresh.execute("SELECT x FROM re WHERE k = 2").one().x == "two"
     finally:
         cluster.shutdown()
+
+
+def test_the_driver_selects_a_udt_field_and_a_map_element(cql: Any) -> None:
+    cql.execute("CREATE TYPE sel_t (a int, b text)")
+    cql.execute("CREATE TABLE sel (k int PRIMARY KEY, u frozen<sel_t>, m map<int, text>)")
+    cql.execute("INSERT INTO sel (k, u, m) VALUES (1, {a: 7, b: 'x'}, {2: 'two'})")
+    row = cql.execute("SELECT u.a, u.b, m[2], m[3] FROM sel WHERE k = 1").one()
+    assert tuple(row) == (7, "x", "two", None)
+    select = cql.prepare("SELECT u.a AS a FROM sel WHERE k = ?")
+    assert [c[3].typename for c in select.result_metadata] == ["int"]  # (ks, table, name, type)
+    assert cql.execute(select, (1,)).one().a == 7

@@ -556,13 +556,29 @@ class Batch:
 class Selector:
     """One item of a SELECT list: a column, or a function of columns, with an optional alias.
 
-    ``expr`` is a ColumnRef (``pk``, ``"cdc$time"``) or a FunctionCall whose args are
+    ``expr`` is a ColumnRef (``pk``, ``"cdc$time"``), a FunctionCall whose args are
     ColumnRefs or Terms (``writetime(v)``, ``ttl(v)``, ``token(pk)``, ``count(*)`` with a
-    ``ColumnRef('*')`` argument).
+    ``ColumnRef('*')`` argument), or a field or element of a column (``u.f``, ``m[k]``).
     """
 
-    expr: ColumnRef | FunctionCall
+    expr: ColumnRef | FunctionCall | FieldSelection | ElementSelection
     alias: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSelection:
+    """``u.f`` in a SELECT list: one field of a UDT column."""
+
+    column: str
+    field: str
+
+
+@dataclass(frozen=True, slots=True)
+class ElementSelection:
+    """``m[k]`` / ``l[i]`` / ``s[e]`` in a SELECT list: one element of a collection column."""
+
+    column: str
+    key: Term
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,16 @@ ALLOW FILTERING and ScyllaDB's BYPASS CACHE and USING TIMEOUT."""
 
 from __future__ import annotations
 
-from cqlcdc.cql.ast import ColumnRef, FunctionCall, Ordering, Select, Selector, Term
+from cqlcdc.cql.ast import (
+    ColumnRef,
+    ElementSelection,
+    FieldSelection,
+    FunctionCall,
+    Ordering,
+    Select,
+    Selector,
+    Term,
+)
 from cqlcdc.cql.parse_clauses import ClausesMixin
 from cqlcdc.cql.tokens import TokenType
 
@@ -77,14 +86,22 @@ class SelectMixin(ClausesMixin):
         return True
 
     def _parse_selector(self) -> Selector:
-        expr: ColumnRef | FunctionCall
+        expr: ColumnRef | FunctionCall | FieldSelection | ElementSelection
         if self._at(TokenType.LPAREN, 1) and self._curr.type in (
             TokenType.WORD,
             TokenType.QUOTED_NAME,
         ):
             expr = self._parse_selector_call()
         else:
-            expr = ColumnRef(self._parse_identifier())
+            name = self._parse_identifier()
+            if self._match(TokenType.DOT):  # u.f
+                expr = FieldSelection(name, self._parse_identifier())
+            elif self._match(TokenType.LBRACKET):  # m[k]
+                key = self._parse_term()
+                self._expect(TokenType.RBRACKET)
+                expr = ElementSelection(name, key)
+            else:
+                expr = ColumnRef(name)
         alias = self._parse_identifier() if self._match_word("as") else None
         return Selector(expr, alias)
 

@@ -47,6 +47,8 @@ from cqlcdc.cql.ast import (
     DropRole,
     DropTable,
     DropType,
+    ElementSelection,
+    FieldSelection,
     FunctionCall,
     GrantPermissions,
     GrantRole,
@@ -494,7 +496,13 @@ def _render_batch(node: Batch) -> str:
 
 
 def _render_selector(selector: Selector) -> str:
-    text = render_term(selector.expr)
+    expr = selector.expr
+    if isinstance(expr, FieldSelection):
+        text = f"{quote_identifier(expr.column)}.{quote_identifier(expr.field)}"
+    elif isinstance(expr, ElementSelection):
+        text = f"{quote_identifier(expr.column)}[{render_term(expr.key)}]"
+    else:
+        text = render_term(expr)
     if selector.alias is not None:
         text += f" AS {quote_identifier(selector.alias)}"
     return text

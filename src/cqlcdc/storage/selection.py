@@ -18,7 +18,7 @@ from cqlcdc.cql import ast
 from cqlcdc.errors import CqlSyntaxError, InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.aggregates import AGGREGATES, Accumulator, Aggregate, aggregate
-from cqlcdc.types import native_type
+from cqlcdc.types import ListType, MapType, SetType, UserType, native_type
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.json_codec import json_name, to_json
 from cqlcdc.types.terms import term_text
@@ -32,7 +32,7 @@ class Node:
     """One selector expression: a column, ``writetime``/``ttl`` of a column, ``token``,
     ``toJson`` of a node, an aggregate of a node (or of rows), or a constant argument."""
 
-    kind: str  # column | writetime | ttl | token | tojson | aggregate | constant
+    kind: str  # column | field | element | writetime | ttl | token | tojson | aggregate | constant
     name: str  # the result-metadata name
     type: CqlType
     column: str = ""
@@ -181,11 +181,19 @@ class _Planner:
             self.columns.append(name)
         return col
 
-    def node(self, expr: ast.Term | ast.ColumnRef, top: bool = False) -> Node:
+    def node(
+        self,
+        expr: ast.Term | ast.ColumnRef | ast.FieldSelection | ast.ElementSelection,
+        top: bool = False,
+    ) -> Node:
         if isinstance(expr, ast.ColumnRef):
             if expr.name == "*":
                 raise CqlSyntaxError("no viable alternative at input '*'")
             return _column(self._use(expr.name))
+        if isinstance(expr, ast.FieldSelection):
+            return self._field(expr)
+        if isinstance(expr, ast.ElementSelection):
+            return self._element(expr)
         if isinstance(expr, ast.FunctionCall):
             return self._call(expr)
         if isinstance(expr, ast.Constant) and expr.kind != "null" and not top:
@@ -216,6 +224,49 @@ class _Planner:
         if name in AGGREGATES:
             return self._aggregate(name, call)
         raise InvalidRequest(f"Unknown function '{call.name}'")
+
+    def _field(self, expr: ast.FieldSelection) -> Node:
+        """``u.f``: a field of a UDT column (null where the value or the field is)."""
+        col = self._use(expr.column)
+        ctype = col.type
+        if not isinstance(ctype, UserType):
+            raise InvalidRequest(
+                f"Invalid field selection: {col.name} of type {ctype.cql_name} is not a user type"
+            )
+        if expr.field not in ctype.field_names:
+            raise InvalidRequest(f"{ctype.name} has no field {expr.field}")
+        index = ctype.field_names.index(expr.field)
+        return Node(
+            "field",
+            f"{col.name}.{expr.field}",
+            ctype.field_types[index],
+            column=col.name,
+            value=expr.field,
+        )
+
+    def _element(self, expr: ast.ElementSelection) -> Node:
+        """``m[k]``, ``l[i]``, ``s[e]``: an element of a collection column (the set's own
+        element when present), null where there is none."""
+        col = self._use(expr.column)
+        ctype = col.type
+        if isinstance(ctype, MapType):
+            key_type, elem_type = ctype.key, ctype.value
+        elif isinstance(ctype, ListType):
+            key_type, elem_type = native_type("int"), ctype.elem
+        elif isinstance(ctype, SetType):
+            key_type = elem_type = ctype.elem
+        else:
+            raise InvalidRequest(f"Column {col.name} is not a map/set/list, cannot be subscripted")
+        if isinstance(expr.key, ast.BindMarker):
+            raise InvalidRequest(f"A bind marker cannot select an element of {col.name} here")
+        key = key_type.frozen().parse_literal(expr.key, f"key({col.name})")
+        return Node(
+            "element",
+            f"{col.name}[{term_text(expr.key)}]",
+            elem_type,
+            column=col.name,
+            value=key,
+        )
 
     def _attribute(self, name: str, call: ast.FunctionCall) -> Node:
         args = [a.name for a in call.args if isinstance(a, ast.ColumnRef)]
@@ -289,6 +340,11 @@ def _row_value(node: Node, schema: TableSchema, row: dict[str, Any], now_s: int)
     kind = node.kind
     if kind == "column":
         return row.get(node.column)
+    if kind == "field":  # a UDT value is a mapping of its fields
+        value = row.get(node.column)
+        return None if value is None else value.get(node.value)
+    if kind == "element":
+        return _element_of(row.get(node.column), node.value)
     if kind == "constant":
         return node.value
     if kind == "token":
@@ -303,6 +359,16 @@ def _row_value(node: Node, schema: TableSchema, row: dict[str, Any], now_s: int)
     if kind == "writetime":
         return cell.timestamp
     return cell.remaining_ttl(now_s)
+
+
+def _element_of(value: Any, key: Any) -> Any:
+    if value is None or key is None:
+        return None
+    if isinstance(value, frozenset):  # a set: its own element, if present
+        return key if key in value else None
+    if isinstance(value, tuple):  # a list: by index
+        return value[key] if 0 <= key < len(value) else None
+    return value.get(key)
 
 
 def _final_value(node: Node, results: Sequence[Any]) -> Any:

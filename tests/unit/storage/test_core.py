@@ -369,3 +369,33 @@ def test_multi_column_in_restricts_clustering_prefixes() -> None:
     assert sorted(res.ck_prefixes) == [(0, 0), (1, 1)]
     m.run("DELETE FROM ks.t WHERE p = 0 AND (c1, c2) IN ((0, 0), (1, 1))")
     assert keys("c1 >= 0") == [(0, 1), (1, 0)]
+
+
+def test_select_a_udt_field_or_a_collection_element() -> None:
+    """``SELECT u.a, m[k], l[i], s[e]`` (user_types_test, collections tests): the field or
+    element, null where the value has none."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TYPE ks.ut (a int, b text)")
+    m.run(
+        "CREATE TABLE ks.t (k int PRIMARY KEY, u ut, fu frozen<ut>, m map<int, text>, "
+        "l list<text>, s set<int>)"
+    )
+    m.run(
+        "INSERT INTO ks.t (k, u, fu, m, l, s) VALUES (1, {a: 1, b: 'x'}, {a: 2}, "
+        "{1: 'one', 2: 'two'}, ['p', 'q'], {5, 6})"
+    )
+    m.run("INSERT INTO ks.t (k) VALUES (2)")
+    assert m.run("SELECT k, u.a, u.b, fu.a, fu.b FROM ks.t WHERE k IN (1, 2)") == [
+        (1, 1, "x", 2, None),
+        (2, None, None, None, None),
+    ]
+    assert m.run("SELECT m[2], m[3], l[1], l[5], s[6], s[7] FROM ks.t WHERE k = 1") == [
+        ("two", None, "q", None, 6, None)
+    ]
+    with pytest.raises(InvalidRequest, match="is not a user type"):
+        m.run("SELECT k.a FROM ks.t")
+    with pytest.raises(InvalidRequest, match=r'for "key\(m\)" of type int'):
+        m.run("SELECT m['x'] FROM ks.t")
