@@ -92,7 +92,7 @@ def _base_partitions(
     schema: TableSchema, snap: Any, res: Any, now_s: int, truncated: int, num_buckets: int
 ) -> list[PartitionRows]:
     output = base_output(schema)
-    if snap.version_of(output) is None:
+    if snap.version_of(output) is None or res.partition_keys == []:  # p IN (), p = null
         return []
     filters: list[tuple[str, str, Any]] | None = None
     prune: list[tuple[str, str, Any]] | None = None
@@ -162,8 +162,8 @@ def _log_scan(
 ) -> _LogScan:
     condition = (pc.field("_expiry_s") == 0) | (pc.field("_expiry_s") > now_s)
     output = log_output(base) if base is not None else None
-    if output is not None and snap.version_of(output) is None:
-        output = None
+    if output is not None and (snap.version_of(output) is None or res.partition_keys == []):
+        output = None  # no log yet, or no stream named (IN (), = null)
     prune: list[tuple[str, str, Any]] | None = None
     if res.partition_keys is not None:
         wanted = sorted({pk[0] for pk in res.partition_keys})

@@ -206,3 +206,17 @@ def test_prepared_statements_bind_values(session: Any) -> None:
         s.execute(insert, (1, ck))
     bad = s.execute_many([insert], [(3, ck, 42, None, None, 0)])
     assert isinstance(bad[0], InvalidRequest)
+
+
+def test_reads_that_name_no_partition_read_nothing(session: Any) -> None:
+    """``p = null`` and ``p IN ()`` on the engine's read path (base and log): no file is
+    read, aggregates still give their row."""
+    s = session
+    s.execute(
+        "CREATE TABLE ks.n (p int, c int, v int, PRIMARY KEY (p, c)) WITH cdc = {'enabled': true}"
+    )
+    s.execute("INSERT INTO ks.n (p, c, v) VALUES (1, 1, 1)")
+    assert _rows(s.execute("SELECT count(*) FROM ks.n WHERE p = null")) == [(0,)]
+    assert _rows(s.execute("SELECT count(*) FROM ks.n WHERE p IN ()")) == [(0,)]
+    assert _rows(s.execute('SELECT * FROM ks.n_scylla_cdc_log WHERE "cdc$stream_id" IN ()')) == []
+    assert _rows(s.execute("SELECT count(*) FROM ks.n")) == [(1,)]

@@ -68,7 +68,8 @@ def _term_values(
         if not isinstance(rel.value, ast.TupleLiteral):
             raise InvalidRequest(f"Invalid IN relation on {col.name}")
         return [_value(col.type, col.name, t, ctx) for t in rel.value.items]
-    return [_value(col.type, col.name, rel.value, ctx)]
+    value = _value(col.type, col.name, rel.value, ctx, nullable=reading)
+    return [] if value is None else [value]  # a read of key = null: nothing
 
 
 def _value(

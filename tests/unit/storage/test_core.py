@@ -399,3 +399,23 @@ def test_select_a_udt_field_or_a_collection_element() -> None:
         m.run("SELECT k.a FROM ks.t")
     with pytest.raises(InvalidRequest, match=r'for "key\(m\)" of type int'):
         m.run("SELECT m['x'] FROM ks.t")
+
+
+def test_a_key_compared_with_null_reads_nothing() -> None:
+    """ScyllaDB's test_aggregate.py::test_count_empty_eq_null and test_count_empty_in:
+    ``p = null`` and ``p IN ()`` name no partition (aggregates still give their row); a
+    write still refuses a null key."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (p int, c int, v int, PRIMARY KEY (p, c))")
+    m.run("INSERT INTO ks.t (p, c, v) VALUES (1, 1, 1)")
+    assert m.run("SELECT count(*) FROM ks.t WHERE p = null") == [(0,)]
+    assert m.run("SELECT count(*), count(v), min(v), sum(v) FROM ks.t WHERE p = null") == [
+        (0, 0, None, 0)
+    ]
+    assert m.run("SELECT count(*) FROM ks.t WHERE p IN ()") == [(0,)]
+    assert m.run("SELECT * FROM ks.t WHERE p = 1 AND c = null") == []
+    with pytest.raises(InvalidRequest, match="null value"):
+        m.run("DELETE FROM ks.t WHERE p = null")
