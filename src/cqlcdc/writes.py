@@ -26,6 +26,7 @@ from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.attributes import timeout_ms
 from cqlcdc.storage.bulk import (
+    BOUND_TYPES,
     BulkStatement,
     ChunkWrites,
     arrow_columns,
@@ -389,19 +390,12 @@ def literal_template(
         row = []
         for name, constant in bound:
             column = schema.column(name)
-            if column is None or column.type.cql_name not in _PLAIN_TYPES:
+            if column is None or column.type.cql_name not in BOUND_TYPES:
                 return None
             row.append(column.type.parse_literal(constant, name))
     except CqlError:
         return None
     return template, tuple(row)
-
-
-# the column types whose literal value is what a driver binds for them (the bulk path's)
-_PLAIN_TYPES = frozenset(
-    {"tinyint", "smallint", "int", "bigint", "float", "double", "text", "ascii", "blob",
-     "boolean", "timestamp"}
-)  # fmt: skip
 
 
 def _template(stmt: ast.Statement) -> tuple[ast.Statement, list[tuple[str, ast.Constant]]] | None:

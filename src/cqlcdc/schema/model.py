@@ -137,6 +137,8 @@ class TableSchema:
     _keys: dict[str, tuple[Column, ...]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
+    # readded_at(), computed once (every state read of a table with drops asks)
+    _readded: dict[str, int] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self._by_name.update({c.name: c for c in self.columns})
@@ -144,6 +146,11 @@ class TableSchema:
             self._keys[kind] = tuple(
                 sorted((c for c in self.columns if c.kind == kind), key=lambda c: c.position)
             )
+        self._readded.update(
+            (d.name, d.timestamp)
+            for d in self.dropped
+            if (c := self._by_name.get(d.name)) is not None and not c.is_key
+        )
 
     @property
     def qualified_name(self) -> str:
@@ -157,12 +164,9 @@ class TableSchema:
 
     def readded_at(self) -> dict[str, int]:
         """For each value column that was dropped and added again, the last drop's
-        timestamp: its cells at or below it belong to the dropped column."""
-        return {
-            d.name: d.timestamp
-            for d in self.dropped
-            if (c := self._by_name.get(d.name)) is not None and not c.is_key
-        }
+        timestamp: its cells at or below it belong to the dropped column (not to be
+        changed by the caller)."""
+        return self._readded
 
     @property
     def partition_key(self) -> tuple[Column, ...]:

@@ -232,6 +232,10 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# the column types whose Python values the bulk path binds as they are
+BOUND_TYPES = frozenset(_PY_TYPES)
+
+
 def bound_columns(
     schema: TableSchema, stmt: BulkStatement, rows: Sequence[object]
 ) -> dict[str, pa.Array] | None:

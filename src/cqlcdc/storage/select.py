@@ -21,9 +21,9 @@ from cqlcdc.storage.cells import Cell
 from cqlcdc.storage.keys import ClusteringOrder
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.selection import CELLS, Selection, plan_selection
+from cqlcdc.storage.subscripts import element_of, subscript_types
 from cqlcdc.storage.view import PartitionView
 from cqlcdc.storage.where import ELEMENT, KeyRestrictions, analyse_where
-from cqlcdc.types import ListType, MapType
 from cqlcdc.types.base import CqlType, TermContext
 
 FILTERING_MESSAGE = (
@@ -209,13 +209,8 @@ def _matches(value: Any, op: str, target: Any, ctype: CqlType) -> bool:
         return False
     if op.startswith(ELEMENT):  # m[k] op v, l[i] op v
         key, wanted = target
-        if key is None:
-            return False
-        if isinstance(ctype, MapType):
-            return _matches(value.get(key), op[len(ELEMENT) :], wanted, ctype.value)
-        assert isinstance(ctype, ListType)
-        elem = value[key] if 0 <= key < len(value) else None
-        return _matches(elem, op[len(ELEMENT) :], wanted, ctype.elem)
+        _, elem_type = subscript_types(ctype, "")
+        return _matches(element_of(value, key), op[len(ELEMENT) :], wanted, elem_type)
     if op == "=":
         return bool(value == target)
     if op == "!=":

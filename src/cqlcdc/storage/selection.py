@@ -18,7 +18,8 @@ from cqlcdc.cql import ast
 from cqlcdc.errors import CqlSyntaxError, InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.aggregates import AGGREGATES, Accumulator, Aggregate, aggregate
-from cqlcdc.types import ListType, MapType, SetType, UserType, native_type
+from cqlcdc.storage.subscripts import element_of, subscript_types
+from cqlcdc.types import UserType, native_type
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.json_codec import json_name, to_json
 from cqlcdc.types.terms import term_text
@@ -248,15 +249,7 @@ class _Planner:
         """``m[k]``, ``l[i]``, ``s[e]``: an element of a collection column (the set's own
         element when present), null where there is none."""
         col = self._use(expr.column)
-        ctype = col.type
-        if isinstance(ctype, MapType):
-            key_type, elem_type = ctype.key, ctype.value
-        elif isinstance(ctype, ListType):
-            key_type, elem_type = native_type("int"), ctype.elem
-        elif isinstance(ctype, SetType):
-            key_type = elem_type = ctype.elem
-        else:
-            raise InvalidRequest(f"Column {col.name} is not a map/set/list, cannot be subscripted")
+        key_type, elem_type = subscript_types(col.type, col.name)
         if isinstance(expr.key, ast.BindMarker):
             raise InvalidRequest(f"A bind marker cannot select an element of {col.name} here")
         key = key_type.frozen().parse_literal(expr.key, f"key({col.name})")
@@ -344,7 +337,7 @@ def _row_value(node: Node, schema: TableSchema, row: dict[str, Any], now_s: int)
         value = row.get(node.column)
         return None if value is None else value.get(node.value)
     if kind == "element":
-        return _element_of(row.get(node.column), node.value)
+        return element_of(row.get(node.column), node.value)
     if kind == "constant":
         return node.value
     if kind == "token":
@@ -359,16 +352,6 @@ def _row_value(node: Node, schema: TableSchema, row: dict[str, Any], now_s: int)
     if kind == "writetime":
         return cell.timestamp
     return cell.remaining_ttl(now_s)
-
-
-def _element_of(value: Any, key: Any) -> Any:
-    if value is None or key is None:
-        return None
-    if isinstance(value, frozenset):  # a set: its own element, if present
-        return key if key in value else None
-    if isinstance(value, tuple):  # a list: by index
-        return value[key] if 0 <= key < len(value) else None
-    return value.get(key)
 
 
 def _final_value(node: Node, results: Sequence[Any]) -> Any:

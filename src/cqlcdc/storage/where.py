@@ -13,9 +13,10 @@ from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.keys import Bound, ClusteringKey
+from cqlcdc.storage.subscripts import subscript_types
 from cqlcdc.storage.token import murmur3_token, serialize_partition_key
 from cqlcdc.storage.tuple_slices import tuple_slice_ranges
-from cqlcdc.types import ListType, MapType, TupleType, native_type
+from cqlcdc.types import ListType, MapType, SetType, TupleType, native_type
 from cqlcdc.types.base import CqlType, TermContext
 
 ClusteringRange = tuple[Bound, Bound]
@@ -95,14 +96,10 @@ def _element(col: Column, rel: ast.Relation, ctx: TermContext | None) -> tuple[A
             other than a comparison (ScyllaDB's ``Column s is not a map/set/list, cannot be
             subscripted`` for the first).
     """
-    ctype = col.type
     assert rel.key is not None
-    if isinstance(ctype, MapType):
-        key_type, elem_type = ctype.key, ctype.value
-    elif isinstance(ctype, ListType):
-        key_type, elem_type = native_type("int"), ctype.elem
-    else:
+    if isinstance(col.type, SetType):  # ScyllaDB filters on maps and lists only
         raise InvalidRequest(f"Column {col.name} is not a map/set/list, cannot be subscripted")
+    key_type, elem_type = subscript_types(col.type, col.name)
     if rel.operator not in _ELEMENT_OPERATORS:
         raise InvalidRequest(f'Unsupported "{rel.operator}" relation on {col.name}[...]')
     key = key_type.frozen().parse_literal(rel.key, f"key({col.name})", ctx)
@@ -186,7 +183,7 @@ def analyse_where(
 def _contains_value(
     col: Column, rel: ast.Relation, ctx: TermContext | None, nullable: bool = False
 ) -> Any:
-    from cqlcdc.types import ListType, MapType, SetType
+    from cqlcdc.types import ListType, SetType
 
     t = col.type
     if rel.operator == "CONTAINS KEY" and isinstance(t, MapType):
@@ -221,7 +218,6 @@ def _token_restriction(
 
 def _token_value(schema: TableSchema, term: ast.Term, ctx: TermContext | None) -> Any:
     """A token bound: a bigint, or ``token(...)`` of partition key values (their token)."""
-    from cqlcdc.types import native_type
 
     if isinstance(term, ast.FunctionCall) and term.name == "token":
         pk = schema.partition_key
