@@ -412,7 +412,7 @@ def _template(stmt: ast.Statement) -> tuple[ast.Statement, list[tuple[str, ast.C
     def where(relations: tuple[ast.Relation, ...]) -> tuple[ast.Relation, ...] | None:
         out = []
         for rel in relations:
-            if len(rel.columns) != 1 or rel.operator != "=" or rel.token or rel.key is not None:
+            if rel.multi or rel.operator != "=" or rel.token or rel.key is not None:
                 return None
             m = marker(rel.columns[0], rel.value)
             if m is None:

@@ -181,6 +181,8 @@ class Relation:
     ``IN``: ``value`` is a TupleLiteral of the listed terms (or a BindMarker).
     ``token(pk) > 5``: ``token`` is True and ``columns`` are the token's arguments.
     ``m['k'] = 1`` (map element): ``key`` holds the element key.
+    ``multi`` is True for the parenthesised form, even of one column: ``(ck) = (1)`` compares
+    a one-element tuple, as ScyllaDB's multi-column relations do.
     """
 
     columns: tuple[str, ...]
@@ -188,6 +190,7 @@ class Relation:
     value: Term
     token: bool = False
     key: Term | None = None
+    multi: bool = False
 
 
 @dataclass(frozen=True, slots=True)

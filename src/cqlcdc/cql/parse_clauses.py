@@ -47,7 +47,7 @@ class ClausesMixin(TermsMixin):
         if self._at(TokenType.LPAREN):
             columns = self._parse_identifier_list()
             operator = self._parse_relation_operator(allow_contains=False)
-            return Relation(columns, operator, self._parse_relation_value(operator))
+            return Relation(columns, operator, self._parse_relation_value(operator), multi=True)
         column = self._parse_identifier()
         key = None
         if self._match(TokenType.LBRACKET):

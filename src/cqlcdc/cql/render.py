@@ -422,7 +422,7 @@ def render_relation(relation: Relation) -> str:
     columns = _names(relation.columns)
     if relation.token:
         left = f"token({columns})"
-    elif len(relation.columns) != 1:
+    elif relation.multi:
         left = f"({columns})"
     elif relation.key is not None:
         left = f"{columns}[{render_term(relation.key)}]"

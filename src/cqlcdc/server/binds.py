@@ -126,8 +126,8 @@ def _where(out: list[Receiver], where: tuple[ast.Relation, ...], table: TableSch
             if col is None:
                 raise InvalidRequest(f"Undefined column name {name}")
             types.append(col.type)
-        ctype = types[0] if len(types) == 1 else TupleType(tuple(types))
-        name = rel.columns[0] if len(rel.columns) == 1 else "(" + ",".join(rel.columns) + ")"
+        ctype = TupleType(tuple(types)) if rel.multi else types[0]
+        name = "(" + ",".join(rel.columns) + ")" if rel.multi else rel.columns[0]
         op = rel.operator.upper()
         if op == "CONTAINS" and isinstance(ctype, ListType | SetType):
             _term(out, rel.value, name, ctype.elem, table)

@@ -126,7 +126,7 @@ def _key_markers(schema: TableSchema, where: tuple[ast.Relation, ...]) -> dict[i
             rel.token
             or rel.key is not None
             or rel.operator != "="
-            or len(rel.columns) != 1
+            or rel.multi
             or rel.columns[0] not in keys
             or index is None
         ):

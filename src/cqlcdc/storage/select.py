@@ -125,7 +125,7 @@ def indexed_query(schema: TableSchema, stmt: ast.Select, res: KeyRestrictions) -
         (rel, index)
         for rel in stmt.where
         if not rel.token
-        and len(rel.columns) == 1
+        and not rel.multi
         and (index := usable_index(schema, rel.columns[0], rel.operator, rel.key is not None))
         is not None
     ]
@@ -178,7 +178,7 @@ def group_by_columns(schema: TableSchema, stmt: ast.Select) -> list[Column]:
     fixed = {
         rel.columns[0]
         for rel in stmt.where
-        if rel.operator == "=" and not rel.token and rel.key is None and len(rel.columns) == 1
+        if rel.operator == "=" and not rel.token and rel.key is None and not rel.multi
     }
     expected = 0
     out: list[Column] = []

@@ -131,7 +131,8 @@ def analyse_where(
         if rel.token:
             _token_restriction(schema, rel, res, ctx)
             continue
-        if len(rel.columns) > 1:
+        if rel.multi:
+            _check_multi(schema, rel, multi)
             multi.append(rel)
             continue
         name = rel.columns[0]
@@ -176,8 +177,57 @@ def analyse_where(
                 tuple(combo) for combo in itertools.product(*(pk_values[c.name] for c in pk_cols))
             ]
 
+    if multi and (ck_eq or ck_slices):
+        raise InvalidRequest(
+            "Mixing single column relations and multi column relations on clustering columns "
+            "is not allowed"
+        )
     _clustering(schema, ck_cols, ck_eq, ck_slices, multi, res, ctx, filtering)
     return res
+
+
+def _check_multi(schema: TableSchema, rel: ast.Relation, earlier: list[ast.Relation]) -> None:
+    """ScyllaDB's checks of ``(c1, c2) op ...`` (``validate_multi_column_relation`` and the
+    restrictions' merge): clustering columns, in key order from the first, one equality or
+    one bound of each side."""
+    previous = -1
+    for name in rel.columns:
+        col = schema.column(name)
+        if col is None:
+            raise InvalidRequest(f"Undefined name {name} in where clause ('{_show(rel)}')")
+        if col.kind != "clustering":
+            raise InvalidRequest(
+                "Multi-column relations can only be applied to clustering columns but was "
+                f"applied to: {name}"
+            )
+        if col.position != previous + 1:
+            if previous == -1:
+                raise InvalidRequest(
+                    "Clustering columns may not be skipped in multi-column relations. They "
+                    "should appear in the PRIMARY KEY order"
+                )
+            raise InvalidRequest(
+                "Clustering columns must appear in the PRIMARY KEY order in multi-column relations"
+            )
+        previous = col.position
+    for other in earlier:
+        common = [c for c in rel.columns if c in other.columns]
+        if not common:
+            continue
+        shown = ", ".join(common)
+        if rel.operator == "=" or other.operator == "=":
+            raise InvalidRequest(
+                f"{shown} cannot be restricted by more than one relation if it includes an Equal"
+            )
+        if rel.operator == "IN" or other.operator == "IN":
+            raise InvalidRequest(
+                f"{shown} cannot be restricted by more than one relation if it includes a IN"
+            )
+        if rel.operator[0] == other.operator[0]:
+            side = "start" if rel.operator[0] == ">" else "end"
+            raise InvalidRequest(
+                f"More than one restriction was found for the {side} bound on {shown}"
+            )
 
 
 def _contains_value(
@@ -342,6 +392,32 @@ def _multi_in_values(
     return list(dict.fromkeys(tuples))
 
 
+def _multi_values(
+    rel: ast.Relation, cols: list[Column], ctx: TermContext | None
+) -> tuple[Any, ...]:
+    """The tuple of ``(c1, c2) op (v1, v2)`` or ``op ?`` (bound as a tuple of the columns'
+    types)."""
+    if isinstance(rel.value, ast.BindMarker):
+        name = "(" + ",".join(c.name for c in cols) + ")"
+        found = TupleType(tuple(c.type.frozen() for c in cols)).parse_literal(rel.value, name, ctx)
+        if found is None:
+            raise InvalidRequest(f"Invalid null value in condition for column {name}")
+        for col, v in zip(cols, found, strict=True):
+            if v is None:
+                raise InvalidRequest(f"Invalid null value in condition for column {col.name}")
+        return tuple(found)
+    if isinstance(rel.value, ast.TupleLiteral) and len(rel.value.items) == len(cols):
+        return tuple(
+            _value(c.type, c.name, t, ctx) for c, t in zip(cols, rel.value.items, strict=True)
+        )
+    from cqlcdc.cql import render_term
+
+    got = len(rel.value.items) if isinstance(rel.value, ast.TupleLiteral) else 1
+    raise InvalidRequest(
+        f"Expected {len(cols)} elements in value tuple, but got {got}: {render_term(rel.value)}"
+    )
+
+
 def _multi_column_slice(
     ck_cols: tuple[Column, ...],
     prefix_len: int,
@@ -363,11 +439,7 @@ def _multi_column_slice(
             res.ck_prefixes = [p + t for p in res.ck_prefixes for t in tuples]
             res.ck_restricted_columns = prefix_len + len(rel_cols)
             continue
-        if not isinstance(rel.value, ast.TupleLiteral) or len(rel.value.items) != len(rel_cols):
-            raise InvalidRequest(f"Expected {len(rel_cols)} elements in value tuple")
-        values = tuple(
-            _value(c.type, c.name, t, ctx) for c, t in zip(rel_cols, rel.value.items, strict=True)
-        )
+        values = _multi_values(rel, rel_cols, ctx)
         if rel.operator == "=":
             res.ck_prefixes = [p + values for p in res.ck_prefixes]
             res.ck_restricted_columns = prefix_len + len(values)
@@ -387,9 +459,9 @@ def _multi_column_slice(
 
 
 def _show(rel: ast.Relation) -> str:
-    from cqlcdc.cql import render_term
+    from cqlcdc.cql.render import render_relation
 
-    return f"{rel.columns[0]} {rel.operator} {render_term(rel.value)}"
+    return render_relation(rel)
 
 
 def require_partition_key(schema: TableSchema, res: KeyRestrictions) -> list[tuple[Any, ...]]:

@@ -244,17 +244,22 @@ def test_delete_forms() -> None:
 def test_relations() -> None:
     statement = parse_statement(
         "SELECT * FROM t WHERE token(pk) > 5 AND (c1, c2) >= (1, 2) AND s CONTAINS 3 "
-        "AND m CONTAINS KEY 'k' AND m['k'] = 1 AND c IN (1, 2) AND (c1, c2) IN ((1, 2))"
+        "AND m CONTAINS KEY 'k' AND m['k'] = 1 AND c IN (1, 2) AND (c1, c2) IN ((1, 2)) "
+        "AND (c1) = (3)"
     )
     assert isinstance(statement, a.Select)
     assert statement.where == (
         a.Relation(("pk",), ">", INT("5"), token=True),
-        a.Relation(("c1", "c2"), ">=", a.TupleLiteral((INT("1"), INT("2")))),
+        a.Relation(("c1", "c2"), ">=", a.TupleLiteral((INT("1"), INT("2"))), multi=True),
         a.Relation(("s",), "CONTAINS", INT("3")),
         a.Relation(("m",), "CONTAINS KEY", STR("k")),
         a.Relation(("m",), "=", INT("1"), key=STR("k")),
         a.Relation(("c",), "IN", a.TupleLiteral((INT("1"), INT("2")))),
-        a.Relation(("c1", "c2"), "IN", a.TupleLiteral((a.TupleLiteral((INT("1"), INT("2"))),))),
+        a.Relation(
+            ("c1", "c2"), "IN", a.TupleLiteral((a.TupleLiteral((INT("1"), INT("2"))),)), multi=True
+        ),
+        # a parenthesised single column is a multi-column relation of one-element tuples
+        a.Relation(("c1",), "=", a.TupleLiteral((INT("3"),)), multi=True),
     )
 
 

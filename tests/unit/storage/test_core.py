@@ -371,6 +371,58 @@ def test_multi_column_in_restricts_clustering_prefixes() -> None:
     assert keys("c1 >= 0") == [(0, 1), (1, 0)]
 
 
+
+def test_one_column_tuples_are_multi_column_relations() -> None:
+    """``(c1) = (0)`` and ``(c1) > (?)`` compare one-element tuples (delete_test, update_test,
+    select_multi_column_relation_test): they read, update and delete what ``c1 = 0`` would;
+    a tuple bound to ``(c1, c2) > ?`` bounds the slice."""
+    from cqlcdc.storage.mutations import WriteContext
+    from cqlcdc.storage.select import prepare
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (p int, c1 int, c2 int, v int, PRIMARY KEY (p, c1, c2))")
+    for c1 in range(3):
+        m.run(f"INSERT INTO ks.t (p, c1, c2, v) VALUES (0, {c1}, {c1}, 0)")
+
+    def keys(where: str) -> list[int]:
+        return [r[0] for r in m.run(f"SELECT c1 FROM ks.t WHERE p = 0 AND {where}")]
+
+    assert keys("(c1) = (1)") == [1]
+    assert keys("(c1) > (0)") == [1, 2]
+    assert keys("(c1) IN ((0), (2))") == [0, 2]
+    m.run("UPDATE ks.t SET v = 7 WHERE p = 0 AND (c1, c2) = (2, 2)")
+    assert m.run("SELECT v FROM ks.t WHERE p = 0 AND (c1, c2) = (2, 2)") == [(7,)]
+    m.run("DELETE FROM ks.t WHERE p = 0 AND (c1) = (1)")
+    assert keys("c1 >= 0") == [0, 2]
+    schema = m.table(parse_qualified("ks.t"))
+    stmt = parse_statement("SELECT c1 FROM ks.t WHERE p = 0 AND (c1, c2) > ?")
+    res = prepare(schema, stmt, WriteContext(0, 0, 0, bindings=[(0, 0)]))  # type: ignore[arg-type]
+    assert res.ck_ranges and res.ck_ranges[0][0].prefix == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("(c1) = (0) AND (c1) > (0)", "c1 cannot be restricted by more than one relation if it"),
+        ("(c1) > (0) AND (c1) > (1)", "More than one restriction was found for the start bound"),
+        ("(c1) > (0) AND c1 < 2", "Mixing single column relations and multi column relations"),
+        ("(p, c1) = (0, 0)", "can only be applied to clustering columns but was applied to: p"),
+        ("(c2, c1) = (0, 0)", "Clustering columns may not be skipped in multi-column relations"),
+        ("(c1, c2) > (0, 0, 1)", r"Expected 2 elements in value tuple, but got 3: \(0, 0, 1\)"),
+        ("(c1, x) = (0, 0)", r"Undefined name x in where clause \('\(c1, x\) = \(0, 0\)'\)"),
+        ("(c1, c2) > (0, null)", "Invalid null value in condition for column c2"),
+    ],
+)
+def test_multi_column_relations_are_checked_as_scylla_does(where: str, message: str) -> None:
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (p int, c1 int, c2 int, v int, PRIMARY KEY (p, c1, c2))")
+    with pytest.raises(InvalidRequest, match=message):
+        m.run(f"SELECT * FROM ks.t WHERE p = 0 AND {where}")
+
 def test_select_a_udt_field_or_a_collection_element() -> None:
     """``SELECT u.a, m[k], l[i], s[e]`` (user_types_test, collections tests): the field or
     element, null where the value has none."""
