@@ -87,9 +87,9 @@ class SelectMixin(ClausesMixin):
 
     def _parse_selector(self) -> Selector:
         expr: ColumnRef | FunctionCall | FieldSelection | ElementSelection
-        if self._at(TokenType.LPAREN, 1) and self._curr.type in (
-            TokenType.WORD,
-            TokenType.QUOTED_NAME,
+        if self._at_qualified_call() or (
+            self._at(TokenType.LPAREN, 1)
+            and self._curr.type in (TokenType.WORD, TokenType.QUOTED_NAME)
         ):
             expr = self._parse_selector_call()
         else:

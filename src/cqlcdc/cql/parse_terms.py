@@ -113,14 +113,31 @@ class TermsMixin(ParserBase):
         if constant is not None:
             self._advance()
             return constant
-        if self._at(TokenType.LPAREN, 1) and (
-            token.value not in self.RESERVED or token.value == "token"
-        ):
+        if (
+            self._at(TokenType.LPAREN, 1)
+            and (token.value not in self.RESERVED or token.value == "token")
+        ) or self._at_qualified_call():
             return self._parse_function_call()
         raise self._no_viable(token)
 
+    def _at_qualified_call(self) -> bool:
+        """At ``keyspace.function(``, e.g. ``system.intasblob(v)``."""
+        return (
+            self._curr.type in (TokenType.WORD, TokenType.QUOTED_NAME)
+            and self._at(TokenType.DOT, 1)
+            and self._peek(2).type in (TokenType.WORD, TokenType.QUOTED_NAME)
+            and self._at(TokenType.LPAREN, 3)
+        )
+
     def _parse_function_name(self) -> str:
+        """A function's name; ``system.name`` is the native function ``name``, another
+        keyspace stays in the name (no such function exists: an unknown function)."""
         token = self._curr
+        if self._at_qualified_call():
+            self._advance()
+            self._advance()
+            name = self._parse_function_name()
+            return name if token.value.lower() == "system" else f"{token.value}.{name}"
         if token.type is TokenType.QUOTED_NAME or (
             token.type is TokenType.WORD
             and (token.value not in self.RESERVED or token.value == "token")
@@ -209,13 +226,13 @@ class TermsMixin(ParserBase):
         """A selector argument: ``*``, a column, a nested function call, or a term."""
         if self._match(TokenType.STAR):
             return ColumnRef("*")
-        if self._is_field_name() and not self._at(TokenType.LPAREN, 1):
-            return ColumnRef(self._parse_identifier())
-        if self._at(TokenType.LPAREN, 1) and self._curr.type in (
-            TokenType.WORD,
-            TokenType.QUOTED_NAME,
+        if self._at_qualified_call() or (
+            self._at(TokenType.LPAREN, 1)
+            and self._curr.type in (TokenType.WORD, TokenType.QUOTED_NAME)
         ):
             return self._parse_selector_call()
+        if self._is_field_name():
+            return ColumnRef(self._parse_identifier())
         return self._parse_term()
 
     def _parse_selector_call(self) -> FunctionCall:

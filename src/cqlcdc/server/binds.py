@@ -17,6 +17,7 @@ from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.types import ListType, MapType, SetType, TupleType, UserType, native_type
 from cqlcdc.types.base import CqlType
+from cqlcdc.types.terms import conversion
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,14 +210,20 @@ def _term(out: list[Receiver], t: object, name: str, ctype: CqlType, table: Tabl
     elif isinstance(t, ast.TypeCast):
         _term(out, t.term, name, ctype, table)
     elif isinstance(t, ast.FunctionCall):
+        arg_type = _function_arg(t, ctype)
         for arg in t.args:
             if isinstance(arg, ast.BindMarker):
-                out.append(Receiver(arg.index, arg.name or name, _function_arg(t, ctype), table))
+                out.append(Receiver(arg.index, arg.name or name, arg_type, table))
+            elif isinstance(arg, ast.FunctionCall):  # blobAsInt(intAsBlob(?))
+                _term(out, arg, name, arg_type, table)
 
 
 def _function_arg(call: ast.FunctionCall, ctype: CqlType) -> CqlType:
     """The type a function's marker argument takes (the time functions take timestamps,
     ``fromJson`` the JSON text)."""
+    convert = conversion(call.name)
+    if convert is not None:  # intAsBlob(?) takes an int, blobAsInt(?) a blob
+        return convert.source
     fn = call.name.lower()
     if fn in ("mintimeuuid", "maxtimeuuid"):
         return native_type("timestamp")

@@ -101,6 +101,13 @@ def prepare(
         raise InvalidRequest(FILTERING_MESSAGE)
     if stmt.distinct:
         _check_distinct(schema, selection, res)
+    if stmt.order_by:  # select_statement::verify_ordering_is_allowed
+        if res.filters and indexed_query(schema, stmt, res):
+            raise InvalidRequest("ORDER BY with 2ndary indexes is not supported.")
+        if res.partition_keys is None:
+            raise InvalidRequest(
+                "ORDER BY is only supported when the partition key is restricted by an EQ or an IN."
+            )
     _reverse(schema, stmt.order_by)
     grouping = group_by_columns(schema, stmt)
     if stmt.distinct and any(c.kind == "clustering" for c in grouping):
@@ -284,7 +291,15 @@ def evaluate(
     if stmt.order_by and len(matching) > 1:
         # ORDER BY over several partitions (an IN on the partition key): one clustering
         # order across them, as ScyllaDB orders the rows after the query
-        rows.sort(key=lambda row: order.key(tuple(row[n] for n in ck_names)), reverse=reverse)
+        # (a partition with only its static row has no clustering key: it comes first)
+        rows.sort(
+            key=lambda row: (
+                (0,)
+                if row.get("__static_only__")
+                else (1, order.key(tuple(row[n] for n in ck_names)))
+            ),
+            reverse=reverse,
+        )
     if limit is not None:
         rows = rows[:limit]
     result.rows = [selection.row_values(schema, row, now_s) for row in rows]

@@ -10,7 +10,7 @@ selector takes the value of the group's first row, as ScyllaDB's hidden ``first`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,14 @@ from cqlcdc.storage.subscripts import element_of, subscript_types
 from cqlcdc.types import UserType, native_type
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.json_codec import json_name, to_json
-from cqlcdc.types.terms import term_text
+from cqlcdc.types.terms import (
+    FUNCTIONS,
+    TIME_FUNCTION_ARGUMENTS,
+    conversion,
+    evaluate_function,
+    term_text,
+    time_function,
+)
 
 CELLS = "__cells__"
 JSON_COLUMN = "[json]"
@@ -33,7 +40,8 @@ class Node:
     """One selector expression: a column, ``writetime``/``ttl`` of a column, ``token``,
     ``toJson`` of a node, an aggregate of a node (or of rows), or a constant argument."""
 
-    kind: str  # column | field | element | writetime | ttl | token | tojson | aggregate | constant
+    # column | field | element | writetime | ttl | token | tojson | call | aggregate | constant
+    kind: str
     name: str  # the result-metadata name
     type: CqlType
     column: str = ""
@@ -224,7 +232,40 @@ class _Planner:
             raise InvalidRequest("fromJson() can only be called if receiver type is known")
         if name in AGGREGATES:
             return self._aggregate(name, call)
+        if conversion(name) is not None or name in TIME_FUNCTION_ARGUMENTS:
+            return self._scalar(name, call)
         raise InvalidRequest(f"Unknown function '{call.name}'")
+
+    def _scalar(self, name: str, call: ast.FunctionCall) -> Node:
+        """``intAsBlob(v)``, ``blobAsInt(b)``, ``toTimestamp(t)``, ``dateOf(t)``...: a
+        one-argument function of a selector, or of a literal (evaluated once, here)."""
+        if len(call.args) != 1:
+            raise InvalidRequest(
+                f"Invalid number of arguments in call to function system.{name}: 1 required "
+                f"but {len(call.args)} provided"
+            )
+        (expr,) = call.args
+        if not _reads_columns(expr):
+            assert not isinstance(expr, ast.ColumnRef)
+            type_name, value = evaluate_function(call, None)
+            return Node(
+                "constant", f"system.{name}({term_text(expr)})", native_type(type_name), value=value
+            )
+        arg = self.node(expr)
+        convert = conversion(name)
+        if convert is not None:
+            accepted: tuple[str, ...] = (convert.source.cql_name,)
+            result = convert.result
+        else:
+            accepted = TIME_FUNCTION_ARGUMENTS[name]
+            result = native_type(FUNCTIONS[name][0])
+        if arg.type.cql_name not in accepted:
+            raise InvalidRequest(
+                f"Type error: {arg.name} of type {arg.type.cql_name} cannot be passed as "
+                f"argument 0 of function system.{name} of type {' or '.join(accepted)}"
+            )
+        function = convert.apply if convert is not None else _time_function(name, arg.type)
+        return Node("call", f"system.{name}({arg.name})", result, arg=arg, value=function)
 
     def _field(self, expr: ast.FieldSelection) -> Node:
         """``u.f``: a field of a UDT column (null where the value or the field is)."""
@@ -326,6 +367,20 @@ class _Planner:
         return node
 
 
+def _reads_columns(expr: ast.Term | ast.ColumnRef) -> bool:
+    """Whether a selector argument reads the row (a column, or a call of one)."""
+    if isinstance(expr, ast.ColumnRef | ast.FieldSelection | ast.ElementSelection):
+        return True
+    if isinstance(expr, ast.FunctionCall):
+        return any(_reads_columns(a) for a in expr.args)
+    return False
+
+
+def _time_function(name: str, arg_type: CqlType) -> Callable[[Any], Any]:
+    type_name = arg_type.cql_name
+    return lambda value: time_function(name, type_name, value)
+
+
 def _row_value(node: Node, schema: TableSchema, row: dict[str, Any], now_s: int) -> Any:
     """A node's value for one row (no aggregate below it)."""
     from cqlcdc.storage.token import murmur3_token, serialize_partition_key
@@ -346,6 +401,9 @@ def _row_value(node: Node, schema: TableSchema, row: dict[str, Any], now_s: int)
     if kind == "tojson":
         assert node.arg is not None
         return to_json(node.arg.type, _row_value(node.arg, schema, row, now_s))
+    if kind == "call":
+        assert node.arg is not None
+        return node.value(_row_value(node.arg, schema, row, now_s))
     cell = row.get(CELLS, {}).get(node.column)
     if cell is None:
         return None
@@ -358,7 +416,10 @@ def _final_value(node: Node, results: Sequence[Any]) -> Any:
     """A node's value from its group's aggregate results."""
     if node.kind == "aggregate":
         return results[node.slot]
-    assert node.kind == "tojson" and node.arg is not None
+    assert node.arg is not None
+    if node.kind == "call":
+        return node.value(_final_value(node.arg, results))
+    assert node.kind == "tojson"
     return to_json(node.arg.type, _final_value(node.arg, results))
 
 

@@ -157,6 +157,9 @@ class CqlType(ABC):
                 return True
             if term.name.lower() == "tojson":
                 return self._accepts_type_name("text")
+            convert = terms.conversion(term.name)
+            if convert is not None:
+                return self._accepts_type_name(convert.result.cql_name)
             name = terms.FUNCTIONS.get(term.name.lower())
             return name is None or self._accepts_type_name(name[0])
         if isinstance(term, ast.TypeCast):

@@ -371,7 +371,6 @@ def test_multi_column_in_restricts_clustering_prefixes() -> None:
     assert keys("c1 >= 0") == [(0, 1), (1, 0)]
 
 
-
 def test_one_column_tuples_are_multi_column_relations() -> None:
     """``(c1) = (0)`` and ``(c1) > (?)`` compare one-element tuples (delete_test, update_test,
     select_multi_column_relation_test): they read, update and delete what ``c1 = 0`` would;
@@ -422,6 +421,7 @@ def test_multi_column_relations_are_checked_as_scylla_does(where: str, message: 
     m.run("CREATE TABLE ks.t (p int, c1 int, c2 int, v int, PRIMARY KEY (p, c1, c2))")
     with pytest.raises(InvalidRequest, match=message):
         m.run(f"SELECT * FROM ks.t WHERE p = 0 AND {where}")
+
 
 def test_select_a_udt_field_or_a_collection_element() -> None:
     """``SELECT u.a, m[k], l[i], s[e]`` (user_types_test, collections tests): the field or
