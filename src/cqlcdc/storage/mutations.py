@@ -318,14 +318,39 @@ def build_insert(
     return [Mutation(schema.table_id, part)]
 
 
+def _write_where(
+    schema: TableSchema, where: tuple[ast.Relation, ...], ctx: WriteContext
+) -> KeyRestrictions:
+    """An UPDATE's or DELETE's WHERE clause: keys only, no token, no filtering (ScyllaDB's
+    modification_statement checks and messages)."""
+    from cqlcdc.cql.render import render_relation
+
+    tokens = [r for r in where if r.token]
+    if tokens:
+        raise InvalidRequest(
+            "The token function cannot be used in WHERE clauses for UPDATE and DELETE "
+            "statements: " + " AND ".join(render_relation(r) for r in tokens)
+        )
+    res = analyse_where(schema, where, ctx)
+    for col, op, _ in res.filters:
+        if col.is_key and op in ("CONTAINS", "CONTAINS KEY"):
+            raise InvalidRequest(
+                "Cannot restrict clustering columns by a CONTAINS relation without a secondary "
+                "index or filtering"
+            )
+    names = ", ".join(dict.fromkeys(c.name for c, _, _ in res.filters if not c.is_key))
+    if names:
+        raise InvalidRequest(f"Invalid where clause contains non PRIMARY KEY columns: {names}")
+    if res.filters:  # a part of the partition key: require_partition_key names what is missing
+        res.partition_keys = None
+    return res
+
+
 def build_update(
     schema: TableSchema, stmt: ast.Update, ctx: WriteContext, default_ttl_s: int = 0
 ) -> list[Mutation]:
     ts, ttl = using_values(stmt.using, ctx, default_ttl_s)
-    res = analyse_where(schema, stmt.where, ctx)
-    if res.filters:
-        col = res.filters[0][0]
-        raise InvalidRequest(f"Non PRIMARY KEY columns found in where clause: {col.name}")
+    res = _write_where(schema, stmt.where, ctx)
     pks = require_partition_key(schema, res)
     cols = [_column(schema, a.column) for a in stmt.assignments]
     for col in cols:
@@ -541,10 +566,7 @@ def _set_element(
 
 def build_delete(schema: TableSchema, stmt: ast.Delete, ctx: WriteContext) -> list[Mutation]:
     ts, _ = using_values(stmt.using, ctx, 0, allow_ttl=False)
-    res = analyse_where(schema, stmt.where, ctx)
-    if res.filters:
-        col = res.filters[0][0]
-        raise InvalidRequest(f"Non PRIMARY KEY columns found in where clause: {col.name}")
+    res = _write_where(schema, stmt.where, ctx)
     pks = require_partition_key(schema, res)
     n_ck = len(schema.clustering_key)
     out = []

@@ -128,6 +128,8 @@ def analyse_where(
     multi: list[ast.Relation] = []
 
     for rel in where:
+        if rel.operator == "!=":
+            raise InvalidRequest(f'Unsupported "!=" relation: {_show(rel)}')
         if rel.token:
             _token_restriction(schema, rel, res, ctx)
             continue
@@ -142,6 +144,15 @@ def analyse_where(
         if rel.key is not None:
             res.filters.append((col, ELEMENT + rel.operator, _element(col, rel, ctx)))
             continue
+        if (
+            isinstance(col.type, ListType | SetType | MapType)
+            and col.type.multicell
+            and rel.operator not in ("CONTAINS", "CONTAINS KEY")
+        ):
+            raise InvalidRequest(
+                f"Collection column '{name}' ({col.type.cql_name}) cannot be restricted by a "
+                f"'{rel.operator}' relation"
+            )
         if col.kind == "partition_key" and rel.operator in ("=", "IN"):
             if name in pk_values:
                 raise InvalidRequest(
@@ -287,6 +298,26 @@ def _token_value(schema: TableSchema, term: ast.Term, ctx: TermContext | None) -
     return native_type("bigint").parse_literal(term, "partition key token", ctx)
 
 
+def _gap(
+    ck_cols: tuple[Column, ...],
+    ck_slices: dict[int, list[tuple[str, Any]]],
+    prefix_len: int,
+    col: Column,
+) -> InvalidRequest:
+    """The error for a clustering column restricted after one that is not restricted by an
+    equality (ScyllaDB's two messages: after a slice, or after nothing)."""
+    if prefix_len in ck_slices and col.position > prefix_len:
+        return InvalidRequest(
+            f'Clustering column "{col.name}" cannot be restricted (preceding column '
+            f'"{ck_cols[prefix_len].name}" is restricted by a non-EQ relation)'
+        )
+    prev = ck_cols[prefix_len].name if prefix_len < len(ck_cols) else col.name
+    return InvalidRequest(
+        f'PRIMARY KEY column "{col.name}" cannot be restricted as preceding column '
+        f'"{prev}" is not restricted'
+    )
+
+
 def _clustering(
     schema: TableSchema,
     ck_cols: tuple[Column, ...],
@@ -309,11 +340,7 @@ def _clustering(
                     (col, "=", values[0]) if len(values) == 1 else (col, "IN", values)
                 )
                 continue
-            prev = ck_cols[prefix_len].name if prefix_len < len(ck_cols) else col.name
-            raise InvalidRequest(
-                f'PRIMARY KEY column "{col.name}" cannot be restricted as preceding column '
-                f'"{prev}" is not restricted'
-            )
+            raise _gap(ck_cols, ck_slices, prefix_len, col)
     res.ck_prefixes = [tuple(c) for c in itertools.product(*(ck_eq[i] for i in range(prefix_len)))]
     res.ck_restricted_columns = prefix_len
 
@@ -326,11 +353,7 @@ def _clustering(
             if filtering:
                 res.filters.extend((col, op, v) for op, v in ops)
                 continue
-            prev = ck_cols[prefix_len].name if prefix_len < len(ck_cols) else col.name
-            raise InvalidRequest(
-                f'PRIMARY KEY column "{col.name}" cannot be restricted as preceding column '
-                f'"{prev}" is not restricted'
-            )
+            raise _gap(ck_cols, ck_slices, prefix_len, col)
         col = ck_cols[pos]
         lo: tuple[Any, bool] | None = None
         hi: tuple[Any, bool] | None = None
@@ -467,6 +490,7 @@ def _show(rel: ast.Relation) -> str:
 def require_partition_key(schema: TableSchema, res: KeyRestrictions) -> list[tuple[Any, ...]]:
     """DML needs every partition key column fixed."""
     if res.partition_keys is None:
-        missing = ", ".join(c.name for c in schema.partition_key)
+        restricted = {c.name for c, _, _ in res.filters}
+        missing = ", ".join(c.name for c in schema.partition_key if c.name not in restricted)
         raise InvalidRequest(f"Some partition key parts are missing: {missing}")
     return res.partition_keys

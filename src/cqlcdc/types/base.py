@@ -62,7 +62,12 @@ class BindingContext(TermContext, Protocol):
 
 
 # Lossless numeric widenings ScyllaDB applies to function results and casts (prepare_expr.cc)
-_WIDENINGS = (("tinyint", "smallint", "int", "bigint", "varint"), ("float", "double"))
+# (and ascii into text: every ascii value is a text value, as ScyllaDB's casts allow)
+_WIDENINGS = (
+    ("tinyint", "smallint", "int", "bigint", "varint"),
+    ("float", "double"),
+    ("ascii", "text"),
+)
 
 
 def _widenable(source: str, target: str) -> bool:

@@ -471,3 +471,49 @@ def test_a_key_compared_with_null_reads_nothing() -> None:
     assert m.run("SELECT * FROM ks.t WHERE p = 1 AND c = null") == []
     with pytest.raises(InvalidRequest, match="null value"):
         m.run("DELETE FROM ks.t WHERE p = null")
+
+
+@pytest.mark.parametrize(
+    ("cql", "message"),
+    [
+        ("SELECT * FROM ks.t WHERE v != 1 ALLOW FILTERING", 'Unsupported "!=" relation: v != 1'),
+        ("SELECT * FROM ks.t WHERE token(p) != 0", r'Unsupported "!=" relation: token\(p\) != 0'),
+        (
+            "SELECT * FROM ks.t WHERE p = 0 AND s = {1} ALLOW FILTERING",
+            r"Collection column 's' \(set<int>\) cannot be restricted by a '=' relation",
+        ),
+        (
+            "SELECT * FROM ks.t WHERE p = 0 AND c1 > 0 AND c2 = 1",
+            r'Clustering column "c2" cannot be restricted \(preceding column "c1" is restricted '
+            "by a non-EQ relation",
+        ),
+        (
+            "DELETE FROM ks.t WHERE token(p) > 0",
+            r"The token function cannot be used in WHERE clauses for UPDATE and DELETE "
+            r"statements: token\(p\) > 0",
+        ),
+        (
+            "UPDATE ks.t SET v = 1 WHERE p = 0 AND c1 = 0 AND c2 = 0 AND v = 1",
+            "Invalid where clause contains non PRIMARY KEY columns: v",
+        ),
+        (
+            "DELETE FROM ks.t WHERE p = 0 AND f CONTAINS 1",
+            "Cannot restrict clustering columns by a CONTAINS relation",
+        ),
+        ("DELETE FROM ks.u WHERE p1 = 0", "Some partition key parts are missing: p2$"),
+    ],
+)
+def test_where_clauses_scylla_refuses(cql: str, message: str) -> None:
+    """ScyllaDB's messages for relations it refuses in reads and writes (cqlpy's
+    test_filtering, cassandra_tests' select, update and delete tests)."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run(
+        "CREATE TABLE ks.t (p int, c1 int, c2 int, f frozen<set<int>>, v int, s set<int>, "
+        "PRIMARY KEY (p, c1, c2, f))"
+    )
+    m.run("CREATE TABLE ks.u (p1 int, p2 int, v int, PRIMARY KEY ((p1, p2)))")
+    with pytest.raises(InvalidRequest, match=message):
+        m.run(cql)

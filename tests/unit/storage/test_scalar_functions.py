@@ -70,3 +70,17 @@ def test_order_by_needs_the_partition_key_and_puts_static_only_partitions_first(
     assert rows == [(3, None, None), (1, 1, 1), (1, 1, 2), (2, 2, 1)]
     with pytest.raises(InvalidRequest, match="ORDER BY is only supported when the partition"):
         m.run("SELECT * FROM ks.t ORDER BY b")
+
+
+def test_casts_take_ascii_into_text_but_not_across_representations() -> None:
+    """update_test's testTypeCasts: ``(ascii)'x'`` is a text value, ``(text)'x'`` is not an
+    ascii one, and int and double casts do not mix."""
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (k int PRIMARY KEY, t text, a ascii, d double, i int)")
+    m.run("UPDATE ks.t SET t = (text)(ascii)'foo', a = (ascii)'bar' WHERE k = 0")
+    m.run("UPDATE ks.t SET i = (int)3, d = (double)3 WHERE k = 0")
+    assert m.run("SELECT t, a, i, d FROM ks.t") == [("foo", "bar", 3, 3.0)]
+    for bad in ("a = (text)'foo'", "d = (int)3", "i = (double)3"):
+        with pytest.raises(InvalidRequest, match="Cannot assign value"):
+            m.run(f"UPDATE ks.t SET {bad} WHERE k = 0")
