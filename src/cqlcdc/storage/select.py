@@ -7,6 +7,7 @@ CQL shows it) and CDC log tables (rows read back from the log output).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,7 +101,7 @@ def prepare(
     if needs_filtering and not stmt.allow_filtering and not indexed_query(schema, stmt, res):
         raise InvalidRequest(FILTERING_MESSAGE)
     if stmt.distinct:
-        _check_distinct(schema, selection, res)
+        _check_distinct(schema, stmt, selection, res)
     if stmt.order_by:  # select_statement::verify_ordering_is_allowed
         if res.filters and indexed_query(schema, stmt, res):
             raise InvalidRequest("ORDER BY with 2ndary indexes is not supported.")
@@ -108,7 +109,7 @@ def prepare(
             raise InvalidRequest(
                 "ORDER BY is only supported when the partition key is restricted by an EQ or an IN."
             )
-    _reverse(schema, stmt.order_by)
+    _reverse(schema, stmt.order_by, stmt.where)
     grouping = group_by_columns(schema, stmt)
     if stmt.distinct and any(c.kind == "clustering" for c in grouping):
         raise InvalidRequest(
@@ -153,8 +154,19 @@ def indexed_query(schema: TableSchema, stmt: ast.Select, res: KeyRestrictions) -
     return column not in pk_names or not whole_key
 
 
-def _check_distinct(schema: TableSchema, selection: Selection, res: KeyRestrictions) -> None:
-    """select_statement.cc ``validate_distinct_selection`` (its column checks)."""
+def _check_distinct(
+    schema: TableSchema, stmt: ast.Select, selection: Selection, res: KeyRestrictions
+) -> None:
+    """select_statement.cc ``validate_distinct_selection``. A filter on a static column is
+    allowed (Cassandra allows it; ScyllaDB means to, its issue #10354)."""
+    if stmt.per_partition_limit is not None:
+        raise InvalidRequest("PER PARTITION LIMIT is not allowed with SELECT DISTINCT queries")
+    if res.ck_restricted_columns or any(
+        c.kind not in ("partition_key", "static") for c, _, _ in res.filters
+    ):
+        raise InvalidRequest(
+            "SELECT DISTINCT with WHERE clause only supports restriction by partition key."
+        )
     for name in selection.columns:
         col = schema.column(name)
         if col is None or col.kind not in ("partition_key", "static"):
@@ -253,7 +265,7 @@ def evaluate(
     SELECT JSON) to already-read partitions."""
     selection = plan_selection(schema, stmt)
     order = ClusteringOrder(schema)
-    reverse = _reverse(schema, stmt.order_by)
+    reverse = _reverse(schema, stmt.order_by, stmt.where)
     ranges = res.clustering_ranges() if res.ck_restricted_columns else None
     limit = _int_term(stmt.limit, "LIMIT", ctx)
     ppl = _int_term(stmt.per_partition_limit, "PER PARTITION LIMIT", ctx)
@@ -376,29 +388,66 @@ def _in_read_order(
     )
 
 
-def _reverse(schema: TableSchema, order_by: tuple[ast.Ordering, ...]) -> bool:
+def _reverse(
+    schema: TableSchema,
+    order_by: tuple[ast.Ordering, ...],
+    where: tuple[ast.Relation, ...] = (),
+) -> bool:
+    """Whether ORDER BY reverses the clustering order (select_statement.cc
+    ``verify_ordering_is_valid``): clustering columns in key order, each column before the
+    last ordered one either ordered (all reversed or none) or fixed by an equality."""
     if not order_by:
         return False
     ck = schema.clustering_key
-    if not ck:
-        raise InvalidRequest(
-            "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got "
-            + order_by[0].column
-        )
-    reversed_flags = []
-    for i, o in enumerate(order_by):
-        if i >= len(ck) or ck[i].name != o.column:
-            col: Column | None = schema.column(o.column)
-            if col is None:
-                raise InvalidRequest(f"Order by on unknown column {o.column}")
+    positions: list[int] = []
+    for o in order_by:
+        col: Column | None = schema.column(o.column)
+        if col is None:
+            raise InvalidRequest(f"Order by on unknown column {o.column}")
+        if col.kind != "clustering":
             raise InvalidRequest(
-                "Order by currently only supports the ordering of columns following their "
-                "declared order in the PRIMARY KEY"
+                "Order by is currently only supported on the clustered columns of the PRIMARY "
+                f"KEY, got {o.column}"
             )
-        reversed_flags.append(o.descending != ck[i].descending)
-    if len(set(reversed_flags)) > 1:
-        raise InvalidRequest("Unsupported order by relation")
-    return reversed_flags[0]
+        positions.append(col.position)
+    if any(a >= b for a, b in itertools.pairwise(positions)):
+        raise InvalidRequest(
+            "Order by currently only supports the ordering of columns following their "
+            "declared order in the PRIMARY KEY"
+        )
+    reverse = order_by[0].descending != ck[positions[0]].descending
+    ordered = dict(zip(positions, order_by, strict=True))
+    fixed = _equality_restricted(where)
+    for i in range(positions[-1] + 1):
+        ordering = ordered.get(i)
+        if ordering is None:
+            if ck[i].name not in fixed:
+                raise InvalidRequest(
+                    f"Unsupported order by relation - column {ck[i].name} doesn't have an "
+                    "ordering or EQ relation."
+                )
+        elif (ordering.descending != ck[i].descending) != reverse:
+            raise InvalidRequest(
+                "Unsupported order by relation - only reversing all columns is supported, but "
+                f"column {ordering.column} has opposite ordering"
+            )
+    return reverse
+
+
+def _equality_restricted(where: tuple[ast.Relation, ...]) -> set[str]:
+    """Columns a relation fixes to one value: ``c = v``, ``(b, c) = (..)``, ``c IN (v)``."""
+    out: set[str] = set()
+    for rel in where:
+        if rel.token or rel.key is not None:
+            continue
+        single_in = (
+            rel.operator == "IN"
+            and isinstance(rel.value, ast.TupleLiteral)
+            and len(rel.value.items) == 1
+        )
+        if rel.operator == "=" or single_in:
+            out.update(rel.columns)
+    return out
 
 
 def _token_ok(token: int, res: KeyRestrictions) -> bool:

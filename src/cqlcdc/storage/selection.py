@@ -214,9 +214,22 @@ class _Planner:
         if name in ("writetime", "ttl"):
             return self._attribute(name, call)
         if name == "token":
+            pk = self.schema.partition_key
+            if len(call.args) != len(pk):
+                raise InvalidRequest(
+                    "Invalid number of arguments in call to function system.token: "
+                    f"{len(pk)} required but {len(call.args)} provided"
+                )
             columns = tuple(a.name for a in call.args if isinstance(a, ast.ColumnRef))
-            for column in columns:
-                self._use(column)
+            if len(columns) != len(pk):
+                raise InvalidRequest("The token function takes the partition key columns")
+            for i, (column, key) in enumerate(zip(columns, pk, strict=True)):
+                used = self._use(column)
+                if used.type.frozen() != key.type.frozen():
+                    raise InvalidRequest(
+                        f"Type error: {column} cannot be passed as argument {i} of function "
+                        f"system.token of type {key.type.cql_name}"
+                    )
             return Node(
                 "token",
                 f"system.token({', '.join(columns)})",
@@ -395,8 +408,8 @@ def _row_value(node: Node, schema: TableSchema, row: dict[str, Any], now_s: int)
         return element_of(row.get(node.column), node.value)
     if kind == "constant":
         return node.value
-    if kind == "token":
-        pk = tuple(row[c.name] for c in schema.partition_key)
+    if kind == "token":  # of the named columns (of the partition key's types)
+        pk = tuple(row[c] for c in node.columns)
         return murmur3_token(serialize_partition_key(schema, pk))
     if kind == "tojson":
         assert node.arg is not None

@@ -14,9 +14,14 @@ from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.keys import Bound, ClusteringKey
 from cqlcdc.storage.subscripts import subscript_types
-from cqlcdc.storage.token import murmur3_token, serialize_partition_key
+from cqlcdc.storage.token import (
+    MAX_KEY_BYTES,
+    check_key_length,
+    murmur3_token,
+    serialize_partition_key,
+)
 from cqlcdc.storage.tuple_slices import tuple_slice_ranges
-from cqlcdc.types import ListType, MapType, SetType, TupleType, native_type
+from cqlcdc.types import ListType, MapType, SetType, TupleType, UserType, native_type
 from cqlcdc.types.base import CqlType, TermContext
 
 ClusteringRange = tuple[Bound, Bound]
@@ -165,7 +170,9 @@ def analyse_where(
                     f"{name} cannot be restricted by more than one relation if it includes an Equal"
                 )
             ck_eq[col.position] = _term_values(col, rel, ctx, reading)
-        elif col.kind == "clustering" and rel.operator in ("<", "<=", ">", ">="):
+        elif rel.operator in _SLICES and _references_duration(col.type):
+            raise InvalidRequest(f"Duration type is unordered for {name}")
+        elif col.kind == "clustering" and rel.operator in _SLICES:
             ck_slices.setdefault(col.position, []).append(
                 (rel.operator, _value(col.type, name, rel.value, ctx))
             )
@@ -187,6 +194,10 @@ def analyse_where(
             res.partition_keys = [
                 tuple(combo) for combo in itertools.product(*(pk_values[c.name] for c in pk_cols))
             ]
+            for c in pk_cols:  # a key no write could store (over 64 KiB) is refused, as writes
+                for v in pk_values[c.name]:
+                    if isinstance(v, str | bytes) and len(v) > MAX_KEY_BYTES // 4:
+                        check_key_length([len(c.type.serialize(v))], len(pk_cols))
 
     if multi and (ck_eq or ck_slices):
         raise InvalidRequest(
@@ -195,6 +206,24 @@ def analyse_where(
         )
     _clustering(schema, ck_cols, ck_eq, ck_slices, multi, res, ctx, filtering)
     return res
+
+
+_SLICES = ("<", "<=", ">", ">=")
+
+
+def _references_duration(ctype: CqlType) -> bool:
+    """Whether a duration is in the type (durations have no order: no slice compares one)."""
+    if ctype.cql_name == "duration":
+        return True
+    if isinstance(ctype, ListType | SetType):
+        return _references_duration(ctype.element)
+    if isinstance(ctype, MapType):
+        return _references_duration(ctype.key) or _references_duration(ctype.value)
+    if isinstance(ctype, TupleType):
+        return any(_references_duration(t) for t in ctype.types)
+    if isinstance(ctype, UserType):
+        return any(_references_duration(t) for t in ctype.field_types)
+    return False
 
 
 def _check_multi(schema: TableSchema, rel: ast.Relation, earlier: list[ast.Relation]) -> None:

@@ -517,3 +517,67 @@ def test_where_clauses_scylla_refuses(cql: str, message: str) -> None:
     m.run("CREATE TABLE ks.u (p1 int, p2 int, v int, PRIMARY KEY ((p1, p2)))")
     with pytest.raises(InvalidRequest, match=message):
         m.run(cql)
+
+
+def test_order_by_may_skip_clustering_columns_fixed_by_equality() -> None:
+    """select_order_by_test's testAllowSkippingEqualityAndSingleValueInRestrictedClusteringColumns:
+    ScyllaDB's verify_ordering_is_valid."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (a int, b int, c int, d int, PRIMARY KEY (a, b, c))")
+    for b in range(2):
+        for c in range(3):
+            m.run(f"INSERT INTO ks.t (a, b, c, d) VALUES (0, {b}, {c}, {b * 3 + c})")
+    assert m.run("SELECT d FROM ks.t WHERE a = 0 AND b = 0 ORDER BY c DESC") == [(2,), (1,), (0,)]
+    assert m.run("SELECT d FROM ks.t WHERE a = 0 AND b = 1 AND c IN (1, 2) ORDER BY c DESC") == [
+        (5,),
+        (4,),
+    ]
+    assert m.run("SELECT d FROM ks.t WHERE a = 0 AND (b, c) = (1, 0) ORDER BY c DESC") == [(3,)]
+    for where, message in (
+        ("ORDER BY d", "only supported on the clustered columns of the PRIMARY KEY, got d"),
+        ("AND b < 1 ORDER BY c", "column b doesn't have an ordering or EQ relation"),
+        ("ORDER BY b DESC, c ASC", "but column c has opposite ordering"),
+        ("ORDER BY c, b", "following their declared order in the PRIMARY KEY"),
+    ):
+        with pytest.raises(InvalidRequest, match=message):
+            m.run(f"SELECT d FROM ks.t WHERE a = 0 {where}")
+
+
+def test_select_distinct_takes_only_partition_key_restrictions() -> None:
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (k int, a int, b int, s int static, PRIMARY KEY (k, a))")
+    m.run("INSERT INTO ks.t (k, a, b, s) VALUES (1, 1, 1, 1)")
+    assert m.run("SELECT DISTINCT k FROM ks.t WHERE k = 1") == [(1,)]
+    assert m.run("SELECT DISTINCT k, s FROM ks.t WHERE s = 1 ALLOW FILTERING") == [(1, 1)]
+    for where in (
+        "WHERE a >= 1 ALLOW FILTERING",
+        "WHERE k = 1 AND a = 1",
+        "WHERE b = 1 ALLOW FILTERING",
+    ):
+        with pytest.raises(InvalidRequest, match="SELECT DISTINCT with WHERE clause only"):
+            m.run(f"SELECT DISTINCT k FROM ks.t {where}")
+    with pytest.raises(InvalidRequest, match="PER PARTITION LIMIT is not allowed with SELECT"):
+        m.run("SELECT DISTINCT k FROM ks.t PER PARTITION LIMIT 1")
+
+
+def test_token_selector_and_duration_slices_are_checked() -> None:
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (k1 uuid, k2 text, d duration, PRIMARY KEY ((k1, k2)))")
+    with pytest.raises(InvalidRequest, match="k2 cannot be passed as argument 0 of function"):
+        m.run("SELECT token(k2, k1) FROM ks.t")
+    with pytest.raises(InvalidRequest, match=r"system\.token: 2 required but 1 provided"):
+        m.run("SELECT token(k1) FROM ks.t")
+    with pytest.raises(InvalidRequest, match="Duration type is unordered for d"):
+        m.run("SELECT * FROM ks.t WHERE d > 1s ALLOW FILTERING")
+    with pytest.raises(InvalidRequest, match="Key length of 70002 is longer than maximum"):
+        k1 = "5d2d2680-7b9d-11ef-8000-000000000000"
+        m.run(f"SELECT * FROM ks.t WHERE k1 = {k1} AND k2 = '{'x' * 70000}'")
