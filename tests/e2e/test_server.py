@@ -476,6 +476,28 @@ def test_cqlsh_describe_and_errors(cql: Any, server: tuple[str, int]) -> None:
     assert 'message="unconfigured table nope"' in failed.stderr
 
 
+def test_describe_answers_a_row_per_element(cql: Any) -> None:
+    """ScyllaDB's server-side DESCRIBE: one row per keyspace, type, table, index and CDC log
+    (cqlpy's test_cdc.py finds the log's ``ALTER TABLE ... tombstone_gc`` row by its name)."""
+    cql.execute("CREATE KEYSPACE IF NOT EXISTS described WITH replication = "
+                "{'class': 'SimpleStrategy', 'replication_factor': 1}")  # fmt: skip
+    cql.execute("CREATE TABLE IF NOT EXISTS described.t (p int PRIMARY KEY, v int) "
+                "WITH cdc = {'enabled': true}")  # fmt: skip
+    cql.execute("CREATE INDEX IF NOT EXISTS t_v ON described.t (v)")
+    rows = list(cql.execute("DESCRIBE KEYSPACE described WITH INTERNALS"))
+    assert [(r.keyspace_name, r.type, r.name) for r in rows] == [
+        ("described", "keyspace", "described"),
+        ("described", "table", "t"),
+        ("described", "index", "t_v"),
+        ("described", "table", "t_scylla_cdc_log"),
+    ]
+    assert rows[1].create_statement.startswith("CREATE TABLE described.t (")
+    assert rows[3].create_statement.startswith("ALTER TABLE described.t_scylla_cdc_log WITH ")
+    assert "tombstone_gc = {" in rows[3].create_statement
+    table_rows = list(cql.execute("DESCRIBE TABLE described.t"))
+    assert [r.name for r in table_rows] == ["t", "t_v", "t_scylla_cdc_log"]
+
+
 def test_tls(served: CqlServer, tmp_path: Path) -> None:
     import ssl
 

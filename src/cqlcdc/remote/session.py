@@ -29,7 +29,7 @@ from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.remote.protocol import NoRetries, RawRowsHandler, cql_error, cql_type, decode_row
 from cqlcdc.rows import Rows
 from cqlcdc.schema.catalog import Catalog
-from cqlcdc.schema.describe import describe_names, listing_text
+from cqlcdc.schema.describe import Described, describe_names, described_text, listing_text
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.select import ResultSet
 
@@ -297,6 +297,8 @@ def _describe_text(stmt: ast.Describe, result: Any, current: str | None) -> str:
         for keyspace, _, name, _ in rows:
             blocks.setdefault(keyspace, []).append(name)
         return listing_text(list(blocks.items()), current is not None)
+    if stmt.kind in ("SCHEMA", "KEYSPACE", "TABLE", "TYPE", "INDEX"):  # a row per element
+        return described_text([Described(*r) for r in rows])
     return "".join(r[3] or "" for r in rows)
 
 

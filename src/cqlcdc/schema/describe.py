@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cqlcdc.cql.ast import Describe
@@ -93,35 +94,53 @@ def _properties(table: TableSchema) -> str:
     return "\n    AND ".join(describe_options(table.options, cdc_text))
 
 
+@dataclass(frozen=True, slots=True)
+class Described:
+    """One described element, a row of ScyllaDB's server-side DESCRIBE (``keyspace_name,
+    type, name, create_statement``)."""
+
+    keyspace: str
+    type: str  # keyspace | type | table | index | changefeed
+    name: str
+    statement: str
+
+
 def describe_table(
     table: TableSchema, log: TableSchema | None, attached: bool, internals: bool = False
-) -> str:
-    """DESCRIBE TABLE: the CREATE statement; an attached CDC log as a CQL comment.
+) -> list[Described]:
+    """DESCRIBE TABLE: the CREATE statement, its indexes, its changefeeds and its CDC log's
+    ``ALTER TABLE log WITH ...``; an attached CDC log alone, as a CQL comment.
 
     Args:
         table: the table described.
-        log: for a base table with CDC enabled, its log (an ``ALTER TABLE log WITH ...``
-            statement follows the base's CREATE).
+        log: for a base table with CDC enabled, its log.
         attached: ``table`` is a log whose base has CDC enabled (printed as a comment).
     """
+    ks = table.keyspace
     text = create_table_statement(table, internals)
     if attached:
-        return f"{CDC_LOG_DESC_PREFIX}{text}{CDC_LOG_DESC_SUFFIX}"
-    for index in table.indexes:
-        text += f"\n{create_index_statement(table, index)}\n"
+        return [
+            Described(ks, "table", table.name, f"{CDC_LOG_DESC_PREFIX}{text}{CDC_LOG_DESC_SUFFIX}")
+        ]
+    out = [Described(ks, "table", table.name, text)]
+    out.extend(
+        Described(ks, "index", index.name, create_index_statement(table, index))
+        for index in table.indexes
+    )
     for feed, options in table.changefeeds:
         with_clause = ", ".join(f"{k} = {v}" for k, v in options)
-        text += (
-            f"\nALTER TABLE {maybe_quote(table.keyspace)}.{maybe_quote(table.name)} "
-            f"ADD CHANGEFEED {maybe_quote(feed)} WITH ({with_clause});\n"
+        alter = (
+            f"ALTER TABLE {maybe_quote(table.keyspace)}.{maybe_quote(table.name)} "
+            f"ADD CHANGEFEED {maybe_quote(feed)} WITH ({with_clause});"
         )
+        out.append(Described(ks, "changefeed", feed, alter))
     if log is not None:
         alter = (
             f"ALTER TABLE {maybe_quote(log.keyspace)}.{maybe_quote(log.name)} WITH "
-            f"{_properties(log)};\n"
+            f"{_properties(log)};"
         )
-        text = f"{text}\n{alter}"
-    return text
+        out.append(Described(log.keyspace, "table", log.name, alter))
+    return out
 
 
 def create_index_statement(table: TableSchema, index: SecondaryIndex) -> str:
@@ -162,26 +181,36 @@ def _statements(texts: Sequence[str]) -> str:
     return "\n".join(t.rstrip("\n") + "\n" for t in texts)
 
 
-def _table_text(catalog: Catalog, table: TableSchema, internals: bool) -> str:
+def described_text(elements: Sequence[Described]) -> str:
+    """Described elements as cqlsh prints them."""
+    return _statements([e.statement for e in elements])
+
+
+def _table_elements(catalog: Catalog, table: TableSchema, internals: bool) -> list[Described]:
     attached = catalog.is_attached_log(table.keyspace, table.name)
     log = catalog.log_table(table) if table.cdc.enabled else None
     return describe_table(table, log, attached, internals)
 
 
-def _keyspace_texts(catalog: Catalog, keyspace: Keyspace, internals: bool = False) -> list[str]:
+def _keyspace_elements(
+    catalog: Catalog, keyspace: Keyspace, internals: bool = False
+) -> list[Described]:
     """DESC KEYSPACE: the keyspace, its types (dependencies first), its tables by name
     (attached CDC logs only as the ALTER after their base)."""
-    texts = [describe_keyspace(keyspace)]
-    texts.extend(
-        describe_type(t.keyspace, t.name, list(zip(t.field_names, t.field_types, strict=True)))
+    out = [Described(keyspace.name, "keyspace", keyspace.name, describe_keyspace(keyspace))]
+    out.extend(
+        Described(
+            t.keyspace,
+            "type",
+            t.name,
+            describe_type(t.keyspace, t.name, list(zip(t.field_names, t.field_types, strict=True))),
+        )
         for t in catalog.user_types(keyspace.name)
     )
-    texts.extend(
-        _table_text(catalog, t, internals)
-        for t in catalog.tables(keyspace.name)
-        if not catalog.is_attached_log(t.keyspace, t.name)
-    )
-    return texts
+    for t in catalog.tables(keyspace.name):
+        if not catalog.is_attached_log(t.keyspace, t.name):
+            out.extend(_table_elements(catalog, t, internals))
+    return out
 
 
 def listing_text(names_by_keyspace: Sequence[tuple[str, Sequence[str]]], current: bool) -> str:
@@ -220,15 +249,24 @@ def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) ->
         return describe_names([k.name for k in catalog.keyspaces()])
     if stmt.kind in ("TABLES", "TYPES"):
         return _listing(catalog, current, stmt.kind)
-    if stmt.kind == "SCHEMA":
-        texts = [
-            t for ks in catalog.keyspaces() for t in _keyspace_texts(catalog, ks, stmt.internals)
-        ]
-        return _statements(texts)
     if stmt.kind == "CLUSTER":
         return "Cluster: cqlcdc\nPartitioner: Murmur3Partitioner\n"
     if stmt.kind in ("FUNCTIONS", "AGGREGATES"):  # there are no user-defined ones
         return ""
+    return described_text(describe_elements(catalog, stmt, current))
+
+
+def describe_elements(catalog: Catalog, stmt: Describe, current: str | None) -> list[Described]:
+    """The elements DESCRIBE SCHEMA / KEYSPACE / TABLE / TYPE / INDEX describes, one row
+    each in the server's answer, as ScyllaDB's.
+
+    Raises:
+        InvalidRequest: an unknown keyspace, table or type (ScyllaDB's messages).
+    """
+    if stmt.kind == "SCHEMA":
+        return [
+            e for ks in catalog.keyspaces() for e in _keyspace_elements(catalog, ks, stmt.internals)
+        ]
     if stmt.kind == "KEYSPACE":
         name = stmt.name.name if stmt.name is not None else current
         if name is None:
@@ -239,7 +277,7 @@ def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) ->
         keyspace = catalog.keyspace(name)
         if keyspace is None:
             raise InvalidRequest(f"'{name}' not found in keyspaces")
-        return _statements(_keyspace_texts(catalog, keyspace, stmt.internals))
+        return _keyspace_elements(catalog, keyspace, stmt.internals)
     assert stmt.name is not None
     ks = stmt.name.keyspace or current
     if ks is None:
@@ -254,30 +292,35 @@ def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) ->
         if udt is None:
             raise InvalidRequest(f"Type '{stmt.name.name}' not found in keyspace '{ks}'")
         fields = list(zip(udt.field_names, udt.field_types, strict=True))
-        return _statements([describe_type(ks, udt.name, fields)])
+        return [Described(ks, "type", udt.name, describe_type(ks, udt.name, fields))]
     if stmt.kind == "INDEX":
         for owner in catalog.tables(ks):
             for index in owner.indexes:
                 if index.name == stmt.name.name:
-                    return _statements([create_index_statement(owner, index)])
+                    return [
+                        Described(ks, "index", index.name, create_index_statement(owner, index))
+                    ]
         raise InvalidRequest(f"Index '{stmt.name.name}' not found in keyspace '{ks}'")
     table = catalog.table(ks, stmt.name.name)
     if table is None:
         raise InvalidRequest(f"Table '{stmt.name.name}' not found in keyspace '{ks}'")
-    return _statements([_table_text(catalog, table, stmt.internals)])
+    return _table_elements(catalog, table, stmt.internals)
 
 
 __all__ = [
     "CDC_LOG_DESC_PREFIX",
     "CDC_LOG_DESC_SUFFIX",
     "RESERVED_KEYWORDS",
+    "Described",
     "create_index_statement",
     "create_table_statement",
+    "describe_elements",
     "describe_keyspace",
     "describe_names",
     "describe_statement",
     "describe_table",
     "describe_type",
+    "described_text",
     "listing_text",
     "maybe_quote",
 ]

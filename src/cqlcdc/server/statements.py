@@ -17,6 +17,7 @@ from typing import Any
 
 from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest, Unprepared
+from cqlcdc.schema.describe import describe_elements
 from cqlcdc.server.binds import Receiver, bind_receivers
 from cqlcdc.server.notations import UNSET, Value
 from cqlcdc.server.requests import Batch, BatchType, QueryParams
@@ -475,6 +476,11 @@ def describe_rows(session: Session, stmt: ast.Describe, rows: Rows) -> RowsResul
                 ]
             else:
                 listing += [(ks, "type", u.name, "") for u in catalog.user_types(ks)]
+    elif stmt.kind in ("SCHEMA", "KEYSPACE", "TABLE", "TYPE", "INDEX"):  # a row per element
+        listing = [
+            (e.keyspace, e.type, e.name, e.statement)
+            for e in describe_elements(catalog, stmt, current)
+        ]
     else:
         name = stmt.name
         owner = (name.keyspace if stmt.kind != "KEYSPACE" else name.name) if name else None
