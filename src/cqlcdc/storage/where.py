@@ -12,6 +12,7 @@ from typing import Any
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.storage.aggregates import AGGREGATES
 from cqlcdc.storage.keys import Bound, ClusteringKey
 from cqlcdc.storage.subscripts import subscript_types
 from cqlcdc.storage.token import (
@@ -135,6 +136,8 @@ def analyse_where(
     for rel in where:
         if rel.operator == "!=":
             raise InvalidRequest(f'Unsupported "!=" relation: {_show(rel)}')
+        if _aggregates(rel.value):
+            raise InvalidRequest("Aggregation functions are not supported in the WHERE clause")
         if rel.token:
             _token_restriction(schema, rel, res, ctx)
             continue
@@ -158,6 +161,11 @@ def analyse_where(
                 f"Collection column '{name}' ({col.type.cql_name}) cannot be restricted by a "
                 f"'{rel.operator}' relation"
             )
+        if col.kind == "partition_key" and rel.operator in _SLICES and not filtering:
+            raise InvalidRequest(
+                "Only EQ and IN relation are supported on the partition key (unless you use the "
+                "token() function or ALLOW FILTERING)"
+            )
         if col.kind == "partition_key" and rel.operator in ("=", "IN"):
             if name in pk_values:
                 raise InvalidRequest(
@@ -165,11 +173,11 @@ def analyse_where(
                 )
             pk_values[name] = _term_values(col, rel, ctx, reading)
         elif col.kind == "clustering" and rel.operator in ("=", "IN"):
-            if col.position in ck_eq:
-                raise InvalidRequest(
-                    f"{name} cannot be restricted by more than one relation if it includes an Equal"
-                )
-            ck_eq[col.position] = _term_values(col, rel, ctx, reading)
+            values = _term_values(col, rel, ctx, reading)
+            if col.position in ck_eq:  # c = 1 AND c IN (1, 2): what both allow (ScyllaDB)
+                keys = {col.type.sort_key(v) for v in values}
+                values = [v for v in ck_eq[col.position] if col.type.sort_key(v) in keys]
+            ck_eq[col.position] = values
         elif rel.operator in _SLICES and _references_duration(col.type):
             raise InvalidRequest(f"Duration type is unordered for {name}")
         elif col.kind == "clustering" and rel.operator in _SLICES:
@@ -199,6 +207,14 @@ def analyse_where(
                     if isinstance(v, str | bytes) and len(v) > MAX_KEY_BYTES // 4:
                         check_key_length([len(c.type.serialize(v))], len(pk_cols))
 
+    for pos in [p for p in ck_slices if p in ck_eq]:  # c = 1 AND c > 0: the values in the slice
+        ctype = ck_cols[pos].type
+        ck_eq[pos] = [
+            v
+            for v in ck_eq[pos]
+            if all(_compare(ctype.sort_key(v), op, ctype.sort_key(b)) for op, b in ck_slices[pos])
+        ]
+        del ck_slices[pos]
     if multi and (ck_eq or ck_slices):
         raise InvalidRequest(
             "Mixing single column relations and multi column relations on clustering columns "
@@ -224,6 +240,21 @@ def _references_duration(ctype: CqlType) -> bool:
     if isinstance(ctype, UserType):
         return any(_references_duration(t) for t in ctype.field_types)
     return False
+
+
+def _aggregates(term: ast.Term) -> bool:
+    """Whether an aggregate function is called in the term."""
+    if isinstance(term, ast.FunctionCall):
+        return term.name.lower() in AGGREGATES or any(
+            _aggregates(a) for a in term.args if not isinstance(a, ast.ColumnRef)
+        )
+    if isinstance(term, ast.TupleLiteral | ast.ListLiteral | ast.SetLiteral):
+        return any(_aggregates(t) for t in term.items)
+    return False
+
+
+def _compare(a: Any, op: str, b: Any) -> bool:
+    return bool({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op])
 
 
 def _check_multi(schema: TableSchema, rel: ast.Relation, earlier: list[ast.Relation]) -> None:
@@ -290,7 +321,15 @@ def _token_restriction(
 ) -> None:
 
     expected = tuple(c.name for c in schema.partition_key)
-    if rel.columns != expected:
+    if rel.columns != expected:  # validate_token_relation's three messages
+        unique = set(rel.columns)
+        if len(unique) < len(rel.columns):
+            raise InvalidRequest("The token() function contains duplicate partition key components")
+        if len(unique) < len(expected):
+            raise InvalidRequest(
+                "The token() function must be applied to all partition key components or none "
+                "of them"
+            )
         raise InvalidRequest(
             "The token function arguments must be in the partition key order: "
             + ", ".join(expected)
@@ -386,18 +425,12 @@ def _clustering(
         col = ck_cols[pos]
         lo: tuple[Any, bool] | None = None
         hi: tuple[Any, bool] | None = None
-        for op, v in ops:
+        key = col.type.sort_key
+        for op, v in ops:  # several bounds on a side: the tightest (ScyllaDB intersects them)
             if op in (">", ">="):
-                if lo is not None:
-                    raise InvalidRequest(
-                        f"More than one restriction was found for the start bound on {col.name}"
-                    )
-                lo = (v, op == ">=")
-            else:
-                if hi is not None:
-                    raise InvalidRequest(
-                        f"More than one restriction was found for the end bound on {col.name}"
-                    )
+                if lo is None or key(v) > key(lo[0]) or (key(v) == key(lo[0]) and op == ">"):
+                    lo = (v, op == ">=")
+            elif hi is None or key(v) < key(hi[0]) or (key(v) == key(hi[0]) and op == "<"):
                 hi = (v, op == "<=")
         if col.descending:  # in clustering order a DESC column's upper value comes first
             lo, hi = hi, lo
@@ -432,7 +465,13 @@ def _multi_in_values(
         tuples = []
         for item in rel.value.items:
             if not isinstance(item, ast.TupleLiteral) or len(item.items) != len(cols):
-                raise InvalidRequest(f"Expected {len(cols)} elements in value tuple")
+                from cqlcdc.cql import render_term
+
+                got = len(item.items) if isinstance(item, ast.TupleLiteral) else 1
+                raise InvalidRequest(
+                    f"Expected {len(cols)} elements in value tuple, but got {got}: "
+                    f"{render_term(item)}"
+                )
             tuples.append(
                 tuple(_value(c.type, c.name, t, ctx) for c, t in zip(cols, item.items, strict=True))
             )

@@ -581,3 +581,54 @@ def test_token_selector_and_duration_slices_are_checked() -> None:
     with pytest.raises(InvalidRequest, match="Key length of 70002 is longer than maximum"):
         k1 = "5d2d2680-7b9d-11ef-8000-000000000000"
         m.run(f"SELECT * FROM ks.t WHERE k1 = {k1} AND k2 = '{'x' * 70000}'")
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        ("c = 0 AND c > 0", []),
+        ("c > 0 AND c = 1", [1]),
+        ("c = 1 AND c = 1", [1]),
+        ("c = 0 AND c = 1", []),
+        ("c > 0 AND c > 1", [2]),
+        ("c >= 1 AND c > 1", [2]),
+        ("c > 1 AND c < 1", []),
+        ("c = 2 AND c IN (2, 3)", [2]),
+    ],
+)
+def test_several_restrictions_on_a_clustering_column_intersect(
+    where: str, expected: list[int]
+) -> None:
+    """cqlpy's test_multiple_restrictions_on_same_column: ScyllaDB intersects them."""
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (p int, c int, PRIMARY KEY (p, c))")
+    for c in range(3):
+        m.run(f"INSERT INTO ks.t (p, c) VALUES (1, {c})")
+    assert [r[0] for r in m.run(f"SELECT c FROM ks.t WHERE p = 1 AND {where}")] == expected
+
+
+@pytest.mark.parametrize(
+    ("cql", "message"),
+    [
+        ("SELECT * FROM ks.t WHERE token(p, p) > 0", "contains duplicate partition key"),
+        (
+            "SELECT * FROM ks.t WHERE p > 0",
+            "Only EQ and IN relation are supported on the partition",
+        ),
+        ("UPDATE ks.t SET v = 1 WHERE p > 0 AND c = 0", "Only EQ and IN relation are supported"),
+        ("SELECT * FROM ks.t WHERE p = max(1)", "Aggregation functions are not supported in the"),
+        (
+            "SELECT * FROM ks.t WHERE p = 0 AND (c) IN ((1), (2, 3))",
+            r"Expected 1 elements in value tuple, but got 2: \(2, 3\)",
+        ),
+    ],
+)
+def test_more_relations_scylla_refuses(cql: str, message: str) -> None:
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (p int, c int, v int, PRIMARY KEY (p, c))")
+    with pytest.raises(InvalidRequest, match=message):
+        m.run(cql)
