@@ -169,7 +169,9 @@ class TokenRef:
     columns: tuple[str, ...]
 
 
-RelationOperator = Literal["=", "<", "<=", ">", ">=", "!=", "IN", "CONTAINS", "CONTAINS KEY"]
+RelationOperator = Literal[
+    "=", "<", "<=", ">", ">=", "!=", "IN", "NOT IN", "CONTAINS", "CONTAINS KEY"
+]
 
 
 @dataclass(frozen=True, slots=True)

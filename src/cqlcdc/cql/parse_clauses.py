@@ -66,12 +66,20 @@ class ClausesMixin(TermsMixin):
     def _parse_relation_operator(self, allow_contains: bool = True) -> RelationOperator:
         if self._match_word("in"):
             return "IN"
+        if (
+            self._is_word("not")
+            and self._peek(1).type is TokenType.WORD
+            and self._peek(1).value == "in"
+        ):
+            self._advance()
+            self._advance()
+            return "NOT IN"
         if allow_contains and self._match_word("contains"):
             return "CONTAINS KEY" if self._match_word("key") else "CONTAINS"
         return self._parse_comparison_operator()
 
     def _parse_relation_value(self, operator: RelationOperator) -> Term:
-        if operator == "IN":
+        if operator in ("IN", "NOT IN"):
             return self._parse_in_values()
         return self._parse_term()
 

@@ -142,7 +142,7 @@ def _where(out: list[Receiver], where: tuple[ast.Relation, ...], table: TableSch
         elif rel.key is not None and isinstance(ctype, ListType):
             _term(out, rel.key, f"idx({name})", native_type("int"), table)
             _term(out, rel.value, f"value({name})", ctype.elem, table)
-        elif op == "IN":
+        elif op in ("IN", "NOT IN"):
             _term(out, rel.value, f"in({name})", ListType(ctype, frozen=True), table)
         else:
             _term(out, rel.value, name, ctype, table)
@@ -169,7 +169,7 @@ def _conditions(
                 ctype = ctype.field_types[ctype.field_names.index(cond.field)]
             name = f"{name}.{cond.field}"
         op = cond.operator.upper()
-        if op == "IN":
+        if op in ("IN", "NOT IN"):
             _term(out, cond.value, f"in({name})", ListType(ctype.frozen(), frozen=True), table)
         elif op == "CONTAINS" and isinstance(ctype, ListType | SetType):
             _term(out, cond.value, name, ctype.elem, table)

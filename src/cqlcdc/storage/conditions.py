@@ -69,6 +69,8 @@ class ConditionCheck:
             return bool(current != self.value)
         if op == "IN":
             return any(current == v for v in self.value)
+        if op == "NOT IN":  # null is a value like any other here (test_lwt.py)
+            return all(current != v for v in self.value)
         if current is None:
             return False
         if op == "CONTAINS":
@@ -247,14 +249,14 @@ def _check(
         ctype = col.type.field_types[col.type.field_names.index(cond.field)].frozen()
     op = cond.operator
     name = col.name
-    if op == "IN":
+    if op in ("IN", "NOT IN"):
         if isinstance(cond.value, ast.BindMarker):
             bound = ListType(ctype, frozen=True).parse_literal(cond.value, name, ctx)
             values: tuple[Any, ...] = () if bound is None else tuple(bound)
         elif isinstance(cond.value, ast.TupleLiteral):
             values = tuple(_bound(ctype, t, name, ctx) for t in cond.value.items)
         else:
-            raise InvalidRequest(f"Invalid IN condition on {name}")
+            raise InvalidRequest(f"Invalid {op} condition on {name}")
         return ConditionCheck(name, op, values, ctype, element, has_element, cond.field)
     if op in ("CONTAINS", "CONTAINS KEY"):
         if not isinstance(ctype, SetType | ListType | MapType):

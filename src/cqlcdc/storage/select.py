@@ -236,6 +236,8 @@ def _matches(value: Any, op: str, target: Any, ctype: CqlType) -> bool:
         return bool(value != target)
     if op == "IN":
         return value in target
+    if op == "NOT IN":  # unknown (no match) when a listed value is null
+        return None not in target and value not in target
     if op == "CONTAINS":
         vals = value.values() if hasattr(value, "values") and callable(value.values) else value
         return target in vals

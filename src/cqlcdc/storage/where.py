@@ -60,6 +60,13 @@ class KeyRestrictions:
 def _term_values(
     col: Column, rel: ast.Relation, ctx: TermContext | None, reading: bool = False
 ) -> list[Any]:
+    if rel.operator == "NOT IN":  # a filter: a null among the values makes it match nothing
+        if isinstance(rel.value, ast.BindMarker):
+            found = ListType(col.type.frozen(), frozen=True).parse_literal(rel.value, col.name, ctx)
+            return [] if found is None else list(found)
+        if not isinstance(rel.value, ast.TupleLiteral):
+            raise InvalidRequest(f"Invalid NOT IN relation on {col.name}")
+        return [_value(col.type, col.name, t, ctx, nullable=True) for t in rel.value.items]
     if rel.operator == "IN":
         if isinstance(rel.value, ast.BindMarker):  # IN ?: one bound list of values
             values = ListType(col.type.frozen(), frozen=True).parse_literal(
@@ -186,7 +193,7 @@ def analyse_where(
             )
         else:
             nullable = reading and not col.is_key  # a filter on null matches nothing
-            if rel.operator == "IN":
+            if rel.operator in ("IN", "NOT IN"):
                 vals: Any = _term_values(col, rel, ctx, reading)
             elif rel.operator in ("CONTAINS", "CONTAINS KEY"):
                 vals = _contains_value(col, rel, ctx, nullable)

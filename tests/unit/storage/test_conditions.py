@@ -93,6 +93,8 @@ def test_column_conditions_fall_back_to_the_static_row(model: CoreModel) -> None
         ("m['a'] = 1", True), ("m['b'] = null", True), ("l[0] = 3", True), ("l[5] = null", True),
         ("m CONTAINS 1", True), ("m CONTAINS KEY 'z'", False), ("l CONTAINS 4", True),
         ("v > 1 AND m['a'] = 2", False),
+        ("v NOT IN (1, 2)", True), ("v NOT IN (2, 5)", False), ("v NOT IN (null, 7)", True),
+        ("m['b'] NOT IN (null, 7)", False),
     ],
 )  # fmt: skip
 def test_operators(model: CoreModel, condition: str, holds: bool) -> None:

@@ -632,3 +632,26 @@ def test_more_relations_scylla_refuses(cql: str, message: str) -> None:
     m.run("CREATE TABLE ks.t (p int, c int, v int, PRIMARY KEY (p, c))")
     with pytest.raises(InvalidRequest, match=message):
         m.run(cql)
+
+
+def test_not_in_filters_rows_and_a_listed_null_matches_nothing() -> None:
+    """cqlpy's test_filtering_with_not_in_relation: NOT IN is a filter on any column (ALLOW
+    FILTERING); a null value or a null in the list matches nothing."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (p1 int, p2 int, c int, v int, PRIMARY KEY ((p1, p2), c))")
+    for p1 in range(1, 5):
+        m.run(f"INSERT INTO ks.t (p1, p2, c, v) VALUES ({p1}, {p1 + 1}, {p1 + 2}, {p1 + 3})")
+    m.run("INSERT INTO ks.t (p1, p2, c, v) VALUES (5, 6, 7, NULL)")
+
+    def p1s(where: str) -> list[int]:
+        return sorted(r[0] for r in m.run(f"SELECT p1 FROM ks.t WHERE {where} ALLOW FILTERING"))
+
+    assert p1s("p1 NOT IN (2, 4)") == [1, 3, 5]
+    assert p1s("c NOT IN (3, 5)") == [2, 4, 5]
+    assert p1s("v NOT IN (5, 7)") == [1, 3]
+    assert p1s("v NOT IN (5, NULL)") == []
+    with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+        m.run("SELECT * FROM ks.t WHERE p1 NOT IN (2, 4)")
