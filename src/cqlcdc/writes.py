@@ -52,6 +52,7 @@ from cqlcdc.storage.mutations import (
     build_insert,
     build_update,
     merge_by_partition,
+    timestamp_value,
     using_values,
     write_key_bytes,
 )
@@ -113,10 +114,7 @@ def plan_write(
     else:
         statements = (stmt,)
     if isinstance(stmt, ast.Batch) and stmt.using.timestamp is not None:
-        from cqlcdc.types import native_type
-
-        bts = native_type("bigint").parse_literal(stmt.using.timestamp, "[timestamp]", ctx)
-        ctx.timestamp_us = int(bts)
+        ctx.timestamp_us = timestamp_value(stmt.using.timestamp, ctx)
     mutations: list[Mutation] = []
     schemas: dict[str, TableSchema] = {}
     targets: list[TableSchema] = []

@@ -141,17 +141,30 @@ class WriteContext:
 # ---------------------------------------------------------------------------------------------
 
 
+# the write timestamps ScyllaDB accepts (api::min_timestamp: the smallest bigint means none)
+MIN_TIMESTAMP, MAX_TIMESTAMP = -(2**63) + 1, 2**63 - 1
+
+
+def timestamp_value(term: ast.Term, ctx: WriteContext) -> int:
+    """A ``USING TIMESTAMP`` value (update_parameters' checks and messages)."""
+    from cqlcdc.types import native_type
+
+    t = native_type("bigint").parse_literal(term, "[timestamp]", ctx)
+    if t is None:
+        raise InvalidRequest("Invalid null value of timestamp")
+    if not MIN_TIMESTAMP <= t <= MAX_TIMESTAMP:
+        raise InvalidRequest(
+            f"Out of bound timestamp, must be in [{MIN_TIMESTAMP}, {MAX_TIMESTAMP}]"
+        )
+    return int(t)
+
+
 def using_values(
     using: ast.Using, ctx: WriteContext, default_ttl_s: int, allow_ttl: bool = True
 ) -> tuple[int, int]:
     from cqlcdc.types import native_type
 
-    ts = ctx.timestamp_us
-    if using.timestamp is not None:
-        t = native_type("bigint").parse_literal(using.timestamp, "[timestamp]", ctx)
-        if t is None:
-            raise InvalidRequest("Invalid null value of timestamp")
-        ts = int(t)
+    ts = ctx.timestamp_us if using.timestamp is None else timestamp_value(using.timestamp, ctx)
     ttl = default_ttl_s
     if using.ttl is not None:
         if not allow_ttl:

@@ -655,3 +655,21 @@ def test_not_in_filters_rows_and_a_listed_null_matches_nothing() -> None:
     assert p1s("v NOT IN (5, NULL)") == []
     with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
         m.run("SELECT * FROM ks.t WHERE p1 NOT IN (2, 4)")
+
+
+def test_write_timestamps_are_bounded_as_scylla_bounds_them() -> None:
+    """timestamp_test's testNegativeTimestamps: a negative timestamp is a timestamp, the
+    smallest bigint (ScyllaDB's "no timestamp") is refused, in a statement or a batch."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+    m.run("INSERT INTO ks.t (k, v) VALUES (1, 1) USING TIMESTAMP -42")
+    assert m.run("SELECT writetime(v) FROM ks.t WHERE k = 1") == [(-42,)]
+    for cql in (
+        f"INSERT INTO ks.t (k, v) VALUES (2, 2) USING TIMESTAMP {-(2**63)}",
+        f"BEGIN BATCH USING TIMESTAMP {-(2**63)} INSERT INTO ks.t (k, v) VALUES (2, 2) APPLY BATCH",
+    ):
+        with pytest.raises(InvalidRequest, match="Out of bound timestamp, must be in"):
+            m.run(cql)
