@@ -73,6 +73,12 @@ def _statement(
             if isinstance(a, ast.SetColumn):
                 term(a.value, a.column, ctype)
             elif isinstance(a, ast.AddTo | ast.Prepend | ast.RemoveFrom):
+                if not ctype.multicell and not ctype.is_counter:  # refused here, at PREPARE
+                    sign = "-" if isinstance(a, ast.RemoveFrom) else "+"
+                    raise InvalidRequest(
+                        f"Invalid operation ({a.column} = {a.column} {sign} ?) for non counter "
+                        f"column {a.column}"
+                    )
                 if isinstance(ctype, MapType) and isinstance(a, ast.RemoveFrom):
                     ctype = SetType(ctype.key, frozen=True)
                 term(a.value, a.column, ctype)

@@ -282,9 +282,10 @@ def build_insert(
             raise InvalidRequest(f"Multiple definitions found for column {name}")
         seen.add(name)
         values[name] = _parse(col, term, ctx)
+    missing_pk = [c.name for c in schema.partition_key if c.name not in values]
+    if missing_pk:
+        raise InvalidRequest(f"Some partition key parts are missing: {', '.join(missing_pk)}")
     for col in schema.partition_key:
-        if col.name not in values:
-            raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {col.name}")
         if values[col.name] is None:
             raise InvalidRequest(f"Invalid null value in condition for column {col.name}")
     # a write of static columns alone may leave out the clustering key; one of the partition
@@ -293,8 +294,14 @@ def build_insert(
     only_static = "static" in kinds and kinds <= {"static", "partition_key"}
     ck_given = [c for c in schema.clustering_key if c.name in values]
     if len(ck_given) != len(schema.clustering_key) and not (only_static and not ck_given):
-        missing = next(c.name for c in schema.clustering_key if c.name not in values)
-        raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
+        missing = next(c for c in schema.clustering_key if c.name not in values)
+        later = [c for c in ck_given if c.position > missing.position]
+        if later:  # a gap: ScyllaDB's restrictions say which column cannot be restricted
+            raise InvalidRequest(
+                f'PRIMARY KEY column "{later[0].name}" cannot be restricted as preceding column '
+                f'"{missing.name}" is not restricted'
+            )
+        raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing.name}")
     for c in ck_given:
         if values[c.name] is None:
             raise InvalidRequest(f"Invalid null value in condition for column {c.name}")

@@ -673,3 +673,34 @@ def test_write_timestamps_are_bounded_as_scylla_bounds_them() -> None:
     ):
         with pytest.raises(InvalidRequest, match="Out of bound timestamp, must be in"):
             m.run(cql)
+
+
+@pytest.mark.parametrize(
+    ("cql", "message"),
+    [
+        (
+            "INSERT INTO ks.t (id, b, c) VALUES ('k', 1, null)",
+            'PRIMARY KEY column "b" cannot be restricted as preceding column "a" is not',
+        ),
+        (
+            "INSERT INTO ks.t (id, a, c) VALUES ('k', 1, null)",
+            "Missing mandatory PRIMARY KEY part b",
+        ),
+        ("INSERT INTO ks.u (id2, a) VALUES ('k', 1)", "Some partition key parts are missing: id1"),
+        (
+            "UPDATE ks.t SET r = r + 1 WHERE id = 'k' AND a = 1 AND b = 1",
+            "for non counter column r",
+        ),
+    ],
+)
+def test_inserts_name_the_missing_key_part_as_scylla(cql: str, message: str) -> None:
+    """cqlpy's test_null.py: a gap in the clustering key, a missing last part, a missing
+    partition key part."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (id text, a int, b int, c list<int>, r int, PRIMARY KEY (id, a, b))")
+    m.run("CREATE TABLE ks.u (id1 text, id2 text, a int, PRIMARY KEY ((id1, id2)))")
+    with pytest.raises(InvalidRequest, match=message):
+        m.run(cql)
