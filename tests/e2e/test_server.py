@@ -840,3 +840,13 @@ def test_the_driver_selects_a_udt_field_and_a_map_element(cql: Any) -> None:
     select = cql.prepare("SELECT u.a AS a FROM sel WHERE k = ?")
     assert [c[3].typename for c in select.result_metadata] == ["int"]  # (ks, table, name, type)
     assert cql.execute(select, (1,)).one().a == 7
+
+
+def test_prepare_refuses_counter_arithmetic_on_a_regular_column(cql: Any) -> None:
+    """cqlpy's test_counter_syntax_non_counter_prepare: refused at PREPARE, not at EXECUTE."""
+    from cassandra import InvalidRequest as DriverInvalidRequest
+
+    cql.execute("CREATE TABLE IF NOT EXISTS arith (p int, c int, r int, PRIMARY KEY (p, c))")
+    for sign in "+-":
+        with pytest.raises(DriverInvalidRequest, match="for non counter column r"):
+            cql.prepare(f"UPDATE arith SET r = r {sign} 1 WHERE p = ? AND c = ?")
