@@ -615,6 +615,21 @@ def test_paging_over_10k_rows(cql: Any, served: CqlServer) -> None:
         cql.execute(statement, paging_state=state)
 
 
+def test_a_page_stops_at_one_megabyte(cql: Any) -> None:
+    """cqlpy's test_page_size_0: a page of big rows stops at 1 MB (ScyllaDB's limit); a
+    fetch size of 0 means no paging."""
+    cql.execute("CREATE TABLE IF NOT EXISTS big (p int, c int, s text, PRIMARY KEY (p, c))")
+    insert = cql.prepare("INSERT INTO big (p, c, s) VALUES (?, ?, ?)")
+    for c in range(15):
+        cql.execute(insert, [0, c, "x" * 100_000])
+    query = "SELECT * FROM big WHERE p = 0"
+    assert len(cql.execute(SimpleStatement(query, fetch_size=3)).current_rows) == 3
+    first = cql.execute(SimpleStatement(query, fetch_size=100_000))
+    assert 1 <= len(first.current_rows) < 15 and first.has_more_pages
+    assert len(list(first)) == 15  # the driver fetches the rest
+    assert len(cql.execute(SimpleStatement(query, fetch_size=0)).current_rows) == 15
+
+
 def test_a_second_client_the_nodejs_driver(server: tuple[str, int]) -> None:
     node_dir = Path(__file__).resolve().parents[1] / "node"
     done = subprocess.run(

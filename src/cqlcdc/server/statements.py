@@ -399,6 +399,10 @@ class Cursor:
     table: tuple[str, str]
 
 
+# the size at which a page stops short of its page size (ScyllaDB's 1 MB page limit)
+PAGE_BYTES = 1 << 20
+
+
 class Cursors:
     """Open cursors by paging state, oldest evicted first past ``limit`` (a client that
     pages too late gets an InvalidRequest and runs its query again)."""
@@ -440,12 +444,22 @@ def page(
     )
     everything = rows.current_rows
     end = len(everything)
+    paged = params.page_size is not None and params.page_size > 0
     if params.page_size is not None and params.page_size > 0:
         end = min(end, cursor.offset + params.page_size)
-    cells = tuple(
-        tuple(None if v is None else t.serialize(v) for v, t in zip(row, types, strict=True))
-        for row in everything[cursor.offset : end]
-    )
+    encoded: list[tuple[bytes | None, ...]] = []
+    size = 0
+    for at in range(cursor.offset, end):
+        row = tuple(
+            None if v is None else t.serialize(v)
+            for v, t in zip(everything[at], types, strict=True)
+        )
+        encoded.append(row)
+        size += sum(len(c) for c in row if c is not None)
+        if paged and size >= PAGE_BYTES and at + 1 < end:  # a page stops at 1 MB, as ScyllaDB's
+            end = at + 1
+            break
+    cells = tuple(encoded)
     state = cursors.put(Cursor(rows, end, cursor.table)) if end < len(everything) else None
     digest = metadata_id(columns) if metadata_id_seen is not None else None
     changed = digest is not None and digest != metadata_id_seen
