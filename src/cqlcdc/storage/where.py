@@ -209,10 +209,15 @@ def analyse_where(
             res.partition_keys = [
                 tuple(combo) for combo in itertools.product(*(pk_values[c.name] for c in pk_cols))
             ]
-            for c in pk_cols:  # a key no write could store (over 64 KiB) is refused, as writes
-                for v in pk_values[c.name]:
-                    if isinstance(v, str | bytes) and len(v) > MAX_KEY_BYTES // 4:
-                        check_key_length([len(c.type.serialize(v))], len(pk_cols))
+            if any(  # a key no write could store (over 64 KiB) is refused, as writes refuse it
+                isinstance(v, str | bytes) and len(v) > MAX_KEY_BYTES // 4
+                for values in pk_values.values()
+                for v in values
+            ):
+                for key in res.partition_keys:
+                    check_key_length(
+                        [len(c.type.serialize(v)) for c, v in zip(pk_cols, key, strict=True)]
+                    )
 
     for pos in [p for p in ck_slices if p in ck_eq]:  # c = 1 AND c > 0: the values in the slice
         ctype = ck_cols[pos].type
