@@ -88,6 +88,28 @@ def test_what_still_needs_allow_filtering(session: Any) -> None:
             session.execute(query)
 
 
+def test_an_index_beside_the_key_and_on_a_clustering_column(session: Any) -> None:
+    """ScyllaDB's need_filtering: an indexed restriction beside the whole partition key and a
+    clustering prefix needs no ALLOW FILTERING (select_test's testSetContainsWithIndex); an
+    index on a clustering column answers it restricted alone (testIndexOnClusteringColumns);
+    clustering restrictions over a token range filter (test_allow_filtering.py)."""
+    session.execute("CREATE TABLE ks.ci (p int, c0 int, c1 int, v int, PRIMARY KEY (p, c0, c1))")
+    session.execute("CREATE INDEX ON ks.ci (c1)")
+    for i in range(4):
+        session.execute(f"INSERT INTO ks.ci (p, c0, c1, v) VALUES ({i % 2}, {i}, {i * 10}, {i})")
+    session.execute("INSERT INTO ks.t (pk, ck, s) VALUES (7, 1, {70})")
+    assert _rows(session, "SELECT ck FROM ks.t WHERE pk = 7 AND ck = 1 AND s CONTAINS 70") == [(1,)]
+    assert _rows(session, "SELECT c0 FROM ks.ci WHERE c1 = 20") == [(2,)]
+    assert _rows(session, "SELECT c0 FROM ks.ci WHERE p = 1 AND c1 = 30") == [(3,)]
+    for query in (
+        "SELECT * FROM ks.ci WHERE c0 = 1 AND c1 = 10 AND v = 1",
+        "SELECT * FROM ks.t WHERE ck = 1 AND s CONTAINS 70",
+        "SELECT * FROM ks.ci WHERE c0 = 2 AND token(p) > 0",
+    ):
+        with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+            session.execute(query)
+
+
 def test_writes_log_as_without_the_index(session: Any) -> None:
     session.execute(
         "CREATE TABLE ks.plain (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}"

@@ -15,7 +15,7 @@ from typing import Any
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.indexes import usable_index
-from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.schema.model import Column, SecondaryIndex, TableSchema
 from cqlcdc.storage.aggregates import Accumulator
 from cqlcdc.storage.attributes import timeout_ms
 from cqlcdc.storage.cells import Cell
@@ -91,12 +91,15 @@ def prepare(
     selection = plan_selection(schema, stmt)
     if selection.aggregating and stmt.per_partition_limit is not None and not stmt.group_by:
         raise InvalidRequest("PER PARTITION LIMIT is not allowed with aggregate queries.")
-    res = analyse_where(schema, stmt.where, ctx, filtering=stmt.allow_filtering, reading=True)
+    # a restriction an index may serve is analysed as a filter where it breaks the key's
+    # order (an index on a clustering column); indexed_query then says whether it may
+    served = bool(_served(schema, stmt))
+    res = analyse_where(
+        schema, stmt.where, ctx, filtering=stmt.allow_filtering or served, reading=True
+    )
+    # clustering restrictions over many partitions (even a token range) filter, as ScyllaDB
     needs_filtering = bool(res.filters) or (
-        res.partition_keys is None
-        and res.ck_restricted_columns > 0
-        and res.token_lower is None
-        and res.token_upper is None
+        res.partition_keys is None and res.ck_restricted_columns > 0
     )
     if needs_filtering and not stmt.allow_filtering and not indexed_query(schema, stmt, res):
         raise InvalidRequest(FILTERING_MESSAGE)
@@ -121,15 +124,11 @@ def prepare(
     return res
 
 
-def indexed_query(schema: TableSchema, stmt: ast.Select, res: KeyRestrictions) -> bool:
-    """Whether a secondary index answers the query without ALLOW FILTERING, as ScyllaDB
-    decides it: one restriction an index serves, and besides it at most the whole
-    partition key (which a local index requires); every other restriction needs
-    filtering. The rows come from the base table at the read's snapshot either way
-    (``cqlcdc.schema.indexes``)."""
+def _served(schema: TableSchema, stmt: ast.Select) -> list[tuple[ast.Relation, SecondaryIndex]]:
+    """The relations of ``stmt`` an index of ``schema`` can answer."""
     if not schema.indexes:
-        return False
-    served = [
+        return []
+    return [
         (rel, index)
         for rel in stmt.where
         if not rel.token
@@ -137,21 +136,42 @@ def indexed_query(schema: TableSchema, stmt: ast.Select, res: KeyRestrictions) -
         and (index := usable_index(schema, rel.columns[0], rel.operator, rel.key is not None))
         is not None
     ]
-    if len(served) != 1:
+
+
+def indexed_query(schema: TableSchema, stmt: ast.Select, res: KeyRestrictions) -> bool:
+    """Whether a secondary index answers the query without ALLOW FILTERING, as ScyllaDB's
+    ``statement_restrictions::need_filtering`` decides it: one restricted regular column,
+    served by an index, beside the whole partition key and a clustering prefix (or nothing
+    else); or a served clustering column restricted alone beside the partition key. The
+    rows come from the base table at the read's snapshot either way
+    (``cqlcdc.schema.indexes``)."""
+    served = _served(schema, stmt)
+    if not served:
         return False
-    rel, index = served[0]
-    column = rel.columns[0]
-    pk_names = {c.name for c in schema.partition_key}
-    others = [r for r in stmt.where if r is not rel]
+    kinds = {c.name: c.kind for c in schema.columns}
     whole_key = res.partition_keys is not None
-    if index.local_key and not whole_key:
+    if any(index.local_key for _, index in served) and not whole_key:
         return False
-    for other in others:
-        if other.token or len(other.columns) != 1 or other.columns[0] not in pk_names:
-            return False
-        if other.operator != "=" or not whole_key:
-            return False
-    return column not in pk_names or not whole_key
+    single = [r for r in stmt.where if not r.token and not r.multi]
+    multi = any(r.multi for r in stmt.where)
+    pk_restricted = {r.columns[0] for r in single if kinds.get(r.columns[0]) == "partition_key"}
+    ck_restricted = {r.columns[0] for r in single if kinds.get(r.columns[0]) == "clustering"}
+    nonkey = {r.columns[0] for r in single if kinds.get(r.columns[0]) in ("regular", "static")}
+    served_columns = {rel.columns[0] for rel, _ in served}
+    if any(r.token for r in stmt.where):  # one restriction goes to the index, no other
+        return len(ck_restricted) + len(nonkey) <= 1
+    if pk_restricted and not whole_key:  # a part of the partition key: its token is unknown
+        return False
+    if len(nonkey) > 1 or (nonkey and not nonkey <= served_columns):
+        return False
+    ck_filtered = any(c.kind == "clustering" for c, _, _ in res.filters)
+    if nonkey:  # the index of a regular column: the rest must be a key prefix
+        if not pk_restricted and not ck_restricted:
+            return True
+        return whole_key and not ck_filtered and not multi
+    if multi:
+        return True
+    return len(ck_restricted) <= 1  # an index of a clustering column, restricted alone
 
 
 def _check_distinct(
