@@ -152,6 +152,8 @@ def plan_write(
             checked.append(build_condition(schema, s, ctx, ck))
         mutations += built
     merged = merge_by_partition(mutations)
+    if isinstance(stmt, ast.Batch):
+        check_batch_size(merged)
     condition: Conditional | None = None
     if conditional:
         if len(merged) > 1:
@@ -558,6 +560,24 @@ def check_counter_attributes(
         raise InvalidRequest("Cannot provide custom timestamp for counter updates")
     if stmt.using.ttl is not None:
         raise InvalidRequest("Cannot provide custom TTL for counter updates")
+
+
+# ScyllaDB's batch_size_fail_threshold_in_kb (its default): a bigger batch is refused
+BATCH_FAIL_BYTES = 1024 * 1024
+
+
+def check_batch_size(mutations: Sequence[Mutation]) -> None:
+    """``batch_statement::verify_batch_size``: a batch of several partitions whose data
+    passes the threshold is refused whole (measured as the partitions' stored form)."""
+    if len(mutations) <= 1:
+        return
+    from cqlcdc.storage.codec import encode_fragment
+
+    size = 0
+    for m in mutations:
+        size += len(encode_fragment(m.partition))
+        if size > BATCH_FAIL_BYTES:
+            raise InvalidRequest("Batch too large")
 
 
 def default_ttl_s(schema: TableSchema) -> int:

@@ -704,3 +704,23 @@ def test_inserts_name_the_missing_key_part_as_scylla(cql: str, message: str) -> 
     m.run("CREATE TABLE ks.u (id1 text, id2 text, a int, PRIMARY KEY ((id1, id2)))")
     with pytest.raises(InvalidRequest, match=message):
         m.run(cql)
+
+
+def test_a_batch_over_a_megabyte_is_refused_whole() -> None:
+    """ScyllaDB's batch_size_fail_threshold_in_kb (1024): a batch of several partitions
+    whose data passes it is refused, and nothing of it is written."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (k int PRIMARY KEY, t text)")
+
+    def batch(n: int) -> str:
+        inserts = (f"INSERT INTO ks.t (k, t) VALUES ({i}, '{'x' * 1000}')" for i in range(n))
+        return "BEGIN BATCH\n" + "\n".join(inserts) + "\nAPPLY BATCH"
+
+    with pytest.raises(InvalidRequest, match="Batch too large"):
+        m.run(batch(1100))
+    assert m.run("SELECT count(*) FROM ks.t") == [(0,)]
+    m.run(batch(900))
+    assert m.run("SELECT count(*) FROM ks.t") == [(900,)]
