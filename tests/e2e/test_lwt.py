@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -195,6 +196,61 @@ def test_the_driver_through_cqlcdc_serve(session: Any) -> None:
         assert cql.execute(batch).was_applied
         rows = sorted(tuple(r) for r in cql.execute("SELECT pk, ck, v FROM drv"))
         assert rows == [(1, 1, 8), (1, 2, 7)]
+    finally:
+        cluster.shutdown()
+        server.stop_thread()
+
+
+def test_arithmetic_in_a_conditional_update(session: Any) -> None:
+    """ScyllaDB's extension (issue 10568, cqlpy's test_lwt_counter_syntax*): ``r = r + v`` on
+    a numeric column of a conditional UPDATE adds to the value the condition saw; a null
+    stays null; an integer overflow is refused; without a condition it is refused at PREPARE;
+    the CDC log records the value written."""
+    from cassandra import InvalidRequest as DriverInvalidRequest
+    from cassandra.cluster import Cluster
+    from cassandra.policies import RoundRobinPolicy
+
+    from cqlcdc.server import CqlServer
+
+    session.execute(
+        "CREATE TABLE ks.arith (p int, c int, r int, d decimal, t tinyint, PRIMARY KEY (p, c)) "
+        "WITH cdc = {'enabled': true, 'preimage': true}"
+    )
+    server = CqlServer(session.coordinator, port=0)
+    host, port = server.start_in_thread()
+    cluster = Cluster([host], port=port, load_balancing_policy=RoundRobinPolicy())
+    try:
+        cql = cluster.connect("ks")
+        cql.execute("INSERT INTO arith (p, c, r, d, t) VALUES (1, 1, 10, 1.5, 127)")
+        inc = cql.prepare("UPDATE arith SET r = r + ? WHERE p = ? AND c = ? IF EXISTS")
+        assert cql.execute(inc, (5, 1, 1)).was_applied
+        assert not cql.execute("UPDATE arith SET r = r - 20 WHERE p = 1 AND c = 1 IF r >= 20")[
+            0
+        ].applied
+        assert cql.execute(
+            "UPDATE arith SET r = r - 2, d = d + 0.25 WHERE p = 1 AND c = 1 IF r = 15"
+        )[0].applied
+        assert tuple(cql.execute("SELECT r, d FROM arith WHERE p = 1 AND c = 1").one()) == (
+            13,
+            Decimal("1.75"),
+        )
+        with pytest.raises(DriverInvalidRequest, match="Arithmetic ADD overflow"):
+            cql.execute("UPDATE arith SET t = t + 1 WHERE p = 1 AND c = 1 IF EXISTS")
+        cql.execute("INSERT INTO arith (p, c) VALUES (2, 1)")
+        assert cql.execute("UPDATE arith SET r = r + 1 WHERE p = 2 AND c = 1 IF EXISTS")[0].applied
+        assert cql.execute("SELECT r FROM arith WHERE p = 2 AND c = 1").one().r is None
+        with pytest.raises(DriverInvalidRequest, match="for non counter column r"):
+            cql.prepare("UPDATE arith SET r = r + 1 WHERE p = ? AND c = ?")
+        with pytest.raises(DriverInvalidRequest, match="of type int"):
+            cql.prepare("UPDATE arith SET r = r + 3.5 WHERE p = ? AND c = ? IF EXISTS")
+        logged = [
+            (row.operation, row.r)
+            for row in cql.execute(
+                'SELECT "cdc$operation" AS operation, r FROM arith_scylla_cdc_log'
+            )
+            if row.r is not None
+        ]
+        assert (1, 15) in logged and (1, 13) in logged  # the deltas carry the computed values
     finally:
         cluster.shutdown()
         server.stop_thread()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.mutations import ARITHMETIC_TYPES
 from cqlcdc.types import ListType, MapType, SetType, TupleType, UserType, native_type
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.terms import conversion
@@ -73,12 +74,18 @@ def _statement(
             if isinstance(a, ast.SetColumn):
                 term(a.value, a.column, ctype)
             elif isinstance(a, ast.AddTo | ast.Prepend | ast.RemoveFrom):
-                if not ctype.multicell and not ctype.is_counter:  # refused here, at PREPARE
-                    sign = "-" if isinstance(a, ast.RemoveFrom) else "+"
-                    raise InvalidRequest(
-                        f"Invalid operation ({a.column} = {a.column} {sign} ?) for non counter "
-                        f"column {a.column}"
+                if not ctype.multicell and not ctype.is_counter:  # checked here, at PREPARE
+                    arithmetic = (s.if_exists or bool(s.conditions)) and (
+                        ctype.cql_name in ARITHMETIC_TYPES and not isinstance(a, ast.Prepend)
                     )
+                    if not arithmetic:
+                        sign = "-" if isinstance(a, ast.RemoveFrom) else "+"
+                        raise InvalidRequest(
+                            f"Invalid operation ({a.column} = {a.column} {sign} ?) for non "
+                            f"counter column {a.column}"
+                        )
+                    if not isinstance(a.value, ast.BindMarker):  # r = r + 3.5 on an int
+                        ctype.parse_literal(a.value, a.column, None)
                 if isinstance(ctype, MapType) and isinstance(a, ast.RemoveFrom):
                     ctype = SetType(ctype.key, frozen=True)
                 term(a.value, a.column, ctype)

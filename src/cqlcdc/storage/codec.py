@@ -686,7 +686,7 @@ def _read_write(r: _Reader) -> WritePayload:
     ops = []
     for _ in range(r.count()):
         kind = r.text()
-        if kind not in ("set_index", "delete_index", "discard"):
+        if kind not in ("set_index", "delete_index", "discard", "add", "sub"):
             raise _Malformed(f"{kind!r} is not a list operation")
         ck = r.value()
         if ck is not None and not isinstance(ck, tuple):

@@ -38,6 +38,53 @@ def _current_list(
     return sorted(live.items(), key=lambda kv: timeuuid_sort_key(kv[0]))  # type: ignore[arg-type]
 
 
+# the range of each fixed-width integer type (a result outside it overflows)
+_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
+
+
+def _arithmetic(
+    schema: TableSchema,
+    mutation: Partition,
+    op: ListOp,
+    state: Partition | None,
+    order: ClusteringOrder,
+    now_s: int,
+) -> None:
+    """``r = r + v`` / ``r = r - v``: the column's live value before the write, plus or
+    minus ``v``, written as the statement's cell; null (no value, or a null operand) stays
+    null, written as a tombstone, as ScyllaDB's setter writes it.
+
+    Raises:
+        InvalidRequest: the result does not fit a fixed-width integer (ScyllaDB's message).
+    """
+    column = schema.column(op.column)
+    assert column is not None
+    current: object = None
+    if state is not None:
+        row = state.static if op.ck is None else state.rows.get(op.ck)
+        shadow = state.deletion if op.ck is None else state.row_shadow(op.ck, order)
+        cell = None if row is None else row.cells.get(op.column)
+        if (
+            isinstance(cell, Cell)
+            and cell.is_live(now_s)
+            and (shadow is None or cell.timestamp > shadow)
+        ):
+            current = cell.value
+    result: object = None
+    if current is not None and op.value is not None:
+        result = current + op.value if op.kind == "add" else current - op.value  # type: ignore[operator]
+        bits = _BITS.get(column.type.cql_name)
+        if bits is not None and not -(2 ** (bits - 1)) <= result < 2 ** (bits - 1):  # type: ignore[operator]
+            raise InvalidRequest(f"Arithmetic {op.kind.upper()} overflow")
+        result = column.type.validate(result, op.column)
+    target = mutation.static if op.ck is None else mutation.row(op.ck)
+    target.cells[op.column] = (
+        Cell(op.timestamp, None)
+        if result is None
+        else Cell(op.timestamp, result, op.ttl_s, op.expiry_s)
+    )
+
+
 def resolve_list_ops(
     schema: TableSchema,
     mutation: Partition,
@@ -52,6 +99,9 @@ def resolve_list_ops(
     """
     order = ClusteringOrder(schema)
     for op in ops:
+        if op.kind in ("add", "sub"):
+            _arithmetic(schema, mutation, op, state, order, now_s)
+            continue
         current = _current_list(state, op, order, now_s)
         row = mutation.static if op.ck is None else mutation.row(op.ck)
         coll = row.cells.get(op.column)

@@ -38,12 +38,16 @@ MAX_TTL_S = 630720000  # 20 years, ScyllaDB's max_ttl
 
 @dataclass(frozen=True, slots=True)
 class ListOp:
-    """A list operation that needs the current list: resolved against state in the pipeline.
+    """An operation that needs the row's current value: resolved against state in the
+    pipeline.
 
-    ``set_index``: ``l[i] = v``; ``delete_index``: ``DELETE l[i]``; ``discard``: ``l = l - [..]``.
+    ``set_index``: ``l[i] = v``; ``delete_index``: ``DELETE l[i]``; ``discard``: ``l = l - [..]``;
+    ``add`` / ``sub``: ``r = r + v`` / ``r = r - v`` on a numeric column in a conditional
+    UPDATE (ScyllaDB's extension, its issue 10568: the value written is computed from the
+    row as the condition saw it), ``value`` the operand.
     """
 
-    kind: Literal["set_index", "delete_index", "discard"]
+    kind: Literal["set_index", "delete_index", "discard", "add", "sub"]
     ck: ClusteringKey | None  # None: static column
     column: str
     timestamp: int
@@ -387,6 +391,7 @@ def build_update(
             missing = schema.clustering_key[res.ck_restricted_columns].name
             raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
         cks = list(res.ck_prefixes)
+    conditional = stmt.if_exists or bool(stmt.conditions)
     out = []
     for pk in pks:
         part = Partition(pk)
@@ -402,7 +407,7 @@ def build_update(
                     raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
                 else:
                     target = row_target
-                _assign(col, assignment, target, ts, ttl, ctx, list_ops)
+                _assign(col, assignment, target, ts, ttl, ctx, list_ops, conditional)
         out.append(Mutation(schema.table_id, part, list_ops))
     return out
 
@@ -439,6 +444,12 @@ def _only_static(
     return only
 
 
+# the types ``r = r + v`` computes in a conditional UPDATE (ScyllaDB's is_arithmetic)
+ARITHMETIC_TYPES = frozenset(
+    {"tinyint", "smallint", "int", "bigint", "varint", "float", "double", "decimal"}
+)
+
+
 def _assign(
     col: Column,
     a: ast.Assignment,
@@ -447,6 +458,7 @@ def _assign(
     ttl: int,
     ctx: WriteContext,
     list_ops: list[ListOp],
+    conditional: bool = False,
 ) -> None:
     ctype = col.type
     if ctype.is_counter:
@@ -454,6 +466,18 @@ def _assign(
         return
     if isinstance(a, ast.SetColumn):
         target.overwrite(col, _parse(col, a.value, ctx), ts, ttl, ctx)
+        return
+    if (
+        isinstance(a, ast.AddTo | ast.RemoveFrom)
+        and conditional
+        and ctype.cql_name in ARITHMETIC_TYPES
+    ):  # r = r + v in a conditional UPDATE: computed when the condition is decided
+        kind: Literal["add", "sub"] = "add" if isinstance(a, ast.AddTo) else "sub"
+        expiry = ctx.now_s + ttl if ttl else 0
+        operand = _parse(col, a.value, ctx)
+        list_ops.append(
+            ListOp(kind, target.ck, col.name, ts, value=operand, ttl_s=ttl, expiry_s=expiry)
+        )
         return
     if isinstance(a, ast.AddTo | ast.Prepend):
         if not ctype.multicell:

@@ -89,6 +89,7 @@ CONDITIONAL_WRITES = [  # lightweight transactions: the write and its conditions
     "INSERT INTO ks.t (pk, ck, v) VALUES (3, 'c', 1) IF NOT EXISTS",
     "BEGIN BATCH UPDATE ks.t SET s = 1 WHERE pk = 1 IF s = null "
     "UPDATE ks.t SET w = 'z' WHERE pk = 1 AND ck = 'b' APPLY BATCH",
+    "UPDATE ks.t SET v = v + 2, d = d - 0.5 WHERE pk = 1 AND ck = 'a' IF EXISTS",  # arithmetic
 ]
 OTHER_PAYLOADS: list[Payload] = [
     ScanRequest("feed", 1_700_000_000_000, 7, 1_700_000_000_001),
