@@ -36,19 +36,26 @@ def _pack_elements(elements: Iterable[bytes], count: int) -> bytes:
 
 
 def _unpack_elements(data: bytes, per_entry: int) -> list[bytes]:
-    """Read an int32 count then count * per_entry int32-length-prefixed values."""
+    """Read an int32 count then count * per_entry int32-length-prefixed values (the
+    messages say what was short, as ScyllaDB's ``Not enough bytes to read ...``)."""
     if len(data) < 4:
-        raise InvalidRequest("Cannot deserialize a collection: missing element count")
+        raise InvalidRequest("Not enough bytes to read a collection's element count")
     count = int32_unpack(data)
+    if count < 0:
+        raise InvalidRequest(
+            f"The data cannot be deserialized as a collection: element count {count}"
+        )
     offset = 4
     values: list[bytes] = []
     for _ in range(count * per_entry):
         if offset + 4 > len(data):
-            raise InvalidRequest("Cannot deserialize a collection: truncated")
+            raise InvalidRequest("Not enough bytes to read a collection element's size")
         length = int32_unpack(data, offset)
         offset += 4
-        if length < 0 or offset + length > len(data):
-            raise InvalidRequest("Cannot deserialize a collection: bad element length")
+        if length < 0:
+            raise InvalidRequest("Null value read when not allowed in a collection")
+        if offset + length > len(data):
+            raise InvalidRequest("Not enough bytes to read a collection element")
         values.append(data[offset : offset + length])
         offset += length
     if offset != len(data):

@@ -322,3 +322,22 @@ def test_values_are_hashable_and_immutable() -> None:
     assert len({m, u, Duration(1, 2, 3)}) == 3
     with pytest.raises(KeyError):
         UdtValue(("a",), {"x": 1})
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"test", "Not enough bytes to read a collection element's size"),
+        (b"", "Not enough bytes to read a collection's element count"),
+        ((2**63 - 1).to_bytes(8, "big"), "Null value read when not allowed in a collection"),
+        ((-1).to_bytes(4, "big", signed=True), "cannot be deserialized as a collection"),
+    ],
+)
+def test_a_malformed_bound_collection_is_refused(data: bytes, message: str) -> None:
+    """collections_test's testInvalidInputFor{List,Set,Map}: a count of -1 is not an empty
+    list, and a short value says what is short."""
+    from cqlcdc.errors import InvalidRequest
+    from cqlcdc.types import ListType, native_type
+
+    with pytest.raises(InvalidRequest, match=message):
+        ListType(native_type("text")).deserialize(data)
