@@ -130,6 +130,22 @@ def test_unset_values_leave_columns_alone(cql: Any) -> None:
     assert tuple(row) == (20, "two")
 
 
+def test_unset_list_elements_leave_the_list_alone(cql: Any) -> None:
+    """collections_test's testListWithUnsetValues: ``l[1] = ?``, ``DELETE l[?]`` and
+    ``l = l - ?`` bound to unset change nothing (the DELETE is not a row delete); an unset
+    index to write at is refused."""
+    from cassandra.query import UNSET_VALUE
+
+    cql.execute("CREATE TABLE IF NOT EXISTS unset_l (k int PRIMARY KEY, l list<text>)")
+    cql.execute("INSERT INTO unset_l (k, l) VALUES (10, ['foo', 'foo'])")
+    cql.execute(cql.prepare("UPDATE unset_l SET l[1] = ? WHERE k = 10"), (UNSET_VALUE,))
+    cql.execute(cql.prepare("DELETE l[?] FROM unset_l WHERE k = 10"), (UNSET_VALUE,))
+    cql.execute(cql.prepare("UPDATE unset_l SET l = l - ? WHERE k = 10"), (UNSET_VALUE,))
+    assert cql.execute("SELECT l FROM unset_l WHERE k = 10").one().l == ["foo", "foo"]
+    with pytest.raises(InvalidRequest, match="unset value"):
+        cql.execute(cql.prepare("UPDATE unset_l SET l[?] = 'foo' WHERE k = 10"), (UNSET_VALUE,))
+
+
 def test_the_drivers_schema_metadata_matches_the_catalog(cql: Any) -> None:
     cql.execute("CREATE TYPE IF NOT EXISTS pair (k text, n int)")
     cql.execute(

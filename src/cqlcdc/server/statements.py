@@ -252,8 +252,13 @@ def without_unset(
         pruned = (
             dataclasses.replace(stmt, assignments=kept, using=using(stmt.using)) if kept else None
         )
-    elif isinstance(stmt, ast.Delete):
-        pruned = dataclasses.replace(stmt, using=using(stmt.using))
+    elif isinstance(stmt, ast.Delete):  # DELETE l[?] bound to unset deletes nothing
+        targets = tuple(t for t in stmt.targets if not is_unset(t.key))
+        pruned = (
+            None
+            if stmt.targets and not targets
+            else dataclasses.replace(stmt, targets=targets, using=using(stmt.using))
+        )
     elif isinstance(stmt, ast.Select):
         pruned = dataclasses.replace(
             stmt,
