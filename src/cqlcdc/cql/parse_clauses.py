@@ -66,6 +66,8 @@ class ClausesMixin(TermsMixin):
     def _parse_relation_operator(self, allow_contains: bool = True) -> RelationOperator:
         if self._match_word("in"):
             return "IN"
+        if allow_contains and self._match_word("like"):
+            return "LIKE"
         if (
             self._is_word("not")
             and self._peek(1).type is TokenType.WORD

@@ -7,7 +7,9 @@ CQL shows it) and CDC log tables (rows read back from the log output).
 
 from __future__ import annotations
 
+import functools
 import itertools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -243,6 +245,24 @@ def group_by_columns(schema: TableSchema, stmt: ast.Select) -> list[Column]:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def like_pattern(pattern: str) -> re.Pattern[str]:
+    """A LIKE pattern as a regex (utils/like_matcher.cc): ``%`` any text, ``_`` one
+    character, a backslash escapes the next one; the empty pattern matches empty text."""
+    out: list[str] = []
+    escaping = False
+    for c in pattern:
+        if c == "\\" and not escaping:
+            escaping = True
+            continue
+        if c in "%_" and not escaping:
+            out.append(".*" if c == "%" else ".")
+        else:
+            out.append(re.escape(c))
+        escaping = False
+    return re.compile("".join(out), re.DOTALL)
+
+
 def _matches(value: Any, op: str, target: Any, ctype: CqlType) -> bool:
     if value is None or target is None:  # nothing equals null, not even null
         return False
@@ -258,6 +278,8 @@ def _matches(value: Any, op: str, target: Any, ctype: CqlType) -> bool:
         return value in target
     if op == "NOT IN":  # unknown (no match) when a listed value is null
         return None not in target and value not in target
+    if op == "LIKE":
+        return like_pattern(target).fullmatch(value) is not None
     if op == "CONTAINS":
         vals = value.values() if hasattr(value, "values") and callable(value.values) else value
         return target in vals

@@ -193,8 +193,14 @@ def analyse_where(
             )
         else:
             nullable = reading and not col.is_key  # a filter on null matches nothing
-            if rel.operator in ("IN", "NOT IN"):
-                vals: Any = _term_values(col, rel, ctx, reading)
+            if rel.operator == "LIKE":
+                if col.type.cql_name not in ("text", "ascii"):
+                    raise InvalidRequest(
+                        f"LIKE is allowed only on string types, which {name} is not"
+                    )
+                vals: Any = _value(col.type, name, rel.value, ctx, nullable)
+            elif rel.operator in ("IN", "NOT IN"):
+                vals = _term_values(col, rel, ctx, reading)
             elif rel.operator in ("CONTAINS", "CONTAINS KEY"):
                 vals = _contains_value(col, rel, ctx, nullable)
             else:

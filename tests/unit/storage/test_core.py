@@ -724,3 +724,32 @@ def test_a_batch_over_a_megabyte_is_refused_whole() -> None:
     assert m.run("SELECT count(*) FROM ks.t") == [(0,)]
     m.run(batch(900))
     assert m.run("SELECT count(*) FROM ks.t") == [(900,)]
+
+
+def test_like_filters_string_columns() -> None:
+    """cqlpy's test_filter_like_on_desc_column and ScyllaDB's like_matcher: ``%`` any text,
+    ``_`` one character, a backslash escapes; strings only."""
+    from cqlcdc.errors import InvalidRequest
+    from cqlcdc.storage.select import like_pattern
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (a int, b text, n int, PRIMARY KEY (a, b)) "
+          "WITH CLUSTERING ORDER BY (b DESC)")  # fmt: skip
+    for b in ("one", "two", "o_e", "x.y"):
+        m.run(f"INSERT INTO ks.t (a, b, n) VALUES (1, '{b}', 1)")
+
+    def bs(pattern: str) -> list[str]:
+        query = f"SELECT b FROM ks.t WHERE b LIKE '{pattern}' ALLOW FILTERING"
+        return sorted(r[0] for r in m.run(query))
+
+    assert bs("%%%") == ["o_e", "one", "two", "x.y"]
+    assert bs("o%") == ["o_e", "one"]
+    assert bs("o_e") == ["o_e", "one"]
+    assert bs("o\\_e") == ["o_e"]
+    assert bs("x.%") == ["x.y"] and bs("x_y") == ["x.y"] and bs("") == []
+    assert like_pattern("a.b").fullmatch("axb") is None
+    with pytest.raises(InvalidRequest, match="LIKE is allowed only on string types, which n"):
+        m.run("SELECT * FROM ks.t WHERE n LIKE '1' ALLOW FILTERING")
+    with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+        m.run("SELECT * FROM ks.t WHERE b LIKE 'o%'")
