@@ -178,6 +178,13 @@ def build_condition(
     if conditional and res.partition_keys is not None and len(res.partition_keys) > 1:
         raise InvalidRequest(f"IN on the partition key is not supported with conditional {verb}")
     n_ck = len(schema.clustering_key)
+    if conditional and (
+        res.partition_keys == [] or (res.ck_restricted_columns and not res.ck_prefixes)
+    ):  # c = 2 AND c = 3: no row for the condition to read (ScyllaDB refuses it too)
+        raise InvalidRequest(
+            f"The WHERE clause of a conditional {verb[:-1]} selects no row: its restrictions "
+            "on a key column contradict each other"
+        )
     if conditional and res.full_clustering_keys and len(res.ck_prefixes) > 1:
         raise InvalidRequest(
             f"IN on the clustering key columns is not supported with conditional {verb}"

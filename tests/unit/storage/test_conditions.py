@@ -108,3 +108,11 @@ def test_a_missing_value_compares_as_null() -> None:
     assert not check.holds(None, None)
     assert not check.holds({"v": None}, None)
     assert ConditionCheck("v", "!=", 3).holds({}, None)
+
+
+def test_a_condition_on_contradicting_key_restrictions_is_refused(model: CoreModel) -> None:
+    """cqlpy's test_lwt_empty_clustering_range: ``c = 2 AND c = 2000`` names no row."""
+    from cqlcdc.errors import InvalidRequest
+
+    with pytest.raises(InvalidRequest, match="selects no row"):
+        model.run("UPDATE ks.t SET v = 1 WHERE pk = 1 AND ck = 2 AND ck = 2000 IF v = 3")
