@@ -25,7 +25,7 @@ from typing import Any, Literal
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
-from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
+from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder, compare
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.view import PartitionView, row_is_live
@@ -80,7 +80,7 @@ class ConditionCheck:
             return self.value in current
         assert self.ctype is not None
         a, b = self.ctype.sort_key(current), self.ctype.sort_key(self.value)
-        return bool({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op])
+        return compare(a, op, b)
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,3 +101,15 @@ class ClusteringOrder:
 def _cmp_keys(order: ClusteringOrder, a: Sequence[Any], b: Sequence[Any]) -> int:
     ka, kb = order.key(a), order.key(b)
     return -1 if ka < kb else (1 if kb < ka else 0)
+
+
+def compare(a: Any, op: str, b: Any) -> bool:
+    """``a op b`` for a slice operator (``<``, ``<=``, ``>``, ``>=``) on two sort keys
+    (``CqlType.sort_key``), as restrictions, filters and conditions compare values."""
+    if op == "<":
+        return bool(a < b)
+    if op == "<=":
+        return bool(a <= b)
+    if op == ">":
+        return bool(a > b)
+    return bool(a >= b)

@@ -21,7 +21,7 @@ from cqlcdc.schema.model import Column, SecondaryIndex, TableSchema
 from cqlcdc.storage.aggregates import Accumulator
 from cqlcdc.storage.attributes import timeout_ms
 from cqlcdc.storage.cells import Cell
-from cqlcdc.storage.keys import ClusteringOrder
+from cqlcdc.storage.keys import ClusteringOrder, compare
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.selection import CELLS, Selection, plan_selection
 from cqlcdc.storage.subscripts import element_of, subscript_types
@@ -286,9 +286,7 @@ def _matches(value: Any, op: str, target: Any, ctype: CqlType) -> bool:
     if op == "CONTAINS KEY":
         return target in value
     a, b = ctype.sort_key(value), ctype.sort_key(target)
-    return bool(
-        {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]  # type: ignore[operator]
-    )
+    return compare(a, op, b)
 
 
 def result_columns(schema: TableSchema, stmt: ast.Select) -> list[tuple[str, CqlType]]:

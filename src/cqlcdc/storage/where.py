@@ -13,7 +13,7 @@ from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.aggregates import AGGREGATES
-from cqlcdc.storage.keys import Bound, ClusteringKey
+from cqlcdc.storage.keys import Bound, ClusteringKey, compare
 from cqlcdc.storage.subscripts import subscript_types
 from cqlcdc.storage.token import (
     MAX_KEY_BYTES,
@@ -230,7 +230,7 @@ def analyse_where(
         ck_eq[pos] = [
             v
             for v in ck_eq[pos]
-            if all(_compare(ctype.sort_key(v), op, ctype.sort_key(b)) for op, b in ck_slices[pos])
+            if all(compare(ctype.sort_key(v), op, ctype.sort_key(b)) for op, b in ck_slices[pos])
         ]
         del ck_slices[pos]
     if multi and (ck_eq or ck_slices):
@@ -269,10 +269,6 @@ def _aggregates(term: ast.Term) -> bool:
     if isinstance(term, ast.TupleLiteral | ast.ListLiteral | ast.SetLiteral):
         return any(_aggregates(t) for t in term.items)
     return False
-
-
-def _compare(a: Any, op: str, b: Any) -> bool:
-    return bool({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op])
 
 
 def _check_multi(schema: TableSchema, rel: ast.Relation, earlier: list[ast.Relation]) -> None:
