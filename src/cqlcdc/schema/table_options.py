@@ -9,6 +9,8 @@ over the defaults, in ScyllaDB's print order.
 
 from __future__ import annotations
 
+import math
+import re
 import uuid
 
 from cqlcdc.cql.ast import Constant, OptionValue
@@ -103,6 +105,8 @@ def _format_option(name: str, value: OptionValue) -> str:
             )
         return format_map(entries)
     text = _constant(name, value, "string")
+    if name == "speculative_retry":
+        return single_quote(speculative_retry(text))
     if name in _STRING_OPTIONS:
         return single_quote(text)
     if name in _INT_OPTIONS:
@@ -118,6 +122,42 @@ def _format_option(name: str, value: OptionValue) -> str:
         return format_double(float(text))
     except ValueError:
         raise CqlSyntaxError(f"Invalid double value {text} for '{name}'") from None
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:E[+-]?\d+)?|[+-]?(?:NAN|INF|INFINITY)")
+
+
+def speculative_retry(text: str) -> str:
+    """``speculative_retry::from_sstring`` then ``to_sstring``: the canonical form of
+    ``NONE``, ``ALWAYS``, ``Xms`` or ``YPERCENTILE`` (any case).
+
+    Raises:
+        ConfigurationError: another form, or a number out of range (ScyllaDB's messages).
+    """
+    upper = text.upper()
+    if upper in ("NONE", "ALWAYS"):
+        return upper
+    for suffix in ("MS", "PERCENTILE"):
+        if upper.endswith(suffix):
+            number = upper[: -len(suffix)]
+            if not _NUMBER.fullmatch(number):
+                break
+            v = float(number)
+            if suffix == "MS":
+                if not math.isfinite(v) or v < 0:
+                    raise ConfigurationError(
+                        f"Invalid value {upper} for option 'speculative_retry': the number of "
+                        "milliseconds must be non-negative and finite"
+                    )
+                return f"{v:.2f}ms"
+            fraction = v / 100  # stored as a fraction, printed back as ScyllaDB prints it
+            if not math.isfinite(fraction) or not 0.0 <= fraction <= 1.0:
+                raise ConfigurationError(
+                    f"Invalid value {upper} for PERCENTILE option 'speculative_retry': must be "
+                    "between [0.0 and 100.0]"
+                )
+            return f"{100 * fraction:.1f}PERCENTILE"
+    raise ConfigurationError(f"cannot convert {upper} to speculative_retry")
 
 
 def _check_table_id(value: OptionValue) -> None:

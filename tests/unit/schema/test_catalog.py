@@ -607,3 +607,30 @@ def test_the_log_of_a_readded_column_hides_its_old_values(cat: Catalog) -> None:
         "m",
         "v",
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "canonical"),
+    [
+        ("NONE", "NONE"), ("none", "NONE"), ("ALWAYS", "ALWAYS"), ("200ms", "200.00ms"),
+        ("0ms", "0.00ms"), ("99PERCENTILE", "99.0PERCENTILE"), ("99.0percentile", "99.0PERCENTILE"),
+    ],
+)  # fmt: skip
+def test_speculative_retry_is_stored_in_scyllas_canonical_form(value: str, canonical: str) -> None:
+    from cqlcdc.schema.table_options import speculative_retry
+
+    assert speculative_retry(value) == canonical
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "x", "ms", "percentile", "dog", "nanPERCENTILE", "infPERCENTILE", "-infPERCENTILE",
+     "nanms", "infms", "-1ms", "-0.1PERCENTILE", "100.001PERCENTILE", "+101PERCENTILE", "1_0ms"],
+)  # fmt: skip
+def test_a_speculative_retry_scylla_cannot_read_is_refused(value: str) -> None:
+    """cqlpy's test_alter_table.py: every other form is a configuration error."""
+    from cqlcdc.errors import ConfigurationError
+    from cqlcdc.schema.table_options import speculative_retry
+
+    with pytest.raises(ConfigurationError, match="speculative_retry"):
+        speculative_retry(value)
