@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cqlcdc.cql import ast
-from cqlcdc.cql.render import render_relation
+from cqlcdc.cql.render import render_relation, render_term
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell, RowMarker
@@ -517,14 +517,11 @@ def _assign(
         _set_element(col, a, target, ts, ttl, ctx, list_ops)
         return
     if isinstance(a, ast.SetField):
+        shown = f"{col.name}.{a.field} = {render_term(a.value)}"
         if not isinstance(ctype, UserType):
-            raise InvalidRequest(
-                f"Invalid field selection: {col.name} of type {ctype.cql_name} is not a user type"
-            )
+            raise InvalidRequest(f"Invalid operation ({shown}) for non-UDT column {col.name}")
         if not ctype.multicell:
-            raise InvalidRequest(
-                f"Invalid operation ({col.name}.{a.field} = ?) for frozen UDT column {col.name}"
-            )
+            raise InvalidRequest(f"Invalid operation ({shown}) for frozen UDT column {col.name}")
         if a.field not in ctype.field_names:
             raise InvalidRequest(f"UDT column {col.name} does not have a field named {a.field}")
         idx = ctype.field_names.index(a.field)
@@ -694,8 +691,10 @@ def _delete_target(
             t.put(col.name, Cell(ts, None))
         return
     if target.field is not None:
-        if not isinstance(ctype, UserType) or not ctype.multicell:
-            raise InvalidRequest(f"Invalid field deletion on non-UDT or frozen column {col.name}")
+        if not isinstance(ctype, UserType):  # operation.cc's messages
+            raise InvalidRequest(f"Invalid deletion operation for non-UDT column {col.name}")
+        if not ctype.multicell:
+            raise InvalidRequest(f"Frozen UDT column {col.name} does not support field deletions")
         if target.field not in ctype.field_names:
             raise InvalidRequest(
                 f"UDT column {col.name} does not have a field named {target.field}"

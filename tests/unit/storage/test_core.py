@@ -753,3 +753,27 @@ def test_like_filters_string_columns() -> None:
         m.run("SELECT * FROM ks.t WHERE n LIKE '1' ALLOW FILTERING")
     with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
         m.run("SELECT * FROM ks.t WHERE b LIKE 'o%'")
+
+
+@pytest.mark.parametrize(
+    ("cql", "message"),
+    [
+        (
+            "DELETE b.a FROM ks.t WHERE k = 0",
+            "Frozen UDT column b does not support field deletions",
+        ),
+        ("DELETE c.a FROM ks.t WHERE k = 0", "Invalid deletion operation for non-UDT column c"),
+        ("UPDATE ks.t SET b.a = 0 WHERE k = 0", r"Invalid operation \(b.a = 0\) for frozen UDT"),
+        ("UPDATE ks.t SET c.a = 0 WHERE k = 0", r"Invalid operation \(c.a = 0\) for non-UDT col"),
+    ],
+)
+def test_udt_field_writes_scylla_refuses(cql: str, message: str) -> None:
+    """user_types_test's testInvalidUDTStatements: operation.cc's messages."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TYPE ks.ut (a int)")
+    m.run("CREATE TABLE ks.t (k int PRIMARY KEY, b frozen<ut>, c int, u ut)")
+    with pytest.raises(InvalidRequest, match=message):
+        m.run(cql)
