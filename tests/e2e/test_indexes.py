@@ -101,7 +101,13 @@ def test_an_index_beside_the_key_and_on_a_clustering_column(session: Any) -> Non
     assert _rows(session, "SELECT ck FROM ks.t WHERE pk = 7 AND ck = 1 AND s CONTAINS 70") == [(1,)]
     assert _rows(session, "SELECT c0 FROM ks.ci WHERE c1 = 20") == [(2,)]
     assert _rows(session, "SELECT c0 FROM ks.ci WHERE p = 1 AND c1 = 30") == [(3,)]
+    session.execute("CREATE TABLE ks.pki (k1 int, k2 int, v int, PRIMARY KEY ((k1, k2)))")
+    session.execute("CREATE INDEX ON ks.pki (k2)")
+    session.execute("INSERT INTO ks.pki (k1, k2, v) VALUES (0, 1, 2)")
+    assert _rows(session, "SELECT k1 FROM ks.pki WHERE k2 = 1") == [(0,)]  # a key part's index
     for query in (
+        "SELECT * FROM ks.pki WHERE k2 = 1 AND v = 2",
+        "SELECT * FROM ks.t WHERE pk = 7 AND s CONTAINS 70 AND s CONTAINS 71",
         "SELECT * FROM ks.ci WHERE c0 = 1 AND c1 = 10 AND v = 1",
         "SELECT * FROM ks.t WHERE ck = 1 AND s CONTAINS 70",
         "SELECT * FROM ks.ci WHERE c0 = 2 AND token(p) > 0",

@@ -144,6 +144,10 @@ def test_unset_list_elements_leave_the_list_alone(cql: Any) -> None:
     assert cql.execute("SELECT l FROM unset_l WHERE k = 10").one().l == ["foo", "foo"]
     with pytest.raises(InvalidRequest, match="unset value"):
         cql.execute(cql.prepare("UPDATE unset_l SET l[?] = 'foo' WHERE k = 10"), (UNSET_VALUE,))
+    # a map key must be set, to write or to delete (testMapWithUnsetValues)
+    cql.execute("CREATE TABLE IF NOT EXISTS unset_m (k int PRIMARY KEY, m map<text, text>)")
+    with pytest.raises(InvalidRequest, match="unset value"):
+        cql.execute(cql.prepare("DELETE m[?] FROM unset_m WHERE k = 10"), (UNSET_VALUE,))
 
 
 def test_the_drivers_schema_metadata_matches_the_catalog(cql: Any) -> None:

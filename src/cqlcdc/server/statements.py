@@ -29,7 +29,7 @@ from cqlcdc.server.results import (
     metadata_id,
 )
 from cqlcdc.session import PreparedStatement, Rows, Session
-from cqlcdc.types import native_type
+from cqlcdc.types import ListType, native_type
 from cqlcdc.types.base import CqlType
 from cqlcdc.writes import conditional_write
 
@@ -252,8 +252,19 @@ def without_unset(
         pruned = (
             dataclasses.replace(stmt, assignments=kept, using=using(stmt.using)) if kept else None
         )
-    elif isinstance(stmt, ast.Delete):  # DELETE l[?] bound to unset deletes nothing
-        targets = tuple(t for t in stmt.targets if not is_unset(t.key))
+    elif isinstance(stmt, ast.Delete):  # DELETE l[?] bound to unset deletes nothing (a map
+        # key must be set: ScyllaDB refuses DELETE m[?] bound to unset)
+        table = receivers[0].table if receivers else None
+        columns = {c.name: c for c in table.columns} if table is not None else {}
+        targets = tuple(
+            t
+            for t in stmt.targets
+            if not (
+                is_unset(t.key)
+                and t.column in columns
+                and isinstance(columns[t.column].type, ListType)
+            )
+        )
         pruned = (
             None
             if stmt.targets and not targets

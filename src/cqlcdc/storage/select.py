@@ -158,13 +158,21 @@ def indexed_query(schema: TableSchema, stmt: ast.Select, res: KeyRestrictions) -
     multi = any(r.multi for r in stmt.where)
     pk_restricted = {r.columns[0] for r in single if kinds.get(r.columns[0]) == "partition_key"}
     ck_restricted = {r.columns[0] for r in single if kinds.get(r.columns[0]) == "clustering"}
-    nonkey = {r.columns[0] for r in single if kinds.get(r.columns[0]) in ("regular", "static")}
+    nonkey_relations = [r for r in single if kinds.get(r.columns[0]) in ("regular", "static")]
+    nonkey = {r.columns[0] for r in nonkey_relations}
     served_columns = {rel.columns[0] for rel, _ in served}
     if any(r.token for r in stmt.where):  # one restriction goes to the index, no other
         return len(ck_restricted) + len(nonkey) <= 1
-    if pk_restricted and not whole_key:  # a part of the partition key: its token is unknown
-        return False
-    if len(nonkey) > 1 or (nonkey and not nonkey <= served_columns):
+    if pk_restricted and not whole_key:  # a part of the partition key: its token is unknown,
+        # unless an index of that one part answers it alone
+        return (
+            len(pk_restricted) == 1
+            and pk_restricted <= served_columns
+            and not ck_restricted
+            and not nonkey_relations
+        )
+    # two restrictions of regular columns (even two CONTAINS of one) filter
+    if len(nonkey_relations) > 1 or (nonkey and not nonkey <= served_columns):
         return False
     ck_filtered = any(c.kind == "clustering" for c, _, _ in res.filters)
     if nonkey:  # the index of a regular column: the rest must be a key prefix

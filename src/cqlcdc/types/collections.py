@@ -45,6 +45,8 @@ def _unpack_elements(data: bytes, per_entry: int) -> list[bytes]:
         raise InvalidRequest(
             f"The data cannot be deserialized as a collection: element count {count}"
         )
+    if 4 * count * per_entry > len(data) - 4:  # not even their sizes fit
+        raise InvalidRequest(f"Not enough bytes to read a collection of {count} elements")
     offset = 4
     values: list[bytes] = []
     for _ in range(count * per_entry):
