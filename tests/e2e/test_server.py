@@ -885,3 +885,19 @@ def test_prepare_refuses_counter_arithmetic_on_a_regular_column(cql: Any) -> Non
     for sign in "+-":
         with pytest.raises(DriverInvalidRequest, match="for non counter column r"):
             cql.prepare(f"UPDATE arith SET r = r {sign} 1 WHERE p = ? AND c = ?")
+
+
+def test_prepare_refuses_an_unknown_udt_field_and_binds_tuples_per_marker(cql: Any) -> None:
+    """user_types_test's testInvalidField (refused at PREPARE: its marker has no receiver) and
+    select_multi_column_relation_test's ``(b, c) IN (?, ?)`` (each marker a whole tuple)."""
+    from cassandra import InvalidRequest as DriverInvalidRequest
+
+    cql.execute("CREATE TYPE IF NOT EXISTS onef (f int)")
+    cql.execute("CREATE TABLE IF NOT EXISTS udtf (k int PRIMARY KEY, v frozen<onef>)")
+    with pytest.raises(DriverInvalidRequest, match="Unknown field 's' in value of user defined"):
+        cql.prepare("INSERT INTO udtf (k, v) VALUES (?, {s : ?})")
+    cql.execute("CREATE TABLE IF NOT EXISTS mcin (a int, b int, c int, PRIMARY KEY (a, b, c))")
+    for b, c in ((0, 0), (0, 1), (1, 0)):
+        cql.execute(f"INSERT INTO mcin (a, b, c) VALUES (0, {b}, {c})")
+    select = cql.prepare("SELECT b, c FROM mcin WHERE a = ? AND (b, c) IN (?, ?)")
+    assert [tuple(r) for r in cql.execute(select, (0, (1, 0), (0, 1)))] == [(0, 1), (1, 0)]

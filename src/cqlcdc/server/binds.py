@@ -217,9 +217,12 @@ def _term(out: list[Receiver], t: object, name: str, ctype: CqlType, table: Tabl
             _term(out, item, name, item_type, table)
     elif isinstance(t, ast.UdtLiteral) and isinstance(ctype, UserType):
         for field, value in t.fields:
-            if field in ctype.field_names:
-                ft = ctype.field_types[ctype.field_names.index(field)]
-                _term(out, value, f"{name}.{field}", ft, table)
+            if field not in ctype.field_names:  # refused at PREPARE, as its markers are
+                raise InvalidRequest(
+                    f"Unknown field '{field}' in value of user defined type {ctype.name}"
+                )
+            ft = ctype.field_types[ctype.field_names.index(field)]
+            _term(out, value, f"{name}.{field}", ft, table)
     elif isinstance(t, ast.TypeCast):
         _term(out, t.term, name, ctype, table)
     elif isinstance(t, ast.FunctionCall):

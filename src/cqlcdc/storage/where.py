@@ -478,6 +478,12 @@ def _multi_in_values(
     elif isinstance(rel.value, ast.TupleLiteral):
         tuples = []
         for item in rel.value.items:
+            if isinstance(item, ast.BindMarker):  # IN (?, ?): each bound to a whole tuple
+                name = "(" + ",".join(c.name for c in cols) + ")"
+                one = TupleType(tuple(c.type.frozen() for c in cols))
+                found = one.parse_literal(item, name, ctx)
+                tuples.append(None if found is None else tuple(found))
+                continue
             if not isinstance(item, ast.TupleLiteral) or len(item.items) != len(cols):
                 from cqlcdc.cql import render_term
 

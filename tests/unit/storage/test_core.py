@@ -367,6 +367,9 @@ def test_multi_column_in_restricts_clustering_prefixes() -> None:
     stmt = parse_statement("SELECT c1 FROM ks.t WHERE p = 0 AND (c1, c2) IN ?")
     res = prepare(schema, stmt, WriteContext(0, 0, 0, bindings=[[(1, 1), (0, 0)]]))  # type: ignore[arg-type]
     assert sorted(res.ck_prefixes) == [(0, 0), (1, 1)]
+    stmt = parse_statement("SELECT c1 FROM ks.t WHERE p = 0 AND (c1, c2) IN (?, ?)")
+    res = prepare(schema, stmt, WriteContext(0, 0, 0, bindings=[(1, 1), (0, 0)]))  # type: ignore[arg-type]
+    assert sorted(res.ck_prefixes) == [(0, 0), (1, 1)]  # a marker per tuple
     m.run("DELETE FROM ks.t WHERE p = 0 AND (c1, c2) IN ((0, 0), (1, 1))")
     assert keys("c1 >= 0") == [(0, 1), (1, 0)]
 
