@@ -257,6 +257,15 @@ class Catalog:
         if old is None:
             raise InvalidRequest(f"No user type named {qualified} exists.")
         names, types = list(old.field_names), list(old.field_types)
+        # any change of a type a partition key uses (ADD or RENAME: ScyllaDB checks both,
+        # with one message) would change how existing keys read
+        for table in self.tables(keyspace):
+            for c in table.partition_key:
+                if references_udt(c.type, keyspace, old.name):
+                    raise InvalidRequest(
+                        f"Cannot add new field to type {qualified} because it is used in "
+                        f"the partition key column {c.name} of table {table.qualified_name}"
+                    )
         if stmt.add is not None:
             field, ref = stmt.add
             if field in names:
@@ -271,13 +280,6 @@ class Catalog:
                     f"Cannot add new field {field} of type {t.cql_name} to type {qualified} "
                     "as this would create a circular reference"
                 )
-            for table in self.tables(keyspace):
-                for c in table.partition_key:
-                    if references_udt(c.type, keyspace, old.name):
-                        raise InvalidRequest(
-                            f"Cannot add new field to type {qualified} because it is used in "
-                            f"the partition key column {c.name} of table {table.qualified_name}"
-                        )
             names.append(field)  # a new field takes the next index: indices never move
             types.append(t)
         for src, dst in stmt.renames:

@@ -780,3 +780,21 @@ def test_udt_field_writes_scylla_refuses(cql: str, message: str) -> None:
     m.run("CREATE TABLE ks.t (k int PRIMARY KEY, b frozen<ut>, c int, u ut)")
     with pytest.raises(InvalidRequest, match=message):
         m.run(cql)
+
+
+def test_a_type_a_partition_key_uses_cannot_change() -> None:
+    """alter_test's testAlterTypeUsedInPartitionKey: ADD or RENAME of a type (or of a type
+    inside one) that a partition key uses is refused; the keys would read differently."""
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TYPE ks.t1 (v1 int)")
+    m.run("CREATE TYPE ks.t2 (v1 frozen<t1>, v2 frozen<t1>)")
+    m.run("CREATE TABLE ks.p (pk frozen<t2>, val int, PRIMARY KEY (pk))")
+    for alter in ("ALTER TYPE ks.t1 ADD v2 int", "ALTER TYPE ks.t1 RENAME v1 TO w"):
+        with pytest.raises(InvalidRequest, match="used in the partition key column pk of table"):
+            m.run(alter)
+    m.run("CREATE TYPE ks.t3 (a int)")
+    m.run("CREATE TABLE ks.r (k int PRIMARY KEY, u frozen<t3>)")
+    m.run("ALTER TYPE ks.t3 ADD b int")  # a regular column may change
