@@ -170,7 +170,7 @@ class TokenRef:
 
 
 RelationOperator = Literal[
-    "=", "<", "<=", ">", ">=", "!=", "IN", "NOT IN", "CONTAINS", "CONTAINS KEY", "LIKE"
+    "=", "<", "<=", ">", ">=", "!=", "IN", "NOT IN", "CONTAINS", "CONTAINS KEY", "LIKE", "IS NOT"
 ]
 
 

@@ -69,6 +69,14 @@ class ClausesMixin(TermsMixin):
         if allow_contains and self._match_word("like"):
             return "LIKE"
         if (
+            self._is_word("is")
+            and self._peek(1).type is TokenType.WORD
+            and self._peek(1).value == "not"
+        ):
+            self._advance()
+            self._advance()
+            return "IS NOT"  # only ``IS NOT NULL``: its value is the null constant
+        if (
             self._is_word("not")
             and self._peek(1).type is TokenType.WORD
             and self._peek(1).value == "in"

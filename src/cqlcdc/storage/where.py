@@ -143,6 +143,12 @@ def analyse_where(
     for rel in where:
         if rel.operator == "!=":
             raise InvalidRequest(f'Unsupported "!=" relation: {_show(rel)}')
+        if rel.operator == "IS NOT":  # a materialized view's filter; there are no views
+            if not (isinstance(rel.value, ast.Constant) and rel.value.kind == "null"):
+                raise InvalidRequest(f'Unsupported "IS NOT" relation: {_show(rel)}')
+            raise InvalidRequest(
+                f"restriction '{_show(rel)}' is only supported in materialized view creation"
+            )
         if _aggregates(rel.value):
             raise InvalidRequest("Aggregation functions are not supported in the WHERE clause")
         if rel.token:

@@ -798,3 +798,15 @@ def test_a_type_a_partition_key_uses_cannot_change() -> None:
     m.run("CREATE TYPE ks.t3 (a int)")
     m.run("CREATE TABLE ks.r (k int PRIMARY KEY, u frozen<t3>)")
     m.run("ALTER TYPE ks.t3 ADD b int")  # a regular column may change
+
+
+def test_is_not_null_is_refused_outside_views() -> None:
+    from cqlcdc.errors import InvalidRequest
+
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.t (a int, b int, c int, PRIMARY KEY (a, c))")
+    with pytest.raises(InvalidRequest, match="'b IS NOT null' is only supported in materialized"):
+        m.run("SELECT * FROM ks.t WHERE c = 0 AND b IS NOT NULL")
+    with pytest.raises(InvalidRequest, match='Unsupported "IS NOT" relation: b IS NOT 5'):
+        m.run("SELECT * FROM ks.t WHERE b IS NOT 5")
