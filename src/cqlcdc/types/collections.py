@@ -35,33 +35,31 @@ def _pack_elements(elements: Iterable[bytes], count: int) -> bytes:
     return bytes(out)
 
 
-def _unpack_elements(data: bytes, per_entry: int) -> list[bytes]:
+def _unpack_elements(data: bytes, per_entry: int, kind: str) -> list[bytes]:
     """Read an int32 count then count * per_entry int32-length-prefixed values (the
     messages say what was short, as ScyllaDB's ``Not enough bytes to read ...``)."""
     if len(data) < 4:
-        raise InvalidRequest("Not enough bytes to read a collection's element count")
+        raise InvalidRequest(f"Not enough bytes to read a {kind}'s element count")
     count = int32_unpack(data)
     if count < 0:
-        raise InvalidRequest(
-            f"The data cannot be deserialized as a collection: element count {count}"
-        )
+        raise InvalidRequest(f"The data cannot be deserialized as a {kind}: element count {count}")
     if 4 * count * per_entry > len(data) - 4:  # not even their sizes fit
-        raise InvalidRequest(f"Not enough bytes to read a collection of {count} elements")
+        raise InvalidRequest(f"Not enough bytes to read a {kind} of {count} elements")
     offset = 4
     values: list[bytes] = []
     for _ in range(count * per_entry):
         if offset + 4 > len(data):
-            raise InvalidRequest("Not enough bytes to read a collection element's size")
+            raise InvalidRequest(f"Not enough bytes to read a {kind} element's size")
         length = int32_unpack(data, offset)
         offset += 4
         if length < 0:
-            raise InvalidRequest("Null value read when not allowed in a collection")
+            raise InvalidRequest(f"Null value read when not allowed in a {kind}")
         if offset + length > len(data):
-            raise InvalidRequest("Not enough bytes to read a collection element")
+            raise InvalidRequest(f"Not enough bytes to read a {kind} element")
         values.append(data[offset : offset + length])
         offset += length
     if offset != len(data):
-        raise InvalidRequest("Cannot deserialize a collection: bytes remaining")
+        raise InvalidRequest(f"Cannot deserialize a {kind}: bytes remaining")
     return values
 
 
@@ -170,7 +168,7 @@ class ListType(_Bracketed, _OneElementType):
         return _pack_elements((self.elem.serialize(v) for v in value), len(value))
 
     def deserialize(self, data: bytes) -> Any:
-        return tuple(self.elem.deserialize(v) for v in _unpack_elements(bytes(data), 1))
+        return tuple(self.elem.deserialize(v) for v in _unpack_elements(bytes(data), 1, "list"))
 
     def arrow_type(self) -> pa.DataType:
         return pa.list_(self.elem.arrow_type())
@@ -233,7 +231,7 @@ class SetType(_OneElementType):
         return _pack_elements((self.elem.serialize(v) for v in self.ordered(value)), len(value))
 
     def deserialize(self, data: bytes) -> Any:
-        return frozenset(self.elem.deserialize(v) for v in _unpack_elements(bytes(data), 1))
+        return frozenset(self.elem.deserialize(v) for v in _unpack_elements(bytes(data), 1, "set"))
 
     def arrow_type(self) -> pa.DataType:
         return pa.list_(self.elem.arrow_type())
@@ -329,7 +327,7 @@ class MapType(_Collection):
         return _pack_elements(parts, len(value))
 
     def deserialize(self, data: bytes) -> Any:
-        raw = _unpack_elements(bytes(data), 2)
+        raw = _unpack_elements(bytes(data), 2, "map")
         return self.make(
             (self.key.deserialize(raw[i]), self.value.deserialize(raw[i + 1]))
             for i in range(0, len(raw), 2)

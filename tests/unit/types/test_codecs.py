@@ -327,11 +327,11 @@ def test_values_are_hashable_and_immutable() -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (b"test", "Not enough bytes to read a collection of 1952805748 elements"),
-        (b"", "Not enough bytes to read a collection's element count"),
-        ((2**63 - 1).to_bytes(8, "big"), "Not enough bytes to read a collection of"),
+        (b"test", "Not enough bytes to read a list of 1952805748 elements"),
+        (b"", "Not enough bytes to read a list's element count"),
+        ((2**63 - 1).to_bytes(8, "big"), "Not enough bytes to read a list of"),
         (b"\x00\x00\x00\x01\xff\xff\xff\xff", "Null value read when not allowed"),
-        ((-1).to_bytes(4, "big", signed=True), "cannot be deserialized as a collection"),
+        ((-1).to_bytes(4, "big", signed=True), "cannot be deserialized as a list"),
     ],
 )
 def test_a_malformed_bound_collection_is_refused(data: bytes, message: str) -> None:
