@@ -68,21 +68,9 @@ class ClausesMixin(TermsMixin):
             return "IN"
         if allow_contains and self._match_word("like"):
             return "LIKE"
-        if (
-            self._is_word("is")
-            and self._peek(1).type is TokenType.WORD
-            and self._peek(1).value == "not"
-        ):
-            self._advance()
-            self._advance()
+        if self._match_words("is", "not"):
             return "IS NOT"  # only ``IS NOT NULL``: its value is the null constant
-        if (
-            self._is_word("not")
-            and self._peek(1).type is TokenType.WORD
-            and self._peek(1).value == "in"
-        ):
-            self._advance()
-            self._advance()
+        if self._match_words("not", "in"):
             return "NOT IN"
         if allow_contains and self._match_word("contains"):
             return "CONTAINS KEY" if self._match_word("key") else "CONTAINS"
