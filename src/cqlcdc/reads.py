@@ -24,7 +24,7 @@ from cqlcdc.cql import ast
 from cqlcdc.feed_tables import feed_partitions
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.codec import merge_fragments
+from cqlcdc.storage.base_rows import partitions
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.select import (
     PartitionRows,
@@ -36,7 +36,6 @@ from cqlcdc.storage.select import (
 )
 from cqlcdc.storage.token import (
     bucket_of,
-    deserialize_partition_key,
     murmur3_token,
     serialize_partition_key,
 )
@@ -105,17 +104,13 @@ def _base_partitions(
         filters = [("bucket", "in", buckets), ("token", "in", wanted), ("pk", "in", keys)]
     if truncated:
         filters = [*(filters or []), ("seq", ">", truncated)]
-    table = snap.read(output, filters, ["pk", "token", "seq", "fragment"], prune)
-    frags: dict[bytes, list[tuple[int, bytes]]] = {}
-    tokens: dict[bytes, int] = {}
-    for row in table.to_pylist():
-        frags.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
-        tokens[row["pk"]] = row["token"]
+    table = snap.read(output, filters, None, prune)
+    if not table.num_rows:
+        return []
+    tokens = dict(zip(table["pk"].to_pylist(), table["token"].to_pylist(), strict=True))
     view = PartitionView(schema)
     out = []
-    for pk_bytes, items in frags.items():
-        pk = deserialize_partition_key(schema, pk_bytes)
-        part = merge_fragments(pk, [f for _, f in sorted(items)], schema)
+    for pk_bytes, part in partitions(schema, table).items():
         out.append(base_partition_rows(schema, part, tokens[pk_bytes], now_s, view))
     return out
 

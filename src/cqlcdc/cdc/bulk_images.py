@@ -50,6 +50,7 @@ from cqlcdc.schema.log_table import (
     deleted_column,
 )
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.base_rows import PK as PK_COLUMN
 from cqlcdc.storage.bulk import (
     KIND_INSERT,
     KIND_ROW_DELETE,
@@ -64,13 +65,12 @@ from cqlcdc.storage.bulk import (
 )
 from cqlcdc.storage.bulk import TTL as TTL_COLUMN
 from cqlcdc.storage.bulk_state import (
-    PartitionFragments,
+    StateRows,
     clustering_keys,
     merge_rows,
-    parse_fragments,
+    parse_rows,
 )
 from cqlcdc.storage.cells import Cell
-from cqlcdc.storage.codec import merge_fragments
 from cqlcdc.storage.keys import ClusteringOrder
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.token import deserialize_partition_key
@@ -125,7 +125,7 @@ class _Prior:
 def _prior_state(
     schema: TableSchema,
     keys: _RowKeys,
-    fragments: PartitionFragments,
+    fragments: StateRows,
     now_lo: int,
     now_hi: int,
 ) -> _Prior | None:
@@ -135,31 +135,33 @@ def _prior_state(
     (``cqlcdc.storage.bulk_state``), the rest in Python.
     """
     count = len(keys)
-    bulk_mask = fragments.bulk()
+    bulk_mask = fragments.typed()
     on_python = pc.is_in(keys.pks, value_set=fragments.pk.filter(pa.array(~bulk_mask)))
     on_python_np = on_python.to_numpy(zero_copy_only=False)
     python_rows = np.flatnonzero(on_python_np).tolist()
-    bulk = fragments.fragment.filter(pa.array(bulk_mask))
-    bulk_pk = fragments.pk.filter(pa.array(bulk_mask))
+    bulk = fragments.rows.filter(pa.array(bulk_mask)) if len(fragments) else fragments.rows
     newest = np.full(count, _OLDEST, np.int64)
     marker = np.zeros(count, np.bool_)
     prior = _Prior(newest, marker)
     typed: dict[str, pa.Array] = {}
-    if len(bulk):
-        # only the fragments of the rows written: a partition's others are not parsed
+    rows = np.zeros(0, np.int64)
+    if bulk.num_rows:
+        # only the rows written: a partition's others are not parsed
         row_keys = pc.binary_join_element_wise(
-            bulk_pk.cast(pa.large_binary()), clustering_keys(bulk), _NOTHING
+            bulk.column(PK_COLUMN).combine_chunks().cast(pa.large_binary()),
+            clustering_keys(schema, bulk),
+            _NOTHING,
         )
         found = pc.index_in(row_keys, value_set=keys.row_keys)
         rows = found.fill_null(-1).to_numpy().astype(np.int64)
         if not (rows >= 0).all():
             bulk = bulk.filter(pa.array(rows >= 0))
             rows = rows[rows >= 0]
-    if len(bulk):
-        parsed = parse_fragments(schema, bulk)
+    if bulk.num_rows:
+        parsed = parse_rows(schema, bulk)
         if parsed is None:
             return None
-        late = parsed.expiry
+        late = parsed.expiries()
         if ((late > now_lo) & (late <= now_hi)).any():
             return None
         merged = merge_rows(schema, parsed, rows, count, now_lo)
@@ -193,7 +195,7 @@ def _python_rows(
     schema: TableSchema,
     keys: _RowKeys,
     rows: Sequence[int],
-    fragments: PartitionFragments,
+    fragments: StateRows,
     prior: _Prior,
     values: dict[str, list[Any]],
     now_lo: int,
@@ -203,16 +205,13 @@ def _python_rows(
     when a row breaks a condition."""
     regulars = schema.regular_columns
     order = ClusteringOrder(schema)
-    merged: dict[bytes, Partition] = {}
     wanted = keys.pks.take(pa.array(rows, pa.int64()))
-    by_partition = fragments.by_partition(wanted)
+    merged = fragments.partitions(schema, wanted)
     for r in rows:
         pk, ck = keys.pk(r), keys.ck(r)
         part = merged.get(pk)
         if part is None:
-            part = merged[pk] = merge_fragments(
-                deserialize_partition_key(schema, pk), by_partition[pk], schema
-            )
+            part = merged[pk] = Partition(deserialize_partition_key(schema, pk))
         shadow = part.row_shadow(ck, order)
         newest = _OLDEST if shadow is None else shadow
         row = part.rows.get(ck)
@@ -292,7 +291,7 @@ def bulk_changes(
     schema: TableSchema,
     writes: pa.Table,
     statements: Sequence[BulkStatement],
-    fragments: PartitionFragments,
+    fragments: StateRows,
 ) -> BulkChanges | None:
     """The changes of a bucket's bulk writes, given the base fragments of the partitions
     they write (without what a TRUNCATE removed; a partition without any is empty). None

@@ -1,4 +1,4 @@
-"""Compaction of base-table rows: many fragments per partition -> one merged fragment.
+"""Compaction of base-table rows: residual rows merged, typed rows that lost dropped.
 
 Pure (no Spark, no I/O): the engine hands it the rows of some of a base output's files and
 writes what it returns as one file in their place.
@@ -8,22 +8,20 @@ writes what it returns as one file in their place.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cqlcdc.cdc.bulk_images import keys_by_bytes
-from cqlcdc.cdc.processor import BASE_SCHEMA
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.bulk import FRAGMENT_TAG
-from cqlcdc.storage.bulk_state import parse_fragments, surviving
+from cqlcdc.storage.base_rows import BUCKET, FRAGMENT, PK, SEQ, TOKEN, from_storage, layout
+from cqlcdc.storage.bulk_state import parse_rows, surviving
 from cqlcdc.storage.cells import CounterCell
-from cqlcdc.storage.codec import encode_fragment, merge_fragments
+from cqlcdc.storage.codec import decode_fragment, encode_fragment
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
 from cqlcdc.storage.partition import Partition, Row
 from cqlcdc.storage.token import deserialize_partition_key
+from cqlcdc.types.arrow import to_pylist
 
 
 def compact_partition(part: Partition, order: ClusteringOrder, now_s: int) -> None:
@@ -54,88 +52,131 @@ _ORDER = [("bucket", "ascending"), ("pk", "ascending"), ("seq", "ascending")]
 def compact_base_rows(
     schema: TableSchema, rows: pa.Table, truncated_upto_seq: int, now_s: int
 ) -> pa.Table:
-    """Merge the rows of a base output into one row per partition key.
+    """Merge the rows of a base output (``cqlcdc.storage.base_rows``) into fewer rows.
 
     Args:
         schema: the table's schema (partition key and clustering order).
-        rows: rows of :data:`~cqlcdc.cdc.processor.BASE_SCHEMA`, any buckets, any order.
-        truncated_upto_seq: fragments with ``seq <=`` this are dead (TRUNCATE) and dropped.
+        rows: base rows, any buckets, any order, any columns the table's files have had.
+        truncated_upto_seq: rows with ``seq <=`` this are dead (TRUNCATE) and dropped.
         now_s: the current second (expired cells are kept: they still shadow older data).
 
     Returns:
-        Rows of ``BASE_SCHEMA`` sorted by (bucket, pk, seq): per partition key the merge of
-        its live fragments in seq order, compacted, with ``seq`` the highest seq merged.
-        Partitions left empty are dropped. A partition with a single live fragment keeps it
-        unchanged (merging one fragment is that fragment; this saves a decode per cold
-        partition). A partition made only of bulk fragments keeps those that can still win
-        a merge, unchanged (``bulk_state.surviving``): its state stays readable column-wise.
+        Rows of the same columns sorted by (bucket, pk, seq). Per partition, its residual
+        rows merged into one (in seq order, compacted, ``seq`` the highest merged; a single
+        one kept unchanged), and of its typed rows those that can still win a merge,
+        unchanged (``bulk_state.surviving``, which also drops what the merged partition
+        tombstone shadows): the state stays readable column-wise. Partitions left empty
+        are dropped.
     """
     if rows.num_rows == 0:
-        return BASE_SCHEMA.empty_table()
-    live = rows.select(BASE_SCHEMA.names).cast(BASE_SCHEMA)
+        return rows
+    live = rows
     if truncated_upto_seq:
-        live = live.filter(pc.greater(live.column("seq"), truncated_upto_seq))
-    # the bulk partitions' survival test needs no order; only the partitions merged in
-    # Python are sorted here, the output once at the end
-    kept_bulk, live = _compact_bulk(schema, live)
-    live = live.sort_by(_ORDER)
+        live = live.filter(pc.greater(live.column(SEQ), truncated_upto_seq))
+    if live.num_rows == 0:
+        return live
+    residual_mask = (
+        live.column(FRAGMENT).is_valid()
+        if FRAGMENT in live.column_names
+        else pa.array(np.zeros(live.num_rows, np.bool_))
+    )
+    residual, deletions = _merge_residuals(schema, live.filter(residual_mask), now_s)
+    typed = _compact_typed(schema, live.filter(pc.invert(residual_mask)), deletions)
+    return pa.concat_tables([residual, typed]).sort_by(_ORDER)
+
+
+def _merge_residuals(
+    schema: TableSchema, rows: pa.Table, now_s: int
+) -> tuple[pa.Table, dict[bytes, Partition]]:
+    """Each partition's residual rows merged into one; and by partition key the merged
+    residual partitions that hold a partition or range tombstone."""
+    rows = rows.sort_by(_ORDER)
     order = ClusteringOrder(schema)
-    out: dict[str, list[Any]] = {name: [] for name in BASE_SCHEMA.names}
-    data = live.to_pydict()
-    n = live.num_rows
+    data = rows.select([BUCKET, PK, TOKEN, SEQ, FRAGMENT]).to_pydict()
+    keep: list[int] = []
+    merged: dict[int, bytes | None] = {}
+    deletions: dict[bytes, Partition] = {}
+    n = rows.num_rows
     start = 0
     while start < n:
-        pk_bytes = data["pk"][start]
+        pk_bytes = data[PK][start]
         end = start + 1
-        while (
-            end < n and data["pk"][end] == pk_bytes and data["bucket"][end] == data["bucket"][start]
-        ):
+        while end < n and data[PK][end] == pk_bytes and data[BUCKET][end] == data[BUCKET][start]:
             end += 1
         last = end - 1
         if end - start == 1:
-            fragment = data["fragment"][start]
+            part = decode_fragment(data[FRAGMENT][start])
+            keep.append(start)
         else:
             pk = deserialize_partition_key(schema, pk_bytes)
-            part = merge_fragments(pk, data["fragment"][start:end], None)
+            part = Partition(pk)
+            for fragment in data[FRAGMENT][start:end]:
+                part.apply(decode_fragment(fragment))
             compact_partition(part, order, now_s)
-            fragment = None if part.is_empty() else encode_fragment(part)
-        if fragment is not None:
-            out["bucket"].append(data["bucket"][start])
-            out["pk"].append(pk_bytes)
-            out["token"].append(data["token"][last])
-            out["seq"].append(data["seq"][last])
-            out["fragment"].append(fragment)
+            if not part.is_empty():
+                keep.append(last)
+                merged[last] = encode_fragment(part)
+        if part.deletion is not None or part.range_tombstones:
+            deletions[pk_bytes] = part
         start = end
-    merged = pa.Table.from_pydict(out, schema=BASE_SCHEMA)
-    if kept_bulk.num_rows == 0:
-        return merged
-    return pa.concat_tables([merged, kept_bulk]).sort_by(_ORDER)
+    out = rows.take(pa.array(keep, pa.int64()))
+    if merged:
+        fragments = [
+            merged.get(i, f) for i, f in zip(keep, out.column(FRAGMENT).to_pylist(), strict=True)
+        ]
+        out = out.set_column(
+            out.schema.get_field_index(FRAGMENT),
+            out.schema.field(FRAGMENT),
+            pa.array(fragments, pa.binary()),
+        )
+    return out, deletions
 
 
-def _compact_bulk(schema: TableSchema, live: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """Split off the partitions made only of bulk fragments and compact them column-wise
-    (``bulk_state.surviving``): their fragments that can still win a merge stay as they are,
-    so the state stays readable column-wise. Returns (kept rows, the other partitions)."""
-    if not keys_by_bytes(schema):
-        return BASE_SCHEMA.empty_table(), live
-    fragments = live.column("fragment").combine_chunks()
-    bulk = pc.starts_with(fragments, pattern=FRAGMENT_TAG.decode()).to_numpy(zero_copy_only=False)
-    if not bulk.any():
-        return BASE_SCHEMA.empty_table(), live
-    partition = pc.dictionary_encode(live.column("pk").combine_chunks()).indices.to_numpy()
-    other = np.bincount(partition, weights=~bulk, minlength=partition.max() + 1) > 0
-    in_bulk = ~other[partition]
-    if not in_bulk.any():
-        return BASE_SCHEMA.empty_table(), live
-    rows = live.filter(pa.array(in_bulk))
-    parsed = parse_fragments(schema, rows.column("fragment").combine_chunks(), with_values=False)
-    if parsed is None:  # a column dropped since: merged the row path's way
-        return BASE_SCHEMA.empty_table(), live
-    row_keys = pc.binary_join_element_wise(
-        rows.column("pk").combine_chunks().cast(pa.large_binary()),
-        parsed.ck,
-        pa.scalar(b"", pa.large_binary()),
-    )
-    row_ids = pc.dictionary_encode(row_keys).indices.to_numpy().astype(np.int64)
-    keep = surviving(parsed, row_ids, int(row_ids.max()) + 1)
-    return rows.filter(pa.array(keep)), live.filter(pa.array(~in_bulk))
+def _compact_typed(
+    schema: TableSchema, rows: pa.Table, tombstones: dict[bytes, Partition]
+) -> pa.Table:
+    """The typed rows that can still win a merge (``bulk_state.surviving``) and that the
+    partition and range ``tombstones`` of their partitions do not shadow; all of them when
+    one holds a cell of a column the schema no longer reads as it is."""
+    if rows.num_rows == 0:
+        return rows
+    parsed = parse_rows(schema, rows, with_values=False)
+    if parsed is None:
+        return rows
+    row_ids, count = _row_ids(schema, rows)
+    outer = None
+    if tombstones:
+        outer = np.full(count, np.iinfo(np.int64).min, np.int64)
+        pks = rows.column(PK).combine_chunks().cast(pa.binary())
+        shadowed = pc.is_in(pks, value_set=pa.array(list(tombstones), pa.binary()))
+        at = np.flatnonzero(shadowed.to_numpy(zero_copy_only=False))
+        if len(at):
+            picked = rows.take(pa.array(at))
+            keys = [
+                [from_storage(c.type)(v) for v in to_pylist(picked.column(f))]
+                for c, f in layout(schema).keys
+            ]
+            order = ClusteringOrder(schema)
+            for k, (i, pk) in enumerate(zip(at, picked.column(PK).to_pylist(), strict=True)):
+                ck = tuple(values[k] for values in keys)
+                shadow = tombstones[pk].row_shadow(ck, order, include_row=False)
+                if shadow is not None and shadow > outer[row_ids[i]]:
+                    outer[row_ids[i]] = shadow
+    keep = surviving(parsed, row_ids, count, outer)
+    return rows.filter(pa.array(keep))
+
+
+def _row_ids(schema: TableSchema, rows: pa.Table) -> tuple[npt.NDArray[np.int64], int]:
+    """A number per distinct (partition key, clustering key) of typed rows, and how many
+    there are (distinct key values are distinct rows; a float key's ``-0.0`` and ``0.0``
+    count as two, which only keeps more rows)."""
+    codes = [
+        pc.dictionary_encode(rows.column(name).combine_chunks()).indices.to_numpy()
+        for name in (PK, *(f for _, f in layout(schema).keys))
+    ]
+    if len(codes) == 1:
+        ids = codes[0].astype(np.int64)
+        return ids, int(ids.max()) + 1
+    _, inverse = np.unique(np.stack(codes, axis=1).astype(np.int64), axis=0, return_inverse=True)
+    ids = inverse.reshape(-1).astype(np.int64)
+    return ids, int(ids.max()) + 1

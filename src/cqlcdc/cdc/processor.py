@@ -41,6 +41,7 @@ from cqlcdc.changefeed.events import expiry_events, row_events, snapshot_events
 from cqlcdc.errors import CqlError, UnappliedWrite
 from cqlcdc.schema.log_table import TICKS, TIME
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.base_rows import BaseRowsBuilder
 from cqlcdc.storage.bulk import (
     NOW,
     PK,
@@ -48,14 +49,14 @@ from cqlcdc.storage.bulk import (
     SEQ,
     TOKEN,
     BulkStatement,
-    bulk_fragments,
+    bulk_base_rows,
     chunk_mask,
     chunk_mutations,
     concat_chunks,
     decode_chunk,
     payload_views,
 )
-from cqlcdc.storage.bulk_state import PartitionFragments
+from cqlcdc.storage.bulk_state import StateRows
 from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.codec import (
     ConditionalWrite,
@@ -64,23 +65,12 @@ from cqlcdc.storage.codec import (
     TickRequest,
     WritePayload,
     decode_payload,
-    encode_fragment,
-    merge_fragments,
 )
 from cqlcdc.storage.conditions import evaluate
 from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.vectorized import BULK_TYPES, timeuuid_ticks
 
-BASE_SCHEMA = pa.schema(
-    [
-        pa.field("bucket", pa.int32(), nullable=False),
-        pa.field("pk", pa.binary(), nullable=False),
-        pa.field("token", pa.int64(), nullable=False),
-        pa.field("seq", pa.int64(), nullable=False),
-        pa.field("fragment", pa.binary(), nullable=False),
-    ]
-)
 # the outcome of each conditional write (read back by the writer waiting for it): whether it
 # applied, and per statement the old row's result columns, each value in its CQL encoding
 OUTCOMES_SCHEMA = pa.schema(
@@ -184,7 +174,7 @@ def log_rows_to_arrow(log: TableSchema, rows: list[dict[str, Any]]) -> pa.Table:
 
 @dataclass(slots=True)
 class _Outputs:
-    base: list[dict[str, Any]]
+    base: list[tuple[bytes, int, int, Partition]]  # pk, token, seq, the write
     log: list[dict[str, Any]]
     errors: list[dict[str, Any]]
     outcomes: list[dict[str, Any]] = field(default_factory=list)
@@ -277,7 +267,7 @@ class CoreProcessor:
         latest = self._schema(table_id, pc.max(records.column("schema_version")).as_py())
         if latest is None:  # the table was dropped before its writes were applied
             return {}
-        fragments: PartitionFragments | None = None
+        fragments: StateRows | None = None
         payloads = records.column("payload")
         is_chunk_at = chunk_mask(payloads)
         if not is_chunk_at.any():
@@ -313,10 +303,7 @@ class CoreProcessor:
         pks = sorted({r["pk"] for r in recs})
         if fragments is None:
             fragments = self._fragments(state, latest, bucket, pks)
-        partitions = {
-            pk: merge_fragments(deserialize_partition_key(latest, pk), frags, latest)
-            for pk, frags in fragments.by_partition().items()
-        }
+        partitions = fragments.partitions(latest)
         feeds = table_feeds(latest)
         ctx = _BucketContext(latest, bucket, _Outputs([], [], []), FeedStager(latest, feeds))
         ctx.topics[latest.schema_version] = frozenset(f.topic for f in feeds)
@@ -347,7 +334,10 @@ class CoreProcessor:
         out = ctx.out
         result: dict[str, pa.Table] = dict(ctx.stager.tables())
         if out.base:
-            result[base_output(latest)] = pa.Table.from_pylist(out.base, schema=BASE_SCHEMA)
+            builder = BaseRowsBuilder(latest)
+            for pk_bytes, token, seq, mutation in out.base:
+                builder.add(bucket, pk_bytes, token, seq, mutation)
+            result[base_output(latest)] = builder.table()
         if out.log:
             result[log_output(latest)] = log_rows_to_arrow(log_table_schema(latest), out.log)
         if out.errors:
@@ -364,11 +354,11 @@ class CoreProcessor:
 
     def _fragments(
         self, state: Any, schema: TableSchema, bucket: int, pks: Sequence[bytes] | pa.Array
-    ) -> PartitionFragments:
-        """The base fragments of partitions ``pks`` of the bucket, in seq order, leaving out
-        what a TRUNCATE removed."""
-        prior = state.read(base_output(schema), bucket, pks, ["pk", "seq", "fragment"])
-        return PartitionFragments.of_rows(prior, self.truncations.upto(schema.table_id))
+    ) -> StateRows:
+        """The base rows of partitions ``pks`` of the bucket, leaving out what a TRUNCATE
+        removed."""
+        prior = state.read(base_output(schema), bucket, pks)
+        return StateRows.of_rows(prior, self.truncations.upto(schema.table_id))
 
     def _changes_bucket(
         self,
@@ -376,7 +366,7 @@ class CoreProcessor:
         bucket: int,
         writes: pa.Table,
         statements: tuple[BulkStatement, ...],
-        fragments: PartitionFragments,
+        fragments: StateRows,
     ) -> dict[str, pa.Table] | None:
         """A bucket of bulk writes only, for a table whose log has images or that has
         changefeeds: base fragments, log rows and feed records column-wise
@@ -408,21 +398,7 @@ class CoreProcessor:
     def _base_rows(
         schema: TableSchema, bucket: int, writes: pa.Table, statements: tuple[BulkStatement, ...]
     ) -> pa.Table:
-        # in token order, as a base file is written (a partition read skips row groups by
-        # their token statistics): the fragments are put in it by the take that builds them
-        tokens = writes.column(TOKEN).to_numpy()
-        order = np.argsort(tokens, kind="stable")
-        take = pa.array(order)
-        return pa.table(
-            {
-                "bucket": pa.array(np.full(writes.num_rows, bucket, np.int32)),
-                "pk": writes.column(PK).take(take).combine_chunks(),
-                "token": pa.array(tokens[order]),
-                "seq": writes.column(SEQ).take(take).combine_chunks(),
-                "fragment": bulk_fragments(schema, writes, statements, order),
-            },
-            schema=BASE_SCHEMA,
-        )
+        return bulk_base_rows(schema, writes, statements, bucket)
 
     def _bulk_bucket(
         self,
@@ -511,7 +487,7 @@ class CoreProcessor:
         try:
             if payload.list_ops:
                 resolve_list_ops(schema, mutation, payload.list_ops, current, now_s)
-            if "fragment" not in rec:  # a bulk write's mutation is one non-empty row
+            if "bulk" not in rec:  # a bulk write's mutation is one non-empty row
                 mutation.prune_empty()
         except CqlError as e:
             out.errors.append(
@@ -537,15 +513,7 @@ class CoreProcessor:
                 row["_seq"] = rec["seq"]
                 row["_expiry_s"] = expiry
             out.log.extend(rows)
-        out.base.append(
-            {
-                "bucket": ctx.bucket,
-                "pk": rec["pk"],
-                "token": rec["token"],
-                "seq": rec["seq"],
-                "fragment": rec.get("fragment") or encode_fragment(mutation),
-            }
-        )
+        out.base.append((rec["pk"], rec["token"], rec["seq"], mutation))
         before = current.copy() if (current is not None and ctx.stager.feeds) else current
         if current is None:
             current = Partition(mutation.pk)
@@ -816,7 +784,6 @@ def _expanded(
     """Bulk writes as ordinary records, their payloads already decoded (``versions``: each
     write's schema version, default ``schema``'s)."""
     mutations = chunk_mutations(schema, writes, statements)
-    fragments = bulk_fragments(schema, writes, statements).to_pylist()
     seqs = writes.column(SEQ).to_pylist()
     pks = writes.column(PK).to_pylist()
     tokens = writes.column(TOKEN).to_pylist()
@@ -830,7 +797,7 @@ def _expanded(
             "schema_version": schema.schema_version if versions is None else versions[i],
             "payload": b"",
             "decoded": WritePayload(m, (), now[i], seeds[i] & 0xFFFFFFFFFFFFFFFF),
-            "fragment": fragments[i],
+            "bulk": True,
         }
         for i, m in enumerate(mutations)
     ]

@@ -52,9 +52,8 @@ from cqlcdc.cdc.streams import Generation
 from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.codec import merge_fragments
+from cqlcdc.storage.base_rows import partitions
 from cqlcdc.storage.select import base_partition_rows
-from cqlcdc.storage.token import deserialize_partition_key
 from cqlcdc.storage.view import PartitionView
 from cqlcdc.store.commit import (
     FilterType,
@@ -380,22 +379,16 @@ def read_base_bucket(
     if pks is not None:
         keep &= pc.field("pk").isin(pa.array(list(pks), pa.binary()))
     dataset = statistics_free_dataset(table, [("bucket", "=", bucket)])
-    frags = dataset.to_table(filter=keep, columns=["pk", "token", "seq", "fragment"])
+    frags = dataset.to_table(filter=keep)
     if not frags.num_rows:
         return
-    frags = frags.sort_by([("token", "ascending"), ("pk", "ascending"), ("seq", "ascending")])
-    pk_column = frags["pk"].to_pylist()
-    tokens = frags["token"].to_numpy()
-    fragments = frags["fragment"].to_pylist()
-    # partition boundaries: where the key changes in the sorted rows
-    starts = [0, *(i for i in range(1, len(pk_column)) if pk_column[i] != pk_column[i - 1])]
-    ends = [*starts[1:], len(pk_column)]
+    tokens = dict(zip(frags["pk"].to_pylist(), frags["token"].to_pylist(), strict=True))
+    merged = partitions(scan.schema, frags)
     view = PartitionView(scan.schema)
     rows: list[dict[str, Any]] = []
-    for start, end in zip(starts, ends, strict=True):
-        pk = deserialize_partition_key(scan.schema, pk_column[start])
-        part = merge_fragments(pk, fragments[start:end], scan.schema)
-        token = int(tokens[start])
+    for pk_bytes in sorted(merged, key=lambda k: (tokens[k], k)):
+        token = tokens[pk_bytes]
+        part = merged[pk_bytes]
         rows.extend(base_partition_rows(scan.schema, part, token, scan.now_s, view).rows)
         if len(rows) >= BASE_BATCH_ROWS:
             yield from _base_batches(scan, rows, condition, target)

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
@@ -35,21 +33,32 @@ import pyarrow.compute as pc
 from cqlcdc.cql import ast
 from cqlcdc.errors import CorruptIngestFile
 from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.storage.base_rows import (
+    BUCKET,
+    DELETION,
+    FRAGMENT,
+    MARKER,
+    MARKER_TYPE,
+    base_schema,
+    cell_type,
+    layout,
+    storage_type,
+)
+from cqlcdc.storage.base_rows import PK as BASE_PK
+from cqlcdc.storage.base_rows import SEQ as BASE_SEQ
+from cqlcdc.storage.base_rows import TOKEN as BASE_TOKEN
 from cqlcdc.storage.cells import Cell, RowMarker
 from cqlcdc.storage.partition import Partition, Row
 from cqlcdc.storage.token import MAX_KEY_BYTES
 from cqlcdc.storage.vectorized import (
     BULK_TYPES,
-    FIXED_WIDTH,
     VARIABLE_WIDTH,
-    ByteRows,
     binary_parts,
     int_bytes,
     murmur3_tokens,
     native_bytes,
     token_buckets,
 )
-from cqlcdc.types import native_type
 
 KIND_UPDATE = 0  # cells of the bound columns
 KIND_INSERT = 1  # row marker + cells
@@ -57,7 +66,6 @@ KIND_ROW_DELETE = 2  # row tombstone
 KIND_CELL_DELETE = 3  # tombstones of the named columns
 
 CHUNK_TAG = b"CQB1"  # ingest payload: a chunk of bulk writes (Arrow IPC stream)
-FRAGMENT_TAG = b"CQA1"  # base fragment: one bulk write, in the layout below
 
 # chunk columns besides the bound columns (a leading underscore never starts a CQL name
 # unquoted; quoted names that do are not bulk-eligible, see plan_bulk)
@@ -571,171 +579,72 @@ def chunk_mutations(
     return out
 
 
-# -- base fragments ----------------------------------------------------------------------------
-#
-# FRAGMENT_TAG, u16 header length, then a header shared by the writes of one statement:
-#   u8 kind, u8 #pk, u8 #ck, u16 #columns, then per key and column: u8 name length, name,
-#   u8 type-name length, type name;
-# then per write: i64 timestamp, i32 ttl, i64 expiry second, and the pk, ck and column values
-# as native ``[value]``s (i32 length, -1 for null, then the bytes).
-
-
-def _named(name: str, cql: str) -> bytes:
-    a, b = name.encode(), cql.encode()
-    return bytes([len(a)]) + a + bytes([len(b)]) + b
-
-
-def fragment_header(schema: TableSchema, stmt: BulkStatement) -> bytes:
-    """The part of a bulk fragment shared by every write of ``stmt`` (its own length first,
-    so a reader finds the values without parsing it)."""
-    keys = [*schema.partition_key, *schema.clustering_key]
-    cols = [schema.column(c) for c in stmt.columns]
-    body = bytearray(
-        struct.pack(
-            ">BBBH", stmt.kind, len(schema.partition_key), len(schema.clustering_key), len(cols)
-        )
-    )
-    for col in (*keys, *cols):
-        assert col is not None
-        body += _named(col.name, col.type.cql_name)
-    return FRAGMENT_TAG + struct.pack(">H", len(body)) + bytes(body)
-
-
-def bulk_fragments(
+def bulk_base_columns(
     schema: TableSchema,
     table: pa.Table,
     statements: Sequence[BulkStatement],
     order: npt.NDArray[np.int64] | None = None,
-) -> pa.Array:
-    """The base fragment of every write, column-wise (decoded by :func:`decode_bulk_fragment`),
-    in the writes' order, or for the writes at positions ``order`` in that order.
-
-    The writes of each statement are built together (one layout: its header, then fixed
-    and variable-width pieces in one order), then put in order with one take.
-    """
-    which = table.column(STMT).to_numpy().astype(np.int64)
-    if len(statements) == 1:
-        built = _statement_fragments(schema, table, statements[0])
-        return built if order is None else built.take(pa.array(order))
-    parts: list[pa.Array] = []
-    positions: list[npt.NDArray[np.int64]] = []
-    keys = [c.name for c in (*schema.partition_key, *schema.clustering_key)]
-    for k, stmt in enumerate(statements):
-        rows = np.flatnonzero(which == k)
-        if len(rows):
-            # only the columns its fragments are made of (a take copies every one)
-            names = [TS, TTL, NOW, *keys, *stmt.columns]
-            wanted = table.select([n for n in names if n in table.column_names])
-            parts.append(_statement_fragments(schema, wanted.take(pa.array(rows)), stmt))
-            positions.append(rows)
-    if not parts:
-        return pa.array([], pa.binary())
-    at = np.empty(table.num_rows, np.int64)  # where each write's fragment is among the parts
-    at[np.concatenate(positions)] = np.arange(table.num_rows, dtype=np.int64)
-    return pa.concat_arrays(parts).take(pa.array(at if order is None else at[order]))
-
-
-def _statement_fragments(schema: TableSchema, table: pa.Table, stmt: BulkStatement) -> pa.Array:
-    n = table.num_rows
-    ttl = table.column(TTL).to_numpy().astype(np.int64)
-    now_s = table.column(NOW).to_numpy() // 1_000_000
-    out = ByteRows(n)
-    header = np.frombuffer(fragment_header(schema, stmt), np.uint8)
-    out.fixed(np.broadcast_to(header, (n, len(header))))
-    out.numbers(table.column(TS).to_numpy(), ">i8")
-    out.numbers(ttl, ">i4")
-    out.numbers(np.where(ttl > 0, now_s + ttl, 0), ">i8")
-    for col in (*schema.partition_key, *schema.clustering_key):
-        out.value(table.column(col.name), col.type.cql_name)
-    for name in stmt.columns:
-        if stmt.kind == KIND_CELL_DELETE:
-            out.numbers(np.full(n, -1, np.int32), ">i4")  # a null [value]
+) -> dict[str, pa.Array]:
+    """The typed base-row columns of every write (``storage.base_rows``: marker, row
+    tombstone, clustering key, one cell per written column), in the writes' order or for
+    the writes at positions ``order`` in that order. Each write is one typed row."""
+    lay = layout(schema)
+    keys = [c.name for c in schema.clustering_key]
+    bound = {n for s in statements for n in s.columns}
+    wanted = [TS, TTL, NOW, STMT, *keys, *(n for n in bound if n in table.column_names)]
+    t = table.select(wanted)
+    if order is not None:
+        t = t.take(pa.array(order))
+    n = t.num_rows
+    which = t.column(STMT).to_numpy().astype(np.int64)
+    kinds = np.array([s.kind for s in statements], np.int8)[which]
+    ts = t.column(TS).to_numpy().astype(np.int64)
+    ttl = t.column(TTL).to_numpy().astype(np.int32)
+    now_s = t.column(NOW).to_numpy() // 1_000_000
+    expiry = np.where(ttl > 0, now_s + ttl, 0).astype(np.int64)
+    ts_a, ttl_a, exp_a = pa.array(ts), pa.array(ttl), pa.array(expiry)
+    out: dict[str, pa.Array] = {
+        MARKER: pa.StructArray.from_arrays(
+            [ts_a, ttl_a, exp_a], fields=list(MARKER_TYPE), mask=pa.array(kinds != KIND_INSERT)
+        ),
+        DELETION: pa.array(ts, mask=kinds != KIND_ROW_DELETE),
+    }
+    for col, name in lay.keys:
+        out[name] = t.column(col.name).combine_chunks().cast(storage_type(col.type))
+    zero32, zero64 = pa.array(np.zeros(n, np.int32)), pa.array(np.zeros(n, np.int64))
+    for col, name in lay.values:
+        arrow_type = storage_type(col.type)
+        writes = np.array([col.name in s.columns for s in statements], np.bool_)[which]
+        deletes = kinds == KIND_CELL_DELETE
+        if col.name in t.column_names and not deletes.all():
+            value = t.column(col.name).combine_chunks().cast(arrow_type)
+            if deletes.any():
+                value = pc.if_else(pa.array(deletes), pa.nulls(n, arrow_type), value)
         else:
-            column = schema.column(name)
-            assert column is not None
-            out.value(table.column(column.name), column.type.cql_name)
-    return out.build()
+            value = pa.nulls(n, arrow_type)
+        live = value.is_valid()
+        out[name] = pa.StructArray.from_arrays(
+            [value, ts_a, pc.if_else(live, ttl_a, zero32), pc.if_else(live, exp_a, zero64)],
+            fields=list(cell_type(arrow_type)),
+            mask=pa.array(~writes),
+        )
+    return out
 
 
-_INTEGERS = frozenset(name for name, dtype in FIXED_WIDTH.items() if dtype.startswith(">i"))
-
-
-def _decoder(cql: str) -> Any:
-    """A fast ``deserialize`` for the bulk types (the type's own for the rest)."""
-    if cql in _INTEGERS:
-        return lambda b: int.from_bytes(b, "big", signed=True)
-    if cql in ("text", "ascii"):
-        return bytes.decode
-    if cql == "blob":
-        return bytes
-    return native_type(cql).deserialize
-
-
-@dataclass(frozen=True, slots=True)
-class FragmentHeader:
-    """The part of a bulk fragment its statement's writes share (see ``fragment_header``)."""
-
-    kind: int
-    n_pk: int
-    n_ck: int
-    names: tuple[str, ...]  # the key columns, then the written columns
-    types: tuple[str, ...]  # their CQL type names
-
-
-@lru_cache(maxsize=256)
-def parse_fragment_header(header: bytes) -> FragmentHeader:
-    kind, n_pk, n_ck, n_cols = struct.unpack_from(">BBBH", header)
-    pos = 5
-    names: list[str] = []
-    types: list[str] = []
-    for _ in range(n_pk + n_ck + n_cols):
-        size = header[pos]
-        names.append(header[pos + 1 : pos + 1 + size].decode())
-        pos += 1 + size
-        size = header[pos]
-        types.append(header[pos + 1 : pos + 1 + size].decode())
-        pos += 1 + size
-    return FragmentHeader(kind, n_pk, n_ck, tuple(names), tuple(types))
-
-
-@lru_cache(maxsize=256)
-def _parse_header(header: bytes) -> tuple[int, int, int, tuple[str, ...], tuple[Any, ...]]:
-    h = parse_fragment_header(header)
-    return h.kind, h.n_pk, h.n_ck, h.names, tuple(_decoder(t) for t in h.types)
-
-
-_TAG_LEN = len(FRAGMENT_TAG)
-_WRITE = struct.Struct(">qiq")
-_SIZE = struct.Struct(">i")
-
-
-def decode_bulk_fragment(data: bytes) -> Partition:
-    """The mutation a bulk fragment holds (what ``chunk_mutations`` gives for its write)."""
-    (length,) = struct.unpack_from(">H", data, _TAG_LEN)
-    start = _TAG_LEN + 2
-    end = start + length
-    kind, n_pk, n_ck, names, decoders = _parse_header(data[start:end])
-    ts, ttl, expiry = _WRITE.unpack_from(data, end)
-    pos = end + 20
-    values: list[Any] = []
-    unpack_size = _SIZE.unpack_from
-    for decode in decoders:
-        (size,) = unpack_size(data, pos)
-        pos += 4
-        if size < 0:
-            values.append(None)
-        else:
-            values.append(decode(data[pos : pos + size]))
-            pos += size
-    part = Partition(tuple(values[:n_pk]))
-    row = Row()
-    if kind == KIND_ROW_DELETE:
-        row.deletion = ts
-    else:
-        if kind == KIND_INSERT:
-            row.marker = RowMarker(ts, ttl, expiry)
-        cells = row.cells
-        for name, v in zip(names[n_pk + n_ck :], values[n_pk + n_ck :], strict=True):
-            cells[name] = Cell(ts, None) if v is None else Cell(ts, v, ttl, expiry)
-    part.rows[tuple(values[n_pk : n_pk + n_ck])] = row
-    return part
+def bulk_base_rows(
+    schema: TableSchema, writes: pa.Table, statements: Sequence[BulkStatement], bucket: int
+) -> pa.Table:
+    """The base rows of bucket ``bucket``'s bulk writes, in token order, as a base file is
+    written (a partition read skips row groups by their token statistics): the rows are put
+    in it by the take that builds them."""
+    tokens = writes.column(TOKEN).to_numpy()
+    order = np.argsort(tokens, kind="stable")
+    n = writes.num_rows
+    arrow = base_schema(schema)
+    columns = bulk_base_columns(schema, writes, statements, order)
+    columns[BUCKET] = pa.array(np.full(n, bucket, np.int32))
+    columns[BASE_PK] = writes.column(PK).take(pa.array(order)).combine_chunks().cast(pa.binary())
+    columns[BASE_TOKEN] = pa.array(tokens[order])
+    columns[BASE_SEQ] = writes.column(SEQ).take(pa.array(order)).combine_chunks()
+    columns[FRAGMENT] = pa.nulls(n, pa.binary())
+    return pa.Table.from_arrays([columns[f.name] for f in arrow], schema=arrow)

@@ -50,7 +50,6 @@ from typing import Any
 from uuid import UUID
 
 from cqlcdc.errors import CorruptIngestFile
-from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell, RowMarker
 from cqlcdc.storage.conditions import Conditional, ConditionCheck, StatementCondition
 from cqlcdc.storage.keys import Bound
@@ -779,32 +778,6 @@ def decode_payload(data: bytes) -> Payload:
 
 
 def decode_fragment(data: bytes) -> Partition:
-    """A base fragment: a row-path partition, or one bulk write (``cqlcdc.storage.bulk``)."""
-    if not data.startswith(PARTITION_TAG) and not data.startswith(PICKLE_TAG):
-        from cqlcdc.storage.bulk import FRAGMENT_TAG as BULK_TAG
-        from cqlcdc.storage.bulk import decode_bulk_fragment
-
-        if data.startswith(BULK_TAG):
-            return decode_bulk_fragment(data)
+    """A base row's residual partition (``cqlcdc.storage.base_rows``)."""
     part: Partition = _decode(bytes(data), PARTITION_TAG, "a base fragment", _read_partition)
     return part
-
-
-def merge_fragments(
-    pk: tuple[object, ...], fragments: list[bytes], schema: TableSchema | None
-) -> Partition:
-    """A partition's state: the merge of every fragment written to it, in order, as
-    ``schema`` sees it (without what its dropped columns wrote; see
-    ``Partition.hide_dropped``); ``schema`` None keeps every cell (compaction, which must
-    not decide visibility for a later schema)."""
-    state = Partition(pk)
-    for frag in fragments:
-        state.apply(decode_fragment(frag))
-    if schema is not None and schema.dropped:
-        state.hide_dropped(
-            {d.name for d in schema.dropped},
-            {c.name for c in schema.static_columns},
-            {c.name for c in schema.regular_columns},
-            schema.readded_at(),
-        )
-    return state

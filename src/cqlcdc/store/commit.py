@@ -38,12 +38,14 @@ from cqlcdc.storage.vectorized import timeuuid_ticks
 from cqlcdc.store.durable import synced_file
 
 MANIFEST_NAME = "manifest.json"
-#: The data directory format this version reads and writes, kept in the manifest: base
-#: fragments (``CQP1`` row-path partitions, ``CQA1`` bulk writes), ingest payloads (``CQW1``
-#: row-path writes, ``CQB1`` chunks), the ingest files' and outputs' schemas. Format 1 held
-#: row-path records as pickles (``CQM1``); a directory of another format is refused rather
-#: than misread; ``tests/unit/store/golden_formats.json`` pins the bytes.
-FORMAT = 2
+#: The data directory format this version reads and writes, kept in the manifest: base rows
+#: (``cqlcdc.storage.base_rows``: typed rows, residual ``CQP1`` partitions), ingest payloads
+#: (``CQW1`` row-path writes, ``CQB1`` chunks), the ingest files' and outputs' schemas.
+#: Format 1 held row-path records as pickles (``CQM1``), format 2 base state as encoded
+#: fragments (``CQP1``, ``CQA1``); a directory of another format is refused rather than
+#: misread; ``tests/unit/store/golden_formats.json`` pins the bytes.
+FORMAT = 3
+_OLD_FORMATS = {1: "row-path writes as pickles", 2: "base state as encoded fragments"}
 
 # Small commits are frequent: a Delta checkpoint every 20 commits keeps table loads cheap.
 TABLE_CONFIGURATION: dict[str, str | None] = {"delta.checkpointInterval": "20"}
@@ -326,9 +328,10 @@ class Manifest:
                 f"wrote it"
             )
         if written < FORMAT:
+            held = _OLD_FORMATS.get(written, "another layout")
             raise ServerError(
                 f"Data directory {Path(data_dir)} has format {written} (written by an older "
-                f"cqlcdc, which stored row-path writes as pickles); this version reads format "
+                f"cqlcdc, which stored {held}); this version reads format "
                 f"{FORMAT} and does not migrate it: open it with the version that wrote it, or "
                 f"export its tables and load them into a new directory"
             )

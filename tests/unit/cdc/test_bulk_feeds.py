@@ -28,15 +28,16 @@ from cqlcdc.changefeed.values import to_attribute_value, to_json
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.base_rows import base_schema
 from cqlcdc.storage.bulk import (
     BulkStatement,
-    bulk_fragments,
+    bulk_base_rows,
     concat_chunks,
     decode_chunk,
     make_chunks,
     plan_bulk,
 )
-from cqlcdc.storage.bulk_state import PartitionFragments
+from cqlcdc.storage.bulk_state import StateRows
 from cqlcdc.storage.token import deserialize_partition_key
 from cqlcdc.types import CqlType, native_type
 from tests.bulk_writes import chunk_writes, feed_events
@@ -162,16 +163,14 @@ def test_records_of_bulk_writes_equal_the_per_record_path(data: st.DataObject) -
     mode = data.draw(st.sampled_from(MODES))
     schema = _table(mode, data.draw(st.booleans()), data.draw(st.sampled_from([1, 3])), fmt)
     plans = tuple(_plan(schema, t) for t in STATEMENTS)
-    fragments: dict[bytes, list[bytes]] = {}
+    prior = StateRows(base_schema(schema).empty_table())
     if data.draw(st.booleans()):  # an earlier load: the rows exist before
         which, params = data.draw(_writes(schema, plans))
         load = _bucket(schema, plans, which, params, 1_000, 10)
-        made = bulk_fragments(schema, load, plans).to_pylist()
-        for pk, fragment in zip(load.column("_pk").to_pylist(), made, strict=True):
-            fragments.setdefault(pk, []).append(fragment)
+        prior = StateRows(bulk_base_rows(schema, load, plans, 0))
     which, params = data.draw(_writes(schema, plans))
     table = _bucket(schema, plans, which, params, 10_000, 100)
-    changes = bulk_changes(schema, table, plans, PartitionFragments.of_mapping(fragments))
+    changes = bulk_changes(schema, table, plans, prior)
     assert changes is not None
     (feed,) = table_feeds(schema)
 
@@ -258,7 +257,7 @@ def test_feeds_of_one_table_sharing_rendered_texts_get_their_own_records(
     plans = tuple(_plan(schema, t) for t in STATEMENTS)
     which, params = data.draw(_writes(schema, plans))
     table = _bucket(schema, plans, which, params, 10_000, 100)
-    changes = bulk_changes(schema, table, plans, PartitionFragments.of_mapping({}))
+    changes = bulk_changes(schema, table, plans, StateRows(base_schema(schema).empty_table()))
     assert changes is not None
     feeds = table_feeds(schema)
     assert len(feeds) == 4

@@ -12,7 +12,6 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -24,31 +23,28 @@ from cqlcdc.cdc.bulk_images import bulk_changes, image_log_rows
 from cqlcdc.cdc.compaction import compact_base_rows
 from cqlcdc.cdc.feeds import table_feeds
 from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
-from cqlcdc.cdc.processor import BASE_SCHEMA, load_generations, log_arrow_schema, log_rows_to_arrow
+from cqlcdc.cdc.processor import load_generations, log_arrow_schema, log_rows_to_arrow
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.changefeed.events import RowEvent, row_events
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import BATCH_SEQ_NO, log_table_schema
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage import bulk_state
+from cqlcdc.storage.base_rows import BaseRowsBuilder, base_schema, partitions
 from cqlcdc.storage.bulk import (
-    FRAGMENT_TAG,
     BulkStatement,
     ChunkWrites,
-    bulk_fragments,
+    bulk_base_columns,
     chunk_mutations,
     concat_chunks,
     decode_chunk,
     make_chunks,
     plan_bulk,
 )
-from cqlcdc.storage.bulk_state import PartitionFragments, clustering_keys, parse_fragments
-from cqlcdc.storage.codec import encode_fragment, merge_fragments
+from cqlcdc.storage.bulk_state import StateRows, clustering_keys, parse_rows
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.token import (
-    deserialize_partition_key,
     murmur3_token,
     serialize_partition_key,
 )
@@ -236,14 +232,16 @@ def _bucket(
 
 def _prior_fragments(
     schema: TableSchema, prior: list[tuple[str, int]], bulk: dict[str, Any] | None = None
-) -> dict[bytes, list[bytes]]:
-    """The base fragments of the prior writes: the row path's (pickled), then a load's."""
-    out: dict[bytes, list[bytes]] = {}
+) -> pa.Table:
+    """The base rows of the prior writes: the row path's, then a load's."""
+    builder = BaseRowsBuilder(schema)
+    seq = 0
     for text, ran in prior:
         mutation = _row_path(schema, text, NOW_US - ran * 1_000_000)
-        out.setdefault(serialize_partition_key(schema, mutation.pk), []).append(
-            encode_fragment(mutation)
-        )
+        pk = serialize_partition_key(schema, mutation.pk)
+        seq += 1
+        builder.add(0, pk, murmur3_token(pk), seq, mutation)
+    parts = [builder.table()]
     if bulk:
         table = _bucket(
             schema,
@@ -256,17 +254,20 @@ def _prior_fragments(
             1,
             NOW_US - bulk["ran"] * 1_000_000,
         )
-        fragments = bulk_fragments(schema, table, bulk["plans"]).to_pylist()
-        for pk, fragment in zip(table.column("_pk").to_pylist(), fragments, strict=True):
-            out.setdefault(pk, []).append(fragment)
-    return out
+        n = table.num_rows
+        columns = bulk_base_columns(schema, table, bulk["plans"])
+        columns["bucket"] = pa.array([0] * n, pa.int32())
+        columns["pk"] = table.column("_pk").combine_chunks().cast(pa.binary())
+        columns["token"] = table.column("_token").combine_chunks()
+        columns["seq"] = pa.array(range(seq + 1, seq + 1 + n), pa.int64())
+        columns["fragment"] = pa.nulls(n, pa.binary())
+        arrow = base_schema(schema)
+        parts.append(pa.Table.from_arrays([columns[f.name] for f in arrow], schema=arrow))
+    return pa.concat_tables(parts)
 
 
-def _partitions(schema: TableSchema, fragments: dict[bytes, list[bytes]]) -> dict[bytes, Partition]:
-    return {
-        pk: merge_fragments(deserialize_partition_key(schema, pk), frags, schema)
-        for pk, frags in fragments.items()
-    }
+def _partitions(schema: TableSchema, rows: pa.Table) -> dict[bytes, Partition]:
+    return partitions(schema, rows)
 
 
 def _one_by_one(
@@ -296,9 +297,9 @@ def _one_by_one(
 
 
 def _columnar(
-    schema: TableSchema, table: pa.Table, statements: Any, fragments: dict[bytes, list[bytes]]
+    schema: TableSchema, table: pa.Table, statements: Any, fragments: pa.Table
 ) -> pa.Table | None:
-    changes = bulk_changes(schema, table, statements, PartitionFragments.of_mapping(fragments))
+    changes = bulk_changes(schema, table, statements, StateRows(fragments))
     if changes is None:
         return None
     log_schema = log_arrow_schema(log_table_schema(schema))
@@ -408,16 +409,14 @@ def test_columnar_images_equal_the_log_writer_one_write_at_a_time(case: dict[str
     )
     fragments = _prior_fragments(schema, case["prior"], case["bulk"])
     fast = _columnar(schema, table, case["plans"], fragments)
-    bulk_only = any(all(not f.startswith(b"CQM1") for f in fs) for fs in fragments.values())
+    bulk_only = fragments.num_rows > 0 and bool(StateRows(fragments).typed().any())
     event(("columnar" if fast is not None else "declined") + (", bulk state" if bulk_only else ""))
     if fast is None:
         return
     slow = _one_by_one(schema, table, case["plans"], _partitions(schema, fragments))
     _assert_same(fast, slow)
     if table_feeds(schema):  # the feed's row events too (its records are made from them)
-        changes = bulk_changes(
-            schema, table, case["plans"], PartitionFragments.of_mapping(fragments)
-        )
+        changes = bulk_changes(schema, table, case["plans"], StateRows(fragments))
         assert changes is not None
         seqs = table.column("_seq").to_pylist()
         events = feed_events(schema, table, case["plans"], changes)
@@ -443,7 +442,7 @@ def test_a_load_over_earlier_writes_is_columnar_and_declines_what_it_must() -> N
     # declined: a TTL in the batch; a non-frozen collection in a touched row
     ttl = (_plan(schema, BULK_TEXTS[7]),)
     with_ttl = _bucket(schema, ttl, [0], [("w", 0, 0)], 1, 0)
-    assert _columnar(schema, with_ttl, ttl, {}) is None
+    assert _columnar(schema, with_ttl, ttl, _prior_fragments(schema, [])) is None
     with_set = [
         *prior,
         ("UPDATE ks.t USING TIMESTAMP 8 SET z = z + {1} WHERE pk = 0 AND ck = 0", 0),
@@ -451,7 +450,7 @@ def test_a_load_over_earlier_writes_is_columnar_and_declines_what_it_must() -> N
     assert _columnar(schema, table, plans, _prior_fragments(schema, with_set)) is None
 
 
-def _live(schema: TableSchema, fragments: dict[bytes, list[bytes]]) -> dict[bytes, Any]:
+def _live(schema: TableSchema, fragments: pa.Table) -> dict[bytes, Any]:
     """What reads see of each partition, at several moments."""
     view = PartitionView(schema)
     out = {}
@@ -474,29 +473,16 @@ def _live(schema: TableSchema, fragments: dict[bytes, list[bytes]]) -> dict[byte
 @example(_pinned([], [2], [(1, "a", 0, 0)], load=([0, 2], [(0, 0, 1, "a"), (None, None, 0, 0)], 1)))
 def test_compaction_keeps_bulk_state_in_bulk_fragments_and_equal(case: dict[str, Any]) -> None:
     schema = case["schema"]
-    fragments = _prior_fragments(schema, case["prior"], case["bulk"])
-    rows = [(pk, f) for pk, frags in fragments.items() for f in frags]
-    base = pa.table(
-        {
-            "bucket": pa.array([0] * len(rows), pa.int32()),
-            "pk": pa.array([pk for pk, _ in rows], pa.binary()),
-            "token": pa.array([murmur3_token(pk) for pk, _ in rows], pa.int64()),
-            "seq": pa.array(range(1, len(rows) + 1), pa.int64()),
-            "fragment": pa.array([f for _, f in rows], pa.binary()),
-        },
-        schema=BASE_SCHEMA,
-    )
+    base = _prior_fragments(schema, case["prior"], case["bulk"])
     compacted = compact_base_rows(schema, base, 0, NOW_S)
     order = ("bucket", "pk", "seq")
     keys = list(zip(*(compacted.column(c).to_pylist() for c in order), strict=True))
-    assert keys == sorted(keys)  # the promised order, bulk and Python-merged rows alike
-    after: dict[bytes, list[bytes]] = {}
-    for row in compacted.to_pylist():
-        after.setdefault(row["pk"], []).append(row["fragment"])
-    assert _live(schema, after) == _live(schema, fragments)
-    for pk, frags in fragments.items():
-        if all(f.startswith(FRAGMENT_TAG) for f in frags):  # still bulk, a subset
-            assert set(after[pk]) <= set(frags)
+    assert keys == sorted(keys)  # the promised order, typed and residual rows alike
+    assert _live(schema, compacted) == _live(schema, base)
+    # typed rows stay typed rows, a subset of those given
+    typed_before = base.filter(base.column("fragment").is_null()).to_pylist()
+    typed_after = compacted.filter(compacted.column("fragment").is_null()).to_pylist()
+    assert all(row in typed_before for row in typed_after)
 
 
 @settings(
@@ -507,43 +493,18 @@ def test_compaction_keeps_bulk_state_in_bulk_fragments_and_equal(case: dict[str,
 @given(_case())
 def test_partial_parses_are_parts_of_the_whole_parse(case: dict[str, Any]) -> None:
     schema = case["schema"]
-    if not case["bulk"]:
+    base = _prior_fragments(schema, case["prior"], case["bulk"])
+    typed = base.filter(base.column("fragment").is_null())
+    parsed = parse_rows(schema, typed)
+    if parsed is None:
         return
-    bulk = [
-        f
-        for frags in _prior_fragments(schema, [], case["bulk"]).values()
-        for f in frags
-        if f.startswith(FRAGMENT_TAG)
-    ]
-    fragments = pa.array(bulk, pa.binary())
-    parsed = parse_fragments(schema, fragments)
-    assert parsed is not None
-    assert clustering_keys(fragments).to_pylist() == parsed.ck.to_pylist()
     # without values (what compaction parses): the same but for them
-    bare = parse_fragments(schema, fragments, with_values=False)
-    assert bare is not None and bare.values == {}
-    assert bare.ck.to_pylist() == parsed.ck.to_pylist()
-    assert (bare.kinds.tolist(), bare.ts.tolist(), bare.expiry.tolist()) == (
-        parsed.kinds.tolist(),
-        parsed.ts.tolist(),
-        parsed.expiry.tolist(),
-    )
-    assert {k: v.tolist() for k, v in bare.sets.items()} == {
-        k: v.tolist() for k, v in parsed.sets.items()
-    }
-    # headers told apart by a dictionary (past the prefix tests' limit) parse the same
-    for limit in (0, 1):
-        with mock.patch.object(bulk_state, "_MAX_PLACES", limit):
-            again = parse_fragments(schema, fragments)
-            assert again is not None
-            assert clustering_keys(fragments).to_pylist() == parsed.ck.to_pylist()
-        assert again.ck.to_pylist() == parsed.ck.to_pylist()
-        assert again.kinds.tolist() == parsed.kinds.tolist()
-        assert again.ts.tolist() == parsed.ts.tolist()
-        assert again.expiry.tolist() == parsed.expiry.tolist()
-        assert {k: v.tolist() for k, v in again.sets.items()} == {
-            k: v.tolist() for k, v in parsed.sets.items()
-        }
-        assert {k: v.to_pylist() for k, v in again.values.items()} == {
-            k: v.to_pylist() for k, v in parsed.values.items()
-        }
+    bare = parse_rows(schema, typed, with_values=False)
+    assert bare is not None
+    for whole, part in zip(parsed.components(), bare.components(), strict=True):
+        assert part.value is None
+        assert whole.present.tolist() == part.present.tolist()
+        assert whole.ts.tolist() == part.ts.tolist()
+        assert whole.expiry.tolist() == part.expiry.tolist()
+    # a row's clustering key as the bulk path makes it from a write's values
+    assert len(clustering_keys(schema, typed)) == typed.num_rows

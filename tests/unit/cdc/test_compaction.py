@@ -11,10 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cqlcdc.cdc.compaction import compact_base_rows
-from cqlcdc.cdc.processor import BASE_SCHEMA
 from cqlcdc.errors import CqlError
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.codec import encode_fragment, merge_fragments
+from cqlcdc.storage.base_rows import FRAGMENT, BaseRowsBuilder, base_schema, partitions
 from cqlcdc.storage.keys import Bound
 from cqlcdc.storage.mutations import Mutation
 from cqlcdc.storage.partition import Partition, RangeTombstone
@@ -33,9 +32,9 @@ NOW_S = NOW_US // 1_000_000
 
 @dataclass
 class RecordingModel(CoreModel):
-    """CoreModel that also keeps every write's fragment, as the pipeline stores it."""
+    """CoreModel that also keeps every write, as the pipeline stores it."""
 
-    fragments: list[tuple[str, bytes, int, bytes]] = field(default_factory=list)
+    fragments: list[tuple[str, bytes, int, Partition]] = field(default_factory=list)
 
     def apply(
         self, schema: TableSchema, m: Mutation, now_s: int, seed: int, record: int = 0
@@ -43,9 +42,7 @@ class RecordingModel(CoreModel):
         rows = super().apply(schema, m, now_s, seed, record)
         if not m.partition.is_empty():  # the processor skips empty mutations too
             pk = serialize_partition_key(schema, m.partition.pk)
-            self.fragments.append(
-                (schema.table_id, pk, murmur3_token(pk), encode_fragment(m.partition))
-            )
+            self.fragments.append((schema.table_id, pk, murmur3_token(pk), m.partition.copy()))
         return rows
 
 
@@ -59,32 +56,17 @@ def _model(*ddl: str) -> RecordingModel:
 
 def _rows(model: RecordingModel, table_id: str, first_seq: int = 1) -> pa.Table:
     picked = [f for f in model.fragments if f[0] == table_id]
-    return pa.Table.from_pydict(
-        {
-            "bucket": [bucket_of(f[2], 4) for f in picked],
-            "pk": [f[1] for f in picked],
-            "token": [f[2] for f in picked],
-            "seq": list(range(first_seq, first_seq + len(picked))),
-            "fragment": [f[3] for f in picked],
-        },
-        schema=BASE_SCHEMA,
-    )
+    schema = model.catalog.table_by_id(table_id)
+    assert schema is not None
+    builder = BaseRowsBuilder(schema)
+    for seq, (_, pk, token, part) in enumerate(picked, start=first_seq):
+        builder.add(bucket_of(token, 4), pk, token, seq, part)
+    return builder.table()
 
 
 def _states(schema: TableSchema, rows: pa.Table, truncated: int = 0) -> dict[bytes, Partition]:
-    """What readers do: per pk, merge the live fragments in seq order."""
-    from cqlcdc.storage.token import deserialize_partition_key
-
-    frags: dict[bytes, list[tuple[int, bytes]]] = {}
-    for row in rows.to_pylist():
-        if row["seq"] > truncated:
-            frags.setdefault(row["pk"], []).append((row["seq"], row["fragment"]))
-    return {
-        pk: merge_fragments(
-            deserialize_partition_key(schema, pk), [f for _, f in sorted(items)], schema
-        )
-        for pk, items in frags.items()
-    }
+    """What readers do: per pk, merge the live rows in seq order."""
+    return partitions(schema, rows.filter(pa.compute.greater(rows.column("seq"), truncated)))
 
 
 def _view(schema: TableSchema, parts: dict[Any, Partition]) -> dict[Any, Any]:
@@ -177,14 +159,17 @@ def test_compacting_a_prefix_keeps_every_state(
     split = min(split, rows.num_rows)
     truncated = min(truncated, split)  # a truncation covers only what was already written
 
-    # the whole history compacted: one row per partition, highest seq, model state unchanged
+    # the whole history compacted: one residual row per partition (at its highest residual
+    # seq), a typed row per winning write of a row at most, model state unchanged
     whole = compact_base_rows(schema, rows, 0, NOW_S)
-    assert len(set(whole.column("pk").to_pylist())) == whole.num_rows
+    residual = whole.filter(whole.column(FRAGMENT).is_valid())
+    assert len(set(residual.column("pk").to_pylist())) == residual.num_rows
     expected = _states(schema, rows)
-    for row in whole.to_pylist():
-        assert row["seq"] == max(
-            s for s, pk in zip(rows["seq"].to_pylist(), rows["pk"].to_pylist()) if pk == row["pk"]
-        )
+    given_rows = rows.filter(rows.column(FRAGMENT).is_valid()).to_pylist()
+    for row in residual.to_pylist():
+        assert row["seq"] == max(r["seq"] for r in given_rows if r["pk"] == row["pk"])
+    typed = whole.filter(whole.column(FRAGMENT).is_null())
+    assert typed.num_rows <= rows.filter(rows.column(FRAGMENT).is_null()).num_rows
     model_states = {
         serialize_partition_key(schema, pk): p for pk, p in model.states[schema.table_id].items()
     }
@@ -253,9 +238,10 @@ def test_shadowed_data_is_dropped_and_tombstones_kept() -> None:
     model.run("DELETE FROM ks.t WHERE pk = 0 AND ck >= 1")
     schema = model.table(_qualified("ks.t"))
     rows = _rows(model, schema.table_id)
-    (row,) = compact_base_rows(schema, rows, 0, NOW_S).to_pylist()
-    assert row["seq"] == 4
-    part = merge_fragments((0,), [row["fragment"]], None)
+    compacted = compact_base_rows(schema, rows, 0, NOW_S)
+    assert compacted.num_rows < rows.num_rows
+    assert max(compacted.column("seq").to_pylist()) == 4
+    (part,) = partitions(schema, compacted, hide_dropped=False).values()
     assert sorted(part.rows) == [(0,)]  # rows 1 and 2 are gone, the range tombstone stays
     assert part.range_tombstones == [
         RangeTombstone(Bound((1,), True), Bound((), True), NOW_US + 40)
@@ -277,7 +263,7 @@ def test_truncated_and_emptied_partitions_are_dropped() -> None:
     out = compact_base_rows(schema, rows, 2, NOW_S)
     assert out.column("seq").to_pylist() == [3]
     assert compact_base_rows(schema, rows, 3, NOW_S).num_rows == 0
-    assert compact_base_rows(schema, rows.slice(0, 0), 0, NOW_S).schema == BASE_SCHEMA
+    assert compact_base_rows(schema, rows.slice(0, 0), 0, NOW_S).schema == base_schema(schema)
 
 
 def _qualified(name: str) -> Any:

@@ -24,6 +24,7 @@ from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.base_rows import row_partitions
 from cqlcdc.storage.bulk import (
     KIND_INSERT,
     SEQ,
@@ -31,14 +32,13 @@ from cqlcdc.storage.bulk import (
     ChunkWrites,
     arrow_columns,
     bound_columns,
-    bulk_fragments,
+    bulk_base_columns,
     chunk_mutations,
     concat_chunks,
     decode_chunk,
     make_chunks,
     plan_bulk,
 )
-from cqlcdc.storage.codec import decode_fragment
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_key
 from cqlcdc.storage.vectorized import splitmix64
@@ -202,16 +202,18 @@ def test_bulk_writes_mean_what_the_row_path_makes(case: Any) -> None:
     table, stmts = concat_chunks(decoded)
     assert table.column(SEQ).to_pylist() == list(range(100, 100 + n))
     mutations = chunk_mutations(schema, table, stmts)
-    fragments = bulk_fragments(schema, table, stmts).to_pylist()
-    # in another order (a base file's, by token): the same fragments, moved
+    columns = bulk_base_columns(schema, table, stmts)
+    typed = pa.table({"pk": table.column("_pk"), **columns})
+    fragments = [part for _, part in row_partitions(schema, typed)]
+    # in another order (a base file's, by token): the same rows, moved
     order = np.argsort(-table.column("_token").to_numpy(), kind="stable")
-    moved = bulk_fragments(schema, table, stmts, order).to_pylist()
-    assert moved == [fragments[i] for i in order]
+    moved = bulk_base_columns(schema, table, stmts, order)
+    assert pa.table(moved).equals(pa.table(columns).take(pa.array(order)))
     for row, (_bucket, j, pk_bytes, token, mutation) in enumerate(expected):
         assert table.column("_pk")[row].as_py() == pk_bytes
         assert table.column("_token")[row].as_py() == token
         assert mutations[row] == mutation, (j, params[j])
-        assert decode_fragment(fragments[row]) == mutation, (j, params[j])
+        assert fragments[row] == mutation, (j, params[j])
 
     # the log: the column-wise rows equal the log writer's
     generations = load_generations(Path(tempfile.mkdtemp()))

@@ -1,11 +1,12 @@
 """The durable byte formats, pinned by golden fixtures (``golden_formats.json``).
 
-Base fragments and ingest payloads live in data directories for as long as the data does, so
-a change to their bytes (a field reordered in the row-path or the bulk layout) must be a
-decision, not an accident: each fixture is the bytes a write of this version encodes to. The
-tests decode every fixture (an old directory stays readable) and encode the same write again
-to the same bytes (nothing drifted). When a format changes on purpose, bump its tag
-(``CQP1``, ``CQW1``, ``CQA1``, ``CQB1``) and ``store.commit.FORMAT`` and run
+Base rows and ingest payloads live in data directories for as long as the data does, so a
+change to their layout (a field reordered in a payload, a base-row column renamed or
+retyped) must be a decision, not an accident: each fixture is what a write of this version
+encodes to (bytes, or base rows as JSON with their schema). The tests decode every fixture
+(an old directory stays readable) and encode the same write again to the same form (nothing
+drifted). When a format changes on purpose, bump its tag (``CQP1``, ``CQW1``, ``CQB1``) or
+the base-row layout, and ``store.commit.FORMAT``, and run
 ``python -m tests.unit.store.test_formats`` to write the new fixtures.
 """
 
@@ -29,10 +30,11 @@ from cqlcdc.cql import ast, parse_statement
 from cqlcdc.errors import CorruptIngestFile
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.base_rows import base_schema, partitions, row_partitions, write_rows
 from cqlcdc.storage.bulk import (
     ChunkWrites,
     bound_columns,
-    bulk_fragments,
+    bulk_base_rows,
     chunk_mask,
     chunk_mutations,
     concat_chunks,
@@ -57,6 +59,7 @@ from cqlcdc.storage.mutations import (
     Mutation,
     WriteContext,
 )
+from cqlcdc.storage.token import serialize_partition_key
 from cqlcdc.writes import plan_write
 from tests.bulk_writes import row_mutation
 
@@ -135,8 +138,8 @@ def _conditional(schema: TableSchema, text: str) -> ConditionalWrite:
     return ConditionalWrite(_payload(plan.mutations[0]), plan.condition)
 
 
-def _bulk(schema: TableSchema) -> tuple[pa.Table, Any, list[bytes]]:
-    """The bulk writes as one chunk (its payload bytes) and their base fragments."""
+def _bulk(schema: TableSchema) -> tuple[pa.Table, Any, bytes, pa.Table]:
+    """The bulk writes as one chunk (its payload bytes) and their base rows."""
     plans = []
     for text, _ in BULK_WRITES:
         stmt = parse_statement(text)
@@ -164,7 +167,43 @@ def _bulk(schema: TableSchema) -> tuple[pa.Table, Any, list[bytes]]:
     assert chunks is not None and len(chunks) == 1
     payload = chunks[0][4]
     table, statements = concat_chunks([decode_chunk(payload)])
-    return table, statements, [payload, *bulk_fragments(schema, table, statements).to_pylist()]
+    return table, statements, payload, bulk_base_rows(schema, table, statements, 0)
+
+
+def _jsonable(value: Any) -> Any:
+    """Base rows as JSON: bytes as hex, recursively."""
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _rows_json(rows: pa.Table) -> dict[str, Any]:
+    return {"schema": str(rows.schema), "rows": _jsonable(rows.to_pylist())}
+
+
+def _rows_from_json(schema: TableSchema, data: dict[str, Any]) -> pa.Table:
+    arrow = base_schema(schema)
+
+    def unhex(value: Any, t: pa.DataType) -> Any:
+        if value is None:
+            return None
+        if pa.types.is_binary(t):
+            return bytes.fromhex(value)
+        if pa.types.is_struct(t):
+            return {f.name: unhex(value[f.name], f.type) for f in t}
+        return value
+
+    rows = [{f.name: unhex(r[f.name], f.type) for f in arrow} for r in data["rows"]]
+    return pa.Table.from_pylist(rows, schema=arrow)
+
+
+def _base_rows(schema: TableSchema, mutation: Mutation) -> pa.Table:
+    pk = serialize_partition_key(schema, mutation.partition.pk)
+    return write_rows(schema, pk, mutation.partition, seq=1)
 
 
 def _fixtures() -> dict[str, Any]:
@@ -177,10 +216,11 @@ def _fixtures() -> dict[str, Any]:
                 "cql": text,
                 "ts": ts,
                 "fragment": encode_fragment(mutation.partition).hex(),
+                "base_rows": _rows_json(_base_rows(schema, mutation)),
                 "payload": encode_payload(_payload(mutation)).hex(),
             }
         )
-    _, _, bulk = _bulk(schema)
+    _, _, chunk, bulk_rows = _bulk(schema)
     return {
         "row_writes": rows,
         "conditional_writes": [
@@ -188,8 +228,8 @@ def _fixtures() -> dict[str, Any]:
             for text in CONDITIONAL_WRITES
         ],
         "other_payloads": [encode_payload(p).hex() for p in OTHER_PAYLOADS],
-        "bulk_chunk": bulk[0].hex(),
-        "bulk_fragments": [b.hex() for b in bulk[1:]],
+        "bulk_chunk": chunk.hex(),
+        "bulk_base_rows": _rows_json(bulk_rows),
     }
 
 
@@ -209,6 +249,10 @@ def test_row_path_fragments_and_payloads_decode_and_encode_to_the_same_bytes(
         fragment = bytes.fromhex(fixture["fragment"])
         assert decode_fragment(fragment) == mutation.partition, fixture["cql"]
         assert encode_fragment(mutation.partition) == fragment, fixture["cql"]
+        rows = _base_rows(schema, mutation)
+        assert _rows_json(rows) == fixture["base_rows"], fixture["cql"]
+        old = _rows_from_json(schema, fixture["base_rows"])
+        assert list(partitions(schema, old).values()) == [mutation.partition], fixture["cql"]
         payload = bytes.fromhex(fixture["payload"])
         assert decode_payload(payload) == _payload(mutation), fixture["cql"]
         assert encode_payload(_payload(mutation)) == payload, fixture["cql"]
@@ -229,15 +273,16 @@ def test_conditional_writes_and_requests_decode_and_encode_to_the_same_bytes(
     assert [encode_payload(p) for p in OTHER_PAYLOADS] == kept
 
 
-def test_bulk_fragments_and_chunks_decode_and_encode_to_the_same_bytes(
+def test_bulk_base_rows_and_chunks_decode_and_encode_to_the_same_form(
     golden: dict[str, Any],
 ) -> None:
     schema = _schema()
-    table, statements, made = _bulk(schema)
-    fragments = [bytes.fromhex(h) for h in golden["bulk_fragments"]]
-    assert made[1:] == fragments  # the bulk layout did not drift
+    table, statements, _, made = _bulk(schema)
+    assert _rows_json(made) == golden["bulk_base_rows"]  # the bulk layout did not drift
     mutations = chunk_mutations(schema, table, statements)
-    assert [decode_fragment(f) for f in fragments] == mutations
+    old = _rows_from_json(schema, golden["bulk_base_rows"])
+    order = np.argsort(table.column("_token").to_numpy(), kind="stable")
+    assert [p for _, p in row_partitions(schema, old)] == [mutations[i] for i in order]
     # the chunk: an Arrow IPC stream (its bytes are pyarrow's), read back to the same writes
     old_table, old_statements = concat_chunks([decode_chunk(bytes.fromhex(golden["bulk_chunk"]))])
     assert old_statements == statements
@@ -410,5 +455,11 @@ def test_a_value_of_every_cql_type_survives_the_encoding() -> None:
     stmt = parse_statement(f"INSERT INTO ks.all (pk, {names}) VALUES (1, {values})")
     mutation = row_mutation(schema, stmt, WriteContext(1, NOW_US, SEED))
     assert decode_fragment(encode_fragment(mutation.partition)) == mutation.partition
+    rows = _base_rows(schema, mutation)
+    # every atomic value in a typed column; non-frozen collections beside them
+    (residual,) = [decode_fragment(f) for f in rows.column("fragment").drop_null().to_pylist()]
+    kept = {n for row in residual.rows.values() for n in row.cells}
+    assert kept == {c.name for c in schema.regular_columns if c.type.multicell}
+    assert list(partitions(schema, rows).values()) == [mutation.partition]
     payload = WritePayload(mutation.partition, (), NOW_US, SEED)
     assert decode_payload(encode_payload(payload)) == payload

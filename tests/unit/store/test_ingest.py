@@ -83,7 +83,7 @@ def test_a_manifest_of_another_format_is_refused_and_ours_says_its_format(tmp_pa
     manifest = Manifest(batch_id=3, max_seq=9, versions={"base/t": 2})
     manifest.save(tmp_path)
     saved = json.loads((tmp_path / MANIFEST_NAME).read_text())
-    assert saved["format"] == FORMAT == 2
+    assert saved["format"] == FORMAT == 3
     assert Manifest.load(tmp_path).versions == {"base/t": 2}
     # format 1 (pickled row-path records) is not migrated: refused, saying why
     for old in ({"format": 1}, {}):  # a manifest without a format is format 1
@@ -91,6 +91,10 @@ def test_a_manifest_of_another_format_is_refused_and_ours_says_its_format(tmp_pa
         (tmp_path / MANIFEST_NAME).write_text(json.dumps(body))
         with pytest.raises(ServerError, match=r"format 1 \(written by an older cqlcdc.*pickles"):
             Manifest.load(tmp_path)
+    # format 2 (base state as encoded fragments) neither
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps(saved | {"format": 2}))
+    with pytest.raises(ServerError, match=r"format 2 \(written by an older cqlcdc.*fragments"):
+        Manifest.load(tmp_path)
     saved["format"] = FORMAT + 1
     (tmp_path / MANIFEST_NAME).write_text(json.dumps(saved))
     with pytest.raises(ServerError, match=f"has format {FORMAT + 1} .written by a newer cqlcdc"):

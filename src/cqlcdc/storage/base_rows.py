@@ -1,0 +1,348 @@
+"""Base state as typed rows: the layout of a base table's data files (data-directory format 3).
+
+Every write (a mutation, one ``Partition``) becomes base rows of one layout per table:
+
+- ``bucket``, ``pk`` (the serialized partition key), ``token``, ``seq``: as every output has.
+- One *typed row* per clustering row the write touches: the clustering key as columns
+  ``k$<name>``, the row marker (``marker``: write time, TTL, expiry second), the row tombstone
+  (``deletion``: its timestamp) and one column ``v$<name>$<type>`` per atomic regular column
+  (a struct of the value, write time, TTL and expiry second; null where the write did not
+  touch the column; a null ``value`` is a cell tombstone).
+- Beside them, at most one *residual row* (``fragment``, a ``CQP1`` partition of
+  ``storage.codec``, every typed column null) holding what has no typed column: the static
+  row, counters, non-frozen collections and UDTs, range and partition tombstones, cells of
+  columns the table no longer has.
+
+Values of native types are stored in their Arrow type (``CqlType.arrow_type``), values of
+frozen collections, tuples and UDTs as their native encoding (a binary column), so a
+column's Arrow type never changes under ``ALTER TYPE``. The type is part of a value
+column's name because a column dropped and added again may come back with another type; the
+old column's cells stay under the old name, which no current column reads (they are hidden,
+as ScyllaDB hides a dropped column's data).
+
+The typed part is what the column-wise state reads (``storage.bulk_state``: merges, images,
+compaction without a Python object per cell); :func:`partitions` turns base rows back into
+``Partition`` objects for the paths that need them. The last-write-wins merge is
+commutative, so splitting a write into rows changes nothing it merges to.
+
+>>> from cqlcdc.storage.base_rows import value_column_name
+>>> value_column_name("v", "int")
+'v$v$int'
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.storage.cells import Cell, RowMarker
+from cqlcdc.storage.codec import decode_fragment, encode_fragment
+from cqlcdc.storage.partition import Partition, Row
+from cqlcdc.storage.token import deserialize_partition_key
+from cqlcdc.types.arrow import exact_type, to_pylist
+from cqlcdc.types.base import CqlType
+from cqlcdc.types.native import NativeType
+
+BUCKET, PK, TOKEN, SEQ = "bucket", "pk", "token", "seq"
+FRAGMENT = "fragment"  # the residual row's partition (``CQP1``); null in a typed row
+MARKER = "marker"
+DELETION = "deletion"
+KEY_PREFIX = "k$"
+VALUE_PREFIX = "v$"
+
+MARKER_TYPE = pa.struct(
+    [
+        pa.field("ts", pa.int64(), nullable=False),
+        pa.field("ttl", pa.int32(), nullable=False),
+        pa.field("expiry", pa.int64(), nullable=False),
+    ]
+)
+
+FIXED_FIELDS = (
+    pa.field(BUCKET, pa.int32(), nullable=False),
+    pa.field(PK, pa.binary(), nullable=False),
+    pa.field(TOKEN, pa.int64(), nullable=False),
+    pa.field(SEQ, pa.int64(), nullable=False),
+    pa.field(FRAGMENT, pa.binary()),
+    pa.field(MARKER, MARKER_TYPE),
+    pa.field(DELETION, pa.int64()),
+)
+
+
+def cell_type(value_type: pa.DataType) -> pa.StructType:
+    """The struct of one cell whose value has Arrow type ``value_type``."""
+    return pa.struct(
+        [
+            pa.field("value", value_type),
+            pa.field("ts", pa.int64(), nullable=False),
+            pa.field("ttl", pa.int32(), nullable=False),
+            pa.field("expiry", pa.int64(), nullable=False),
+        ]
+    )
+
+
+def is_typed(col: Column) -> bool:
+    """Whether a column's cells go into a typed column: an atomic regular column that is not
+    a counter (those merge by addition)."""
+    return col.kind == "regular" and not col.type.multicell and not col.type.is_counter
+
+
+def _natively_typed(t: CqlType) -> bool:
+    return isinstance(t, NativeType)
+
+
+def type_tag(t: CqlType) -> str:
+    """The part of a value column's name that names its type: the type's name for a native
+    type, else ``n`` and a digest of the type's text (its values are stored encoded)."""
+    if _natively_typed(t):
+        return t.cql_name
+    return "n" + hashlib.sha1(t.cql_name.encode()).hexdigest()[:10]
+
+
+def value_column_name(name: str, tag: str) -> str:
+    return f"{VALUE_PREFIX}{name}${tag}"
+
+
+def key_column_name(name: str) -> str:
+    return f"{KEY_PREFIX}{name}"
+
+
+def storage_type(t: CqlType) -> pa.DataType:
+    """The Arrow type a value of ``t`` is stored in: its Arrow type with temporal types as
+    their integers (``time64`` has no Delta type), or the native encoding."""
+    return exact_type(t.arrow_type()) if _natively_typed(t) else pa.binary()
+
+
+def build_type(t: CqlType) -> pa.DataType:
+    """The Arrow type :func:`to_storage` values are built in (then cast to storage)."""
+    return t.arrow_type() if _natively_typed(t) else pa.binary()
+
+
+def to_storage(t: CqlType) -> Callable[[Any], Any]:
+    """Python value -> what ``pa.array(..., build_type(t))`` takes."""
+    if not _natively_typed(t):
+        return t.serialize
+    if t.arrow_as_is:
+        return lambda v: v
+    return t.to_arrow
+
+
+def from_storage(t: CqlType) -> Callable[[Any], Any]:
+    """Inverse of :func:`to_storage` (over ``types.arrow.to_pylist`` output)."""
+    if not _natively_typed(t):
+        return t.deserialize
+    return t.from_arrow
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The base-row layout of one table schema: its key and value columns."""
+
+    keys: tuple[tuple[Column, str], ...]  # clustering column, its column name
+    values: tuple[tuple[Column, str], ...]  # typed regular column, its column name
+    arrow: pa.Schema
+
+    @property
+    def by_name(self) -> dict[str, str]:
+        return {c.name: f for c, f in self.values}
+
+
+@lru_cache(maxsize=256)
+def layout(schema: TableSchema) -> Layout:
+    keys = tuple((c, key_column_name(c.name)) for c in schema.clustering_key)
+    values = tuple(
+        (c, value_column_name(c.name, type_tag(c.type))) for c in schema.columns if is_typed(c)
+    )
+    fields = [
+        *FIXED_FIELDS,
+        *(pa.field(f, storage_type(c.type)) for c, f in keys),
+        *(pa.field(f, cell_type(storage_type(c.type))) for c, f in values),
+    ]
+    return Layout(keys, values, pa.schema(fields))
+
+
+def base_schema(schema: TableSchema) -> pa.Schema:
+    """The Arrow schema of ``schema``'s base rows."""
+    return layout(schema).arrow
+
+
+class BaseRowsBuilder:
+    """Base rows of row-path writes, one :meth:`add` per write, then :meth:`table`."""
+
+    def __init__(self, schema: TableSchema) -> None:
+        self.layout = layout(schema)
+        self.typed = {c.name: (f, to_storage(c.type)) for c, f in self.layout.values}
+        self._keys = [(f, to_storage(c.type)) for c, f in self.layout.keys]
+        self.columns: dict[str, list[Any]] = {name: [] for name in self.layout.arrow.names}
+        # key and value columns are built in their Arrow types, then cast to storage
+        self._built: dict[str, pa.DataType] = {
+            **{f: build_type(c.type) for c, f in self.layout.keys},
+            **{f: cell_type(build_type(c.type)) for c, f in self.layout.values},
+        }
+
+    def __len__(self) -> int:
+        return len(self.columns[SEQ])
+
+    def add(self, bucket: int, pk: bytes, token: int, seq: int, part: Partition) -> None:
+        """The rows of write ``part`` (a mutation) to the partition serialized as ``pk``."""
+        cols = self.columns
+        residual = Partition(part.pk, part.deletion, part.static, {}, part.range_tombstones)
+        typed = self.typed
+        for ck, row in part.rows.items():
+            cells: dict[str, Any] = {}
+            rest: dict[str, Any] = {}
+            for name, data in row.cells.items():
+                where = typed.get(name)
+                if where is not None and isinstance(data, Cell):
+                    cells[where[0]] = {
+                        "value": None if data.value is None else where[1](data.value),
+                        "ts": data.timestamp,
+                        "ttl": data.ttl_s,
+                        "expiry": data.expiry_s,
+                    }
+                else:
+                    rest[name] = data
+            if rest:
+                residual.rows[ck] = Row(None, None, rest)
+            if not cells and row.marker is None and row.deletion is None:
+                continue
+            self._fixed(bucket, pk, token, seq, None)
+            m = row.marker
+            cols[MARKER].append(
+                None if m is None else {"ts": m.timestamp, "ttl": m.ttl_s, "expiry": m.expiry_s}
+            )
+            cols[DELETION].append(row.deletion)
+            for (name, convert), value in zip(self._keys, ck, strict=True):
+                cols[name].append(convert(value))
+            for _, name in self.layout.values:
+                cols[name].append(cells.get(name))
+        if not residual.is_empty():
+            self._fixed(bucket, pk, token, seq, encode_fragment(residual))
+            for name in self.columns:
+                if name not in _FIXED_NAMES:
+                    self.columns[name].append(None)
+
+    def _fixed(self, bucket: int, pk: bytes, token: int, seq: int, fragment: bytes | None) -> None:
+        cols = self.columns
+        cols[BUCKET].append(bucket)
+        cols[PK].append(pk)
+        cols[TOKEN].append(token)
+        cols[SEQ].append(seq)
+        cols[FRAGMENT].append(fragment)
+
+    def table(self) -> pa.Table:
+        arrays = []
+        for f in self.layout.arrow:
+            data = self.columns[f.name]
+            built = self._built.get(f.name)
+            arrays.append(
+                pa.array(data, f.type) if built is None else pa.array(data, built).cast(f.type)
+            )
+        return pa.Table.from_arrays(arrays, schema=self.layout.arrow)
+
+
+_FIXED_NAMES = frozenset({BUCKET, PK, TOKEN, SEQ, FRAGMENT})
+
+
+def write_rows(schema: TableSchema, pk: bytes, part: Partition, seq: int = 0) -> pa.Table:
+    """The base rows of one write (bucket and token 0): what tests and size checks use."""
+    builder = BaseRowsBuilder(schema)
+    builder.add(0, pk, 0, seq, part)
+    return builder.table()
+
+
+def _struct_lists(column: pa.ChunkedArray | pa.Array, fields: Sequence[str]) -> list[list[Any]]:
+    """Each of ``fields`` of a struct column as a Python list (null where the struct is)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    valid = column.is_valid()
+    return [to_pylist(pc.if_else(valid, column.field(f), None)) for f in fields]
+
+
+def row_partitions(schema: TableSchema, rows: pa.Table) -> Iterable[tuple[bytes, Partition]]:
+    """Every base row as the partition fragment it holds, with its serialized partition key,
+    in the rows' order. Value columns of ``rows`` that ``schema`` does not read (a dropped
+    column, an older incarnation of a column added again with another type) are left out."""
+    n = rows.num_rows
+    if n == 0:
+        return []
+    names = set(rows.column_names)
+    pks = rows.column(PK).to_pylist()
+    fragments = rows.column(FRAGMENT).to_pylist() if FRAGMENT in names else [None] * n
+    lay = layout(schema)
+    keys = [
+        (from_storage(c.type), to_pylist(rows.column(f)) if f in names else [None] * n)
+        for c, f in lay.keys
+    ]
+    if MARKER in names:
+        m_ts, m_ttl, m_exp = _struct_lists(rows.column(MARKER), ("ts", "ttl", "expiry"))
+    else:
+        m_ts = m_ttl = m_exp = [None] * n
+    deletions = rows.column(DELETION).to_pylist() if DELETION in names else [None] * n
+    values: list[tuple[str, Callable[[Any], Any], list[Any], list[Any], list[Any], list[Any]]] = []
+    for c, f in lay.values:
+        if f in names and rows.column(f).null_count < n:
+            value, ts, ttl, expiry = _struct_lists(rows.column(f), ("value", "ts", "ttl", "expiry"))
+            values.append((c.name, from_storage(c.type), value, ts, ttl, expiry))
+    out: list[tuple[bytes, Partition]] = []
+    pk_values: dict[bytes, tuple[Any, ...]] = {}
+    for i in range(n):
+        pk_bytes = pks[i]
+        pk = pk_values.get(pk_bytes)
+        if pk is None:
+            pk = pk_values[pk_bytes] = deserialize_partition_key(schema, pk_bytes)
+        fragment = fragments[i]
+        if fragment is not None:
+            part = decode_fragment(fragment)
+            part.pk = pk
+            out.append((pk_bytes, part))
+            continue
+        row = Row()
+        if m_ts[i] is not None:
+            row.marker = RowMarker(m_ts[i], m_ttl[i], m_exp[i])
+        row.deletion = deletions[i]
+        cells = row.cells
+        for name, convert, value, ts, ttl, expiry in values:
+            t = ts[i]
+            if t is not None:
+                v = value[i]
+                cells[name] = Cell(t, None if v is None else convert(v), ttl[i], expiry[i])
+        ck = tuple(convert(values_[i]) for convert, values_ in keys)
+        out.append((pk_bytes, Partition(pk, None, Row(), {ck: row})))
+    return out
+
+
+def partitions(
+    schema: TableSchema, rows: pa.Table, hide_dropped: bool = True
+) -> dict[bytes, Partition]:
+    """The state of every partition in base ``rows``: the merge of its rows in seq order,
+    by serialized partition key; as ``schema`` sees it (without what its dropped columns
+    wrote, see ``Partition.hide_dropped``) unless ``hide_dropped`` is False."""
+    if rows.num_rows == 0:
+        return {}
+    seqs = rows.column(SEQ).to_numpy()
+    if len(seqs) > 1 and not (seqs[1:] >= seqs[:-1]).all():
+        rows = rows.take(pa.array(np.argsort(seqs, kind="stable")))
+    out: dict[bytes, Partition] = {}
+    for pk_bytes, fragment in row_partitions(schema, rows):
+        state = out.get(pk_bytes)
+        if state is None:
+            out[pk_bytes] = fragment
+        else:
+            state.apply(fragment)
+    if hide_dropped and schema.dropped:
+        dropped = {d.name for d in schema.dropped}
+        statics = {c.name for c in schema.static_columns}
+        regulars = {c.name for c in schema.regular_columns}
+        readded = schema.readded_at()
+        for part in out.values():
+            part.hide_dropped(dropped, statics, regulars, readded)
+    return out
