@@ -135,7 +135,7 @@ def _prior_state(
     (``cqlcdc.storage.bulk_state``), the rest in Python.
     """
     count = len(keys)
-    bulk_mask = fragments.typed()
+    bulk_mask = fragments.columnar()
     on_python = pc.is_in(keys.pks, value_set=fragments.pk.filter(pa.array(~bulk_mask)))
     on_python_np = on_python.to_numpy(zero_copy_only=False)
     python_rows = np.flatnonzero(on_python_np).tolist()

@@ -14,14 +14,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.base_rows import BUCKET, FRAGMENT, PK, SEQ, TOKEN, from_storage, layout
-from cqlcdc.storage.bulk_state import parse_rows, surviving
+from cqlcdc.storage.base_rows import (
+    BUCKET,
+    PK,
+    SEQ,
+    TOKEN,
+    VALUE_PREFIX,
+    BaseRowsBuilder,
+    layout,
+    partitions,
+)
+from cqlcdc.storage.bulk_state import StateRows, parse_rows, surviving
 from cqlcdc.storage.cells import CounterCell
-from cqlcdc.storage.codec import decode_fragment, encode_fragment
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
 from cqlcdc.storage.partition import Partition, Row
-from cqlcdc.storage.token import deserialize_partition_key
-from cqlcdc.types.arrow import to_pylist
 
 
 def compact_partition(part: Partition, order: ClusteringOrder, now_s: int) -> None:
@@ -61,12 +67,14 @@ def compact_base_rows(
         now_s: the current second (expired cells are kept: they still shadow older data).
 
     Returns:
-        Rows of the same columns sorted by (bucket, pk, seq). Per partition, its residual
-        rows merged into one (in seq order, compacted, ``seq`` the highest merged; a single
-        one kept unchanged), and of its typed rows those that can still win a merge,
-        unchanged (``bulk_state.surviving``, which also drops what the merged partition
-        tombstone shadows): the state stays readable column-wise. Partitions left empty
-        are dropped.
+        Rows of the same columns sorted by (bucket, pk, seq). A partition of plain typed
+        rows (no static row, collection, residual) keeps those that can still win a merge,
+        unchanged (``bulk_state.surviving``): its state stays readable column-wise, without
+        a Python object per row. Any other partition is merged in Python (in seq order,
+        compacted, every cell kept: visibility is the reader's) and written again as base
+        rows at its highest seq; partitions left empty are dropped. A partition holding
+        cells of a column the schema no longer has is kept as it is (they cannot be
+        decoded without their type, and no read shows them).
     """
     if rows.num_rows == 0:
         return rows
@@ -75,94 +83,80 @@ def compact_base_rows(
         live = live.filter(pc.greater(live.column(SEQ), truncated_upto_seq))
     if live.num_rows == 0:
         return live
-    residual_mask = (
-        live.column(FRAGMENT).is_valid()
-        if FRAGMENT in live.column_names
-        else pa.array(np.zeros(live.num_rows, np.bool_))
-    )
-    residual, deletions = _merge_residuals(schema, live.filter(residual_mask), now_s)
-    typed = _compact_typed(schema, live.filter(pc.invert(residual_mask)), deletions)
-    return pa.concat_tables([residual, typed]).sort_by(_ORDER)
+    columnar = StateRows(live).columnar()
+    kept = _compact_typed(schema, live.filter(pa.array(columnar)))
+    merged = _merge_in_python(schema, live.filter(pa.array(~columnar)), now_s)
+    return pa.concat_tables([kept, merged]).sort_by(_ORDER)
 
 
-def _merge_residuals(
-    schema: TableSchema, rows: pa.Table, now_s: int
-) -> tuple[pa.Table, dict[bytes, Partition]]:
-    """Each partition's residual rows merged into one; and by partition key the merged
-    residual partitions that hold a partition or range tombstone."""
-    rows = rows.sort_by(_ORDER)
+def _merge_in_python(schema: TableSchema, rows: pa.Table, now_s: int) -> pa.Table:
+    if rows.num_rows == 0:
+        return rows
+    orphans = _orphan_rows(schema, rows)
+    if orphans.any():  # their partitions stay as they are
+        pks = rows.column(PK).filter(pa.array(orphans))
+        untouched = pc.is_in(rows.column(PK), value_set=pc.unique(pks))
+        kept = rows.filter(untouched)
+        rows = rows.filter(pc.invert(untouched))
+    else:
+        kept = rows.slice(0, 0)
+    if rows.num_rows == 0:
+        return kept
     order = ClusteringOrder(schema)
-    data = rows.select([BUCKET, PK, TOKEN, SEQ, FRAGMENT]).to_pydict()
-    keep: list[int] = []
-    merged: dict[int, bytes | None] = {}
-    deletions: dict[bytes, Partition] = {}
-    n = rows.num_rows
-    start = 0
-    while start < n:
-        pk_bytes = data[PK][start]
-        end = start + 1
-        while end < n and data[PK][end] == pk_bytes and data[BUCKET][end] == data[BUCKET][start]:
-            end += 1
-        last = end - 1
-        if end - start == 1:
-            part = decode_fragment(data[FRAGMENT][start])
-            keep.append(start)
-        else:
-            pk = deserialize_partition_key(schema, pk_bytes)
-            part = Partition(pk)
-            for fragment in data[FRAGMENT][start:end]:
-                part.apply(decode_fragment(fragment))
-            compact_partition(part, order, now_s)
-            if not part.is_empty():
-                keep.append(last)
-                merged[last] = encode_fragment(part)
-        if part.deletion is not None or part.range_tombstones:
-            deletions[pk_bytes] = part
-        start = end
-    out = rows.take(pa.array(keep, pa.int64()))
-    if merged:
-        fragments = [
-            merged.get(i, f) for i, f in zip(keep, out.column(FRAGMENT).to_pylist(), strict=True)
-        ]
-        out = out.set_column(
-            out.schema.get_field_index(FRAGMENT),
-            out.schema.field(FRAGMENT),
-            pa.array(fragments, pa.binary()),
+    last = rows.group_by([BUCKET, PK]).aggregate([(SEQ, "max"), (TOKEN, "max")])
+    where = {
+        (b, pk): (seq, token)
+        for b, pk, seq, token in zip(
+            last.column(BUCKET).to_pylist(),
+            last.column(PK).to_pylist(),
+            last.column(f"{SEQ}_max").to_pylist(),
+            last.column(f"{TOKEN}_max").to_pylist(),
+            strict=True,
         )
-    return out, deletions
+    }
+    buckets = dict(zip(rows.column(PK).to_pylist(), rows.column(BUCKET).to_pylist(), strict=False))
+    builder = BaseRowsBuilder(schema)
+    for pk_bytes, part in partitions(schema, rows, hide_dropped=False).items():
+        compact_partition(part, order, now_s)
+        if part.is_empty():
+            continue
+        bucket = buckets[pk_bytes]
+        seq, token = where[(bucket, pk_bytes)]
+        builder.add(bucket, pk_bytes, token, seq, part)
+    built = _conform(builder.table(), rows.schema)
+    return pa.concat_tables([kept, built])
 
 
-def _compact_typed(
-    schema: TableSchema, rows: pa.Table, tombstones: dict[bytes, Partition]
-) -> pa.Table:
-    """The typed rows that can still win a merge (``bulk_state.surviving``) and that the
-    partition and range ``tombstones`` of their partitions do not shadow; all of them when
-    one holds a cell of a column the schema no longer reads as it is."""
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with the columns of ``schema`` (nulls for those it lacks), in its types."""
+    n = table.num_rows
+    arrays = [
+        table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(n, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _orphan_rows(schema: TableSchema, rows: pa.Table) -> npt.NDArray[np.bool_]:
+    """Rows holding a cell in a value column the schema does not read."""
+    known = {f for _, f in (*layout(schema).values, *layout(schema).collections)}
+    out = np.zeros(rows.num_rows, np.bool_)
+    for name in rows.column_names:
+        if name.startswith(VALUE_PREFIX) and name not in known:
+            out |= rows.column(name).is_valid().to_numpy(zero_copy_only=False)
+    return out
+
+
+def _compact_typed(schema: TableSchema, rows: pa.Table) -> pa.Table:
+    """The typed rows that can still win a merge (``bulk_state.surviving``); all of them
+    when one holds a cell of a column the schema no longer reads as it is."""
     if rows.num_rows == 0:
         return rows
     parsed = parse_rows(schema, rows, with_values=False)
     if parsed is None:
         return rows
     row_ids, count = _row_ids(schema, rows)
-    outer = None
-    if tombstones:
-        outer = np.full(count, np.iinfo(np.int64).min, np.int64)
-        pks = rows.column(PK).combine_chunks().cast(pa.binary())
-        shadowed = pc.is_in(pks, value_set=pa.array(list(tombstones), pa.binary()))
-        at = np.flatnonzero(shadowed.to_numpy(zero_copy_only=False))
-        if len(at):
-            picked = rows.take(pa.array(at))
-            keys = [
-                [from_storage(c.type)(v) for v in to_pylist(picked.column(f))]
-                for c, f in layout(schema).keys
-            ]
-            order = ClusteringOrder(schema)
-            for k, (i, pk) in enumerate(zip(at, picked.column(PK).to_pylist(), strict=True)):
-                ck = tuple(values[k] for values in keys)
-                shadow = tombstones[pk].row_shadow(ck, order, include_row=False)
-                if shadow is not None and shadow > outer[row_ids[i]]:
-                    outer[row_ids[i]] = shadow
-    keep = surviving(parsed, row_ids, count, outer)
+    keep = surviving(parsed, row_ids, count)
     return rows.filter(pa.array(keep))
 
 

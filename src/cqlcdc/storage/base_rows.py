@@ -5,13 +5,17 @@ Every write (a mutation, one ``Partition``) becomes base rows of one layout per 
 - ``bucket``, ``pk`` (the serialized partition key), ``token``, ``seq``: as every output has.
 - One *typed row* per clustering row the write touches: the clustering key as columns
   ``k$<name>``, the row marker (``marker``: write time, TTL, expiry second), the row tombstone
-  (``deletion``: its timestamp) and one column ``v$<name>$<type>`` per atomic regular column
-  (a struct of the value, write time, TTL and expiry second; null where the write did not
-  touch the column; a null ``value`` is a cell tombstone).
+  (``deletion``: its timestamp) and one column ``v$<name>$<type>`` per regular column: for an
+  atomic column a struct of the value, write time, TTL and expiry second (null where the
+  write did not touch the column; a null ``value`` is a cell tombstone), for a non-frozen
+  collection or UDT its collection tombstone and its element cells (``cells``: per element
+  its key, value, write time, TTL and expiry second; a list's keys are its timeuuids, a
+  UDT's the field's index, a set's values are true).
+- One *static row* (``static`` true, every ``k$`` null) where the write touches the static
+  row or deletes the partition (``partition_deletion``), with the static columns' cells.
 - Beside them, at most one *residual row* (``fragment``, a ``CQP1`` partition of
-  ``storage.codec``, every typed column null) holding what has no typed column: the static
-  row, counters, non-frozen collections and UDTs, range and partition tombstones, cells of
-  columns the table no longer has.
+  ``storage.codec``, every typed column null) holding what has no typed column: range
+  tombstones, counters, cells of columns the table no longer has.
 
 Values of native types are stored in their Arrow type (``CqlType.arrow_type``), values of
 frozen collections, tuples and UDTs as their native encoding (a binary column), so a
@@ -33,6 +37,7 @@ commutative, so splitting a write into rows changes nothing it merges to.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,18 +48,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.schema.model import Column, TableSchema
-from cqlcdc.storage.cells import Cell, RowMarker
+from cqlcdc.storage.cells import Cell, CollectionCells, RowMarker
 from cqlcdc.storage.codec import decode_fragment, encode_fragment
 from cqlcdc.storage.partition import Partition, Row
 from cqlcdc.storage.token import deserialize_partition_key
 from cqlcdc.types.arrow import exact_type, to_pylist
 from cqlcdc.types.base import CqlType
+from cqlcdc.types.collections import ListType, MapType, SetType
 from cqlcdc.types.native import NativeType
+from cqlcdc.types.udt import UserType
 
 BUCKET, PK, TOKEN, SEQ = "bucket", "pk", "token", "seq"
 FRAGMENT = "fragment"  # the residual row's partition (``CQP1``); null in a typed row
 MARKER = "marker"
 DELETION = "deletion"
+STATIC = "static"
+PARTITION_DELETION = "partition_deletion"
 KEY_PREFIX = "k$"
 VALUE_PREFIX = "v$"
 
@@ -74,6 +83,8 @@ FIXED_FIELDS = (
     pa.field(FRAGMENT, pa.binary()),
     pa.field(MARKER, MARKER_TYPE),
     pa.field(DELETION, pa.int64()),
+    pa.field(STATIC, pa.bool_(), nullable=False),
+    pa.field(PARTITION_DELETION, pa.int64()),
 )
 
 
@@ -90,9 +101,50 @@ def cell_type(value_type: pa.DataType) -> pa.StructType:
 
 
 def is_typed(col: Column) -> bool:
-    """Whether a column's cells go into a typed column: an atomic regular column that is not
-    a counter (those merge by addition)."""
-    return col.kind == "regular" and not col.type.multicell and not col.type.is_counter
+    """Whether a column's cells go into a typed column: every regular and static column but
+    counters (they merge by addition: compaction cannot drop what a newer cell beats)."""
+    return col.kind in ("regular", "static") and not col.type.is_counter
+
+
+def element_types(t: CqlType) -> tuple[CqlType | None, CqlType | None]:
+    """The key and value types of a non-frozen collection's or UDT's element cells (None: a
+    list's timeuuid key, kept as its 16 bytes; a UDT field's value, kept encoded; a set's
+    value, a flag)."""
+    if isinstance(t, MapType):
+        return t.key, t.value
+    if isinstance(t, SetType):
+        return t.elem, None
+    if isinstance(t, ListType):
+        return None, t.elem
+    return None, None
+
+
+def _element_types(t: CqlType) -> tuple[pa.DataType, pa.DataType, pa.DataType, pa.DataType]:
+    """(key build, key storage, value build, value storage) Arrow types of ``t``'s elements."""
+    key, value = element_types(t)
+    if isinstance(t, UserType):
+        return pa.int32(), pa.int32(), pa.binary(), pa.binary()
+    if isinstance(t, SetType):
+        assert key is not None
+        return build_type(key), storage_type(key), pa.bool_(), pa.bool_()
+    assert value is not None
+    if key is None:  # a list: timeuuid keys
+        return pa.binary(), pa.binary(), build_type(value), storage_type(value)
+    return build_type(key), storage_type(key), build_type(value), storage_type(value)
+
+
+def collection_type(key: pa.DataType, value: pa.DataType) -> pa.StructType:
+    """The struct of a non-frozen collection's or UDT's state in one write or row."""
+    element = pa.struct(
+        [
+            pa.field("key", key, nullable=False),
+            pa.field("value", value),
+            pa.field("ts", pa.int64(), nullable=False),
+            pa.field("ttl", pa.int32(), nullable=False),
+            pa.field("expiry", pa.int64(), nullable=False),
+        ]
+    )
+    return pa.struct([pa.field("tombstone", pa.int64()), pa.field("cells", pa.list_(element))])
 
 
 def _natively_typed(t: CqlType) -> bool:
@@ -147,7 +199,8 @@ class Layout:
     """The base-row layout of one table schema: its key and value columns."""
 
     keys: tuple[tuple[Column, str], ...]  # clustering column, its column name
-    values: tuple[tuple[Column, str], ...]  # typed regular column, its column name
+    values: tuple[tuple[Column, str], ...]  # atomic regular or static column, its column
+    collections: tuple[tuple[Column, str], ...]  # non-frozen collection or UDT, its column
     arrow: pa.Schema
 
     @property
@@ -158,15 +211,18 @@ class Layout:
 @lru_cache(maxsize=256)
 def layout(schema: TableSchema) -> Layout:
     keys = tuple((c, key_column_name(c.name)) for c in schema.clustering_key)
-    values = tuple(
+    typed = [
         (c, value_column_name(c.name, type_tag(c.type))) for c in schema.columns if is_typed(c)
-    )
+    ]
+    values = tuple((c, f) for c, f in typed if not c.type.multicell)
+    collections = tuple((c, f) for c, f in typed if c.type.multicell)
     fields = [
         *FIXED_FIELDS,
         *(pa.field(f, storage_type(c.type)) for c, f in keys),
         *(pa.field(f, cell_type(storage_type(c.type))) for c, f in values),
+        *(pa.field(f, collection_type(*_element_types(c.type)[1::2])) for c, f in collections),
     ]
-    return Layout(keys, values, pa.schema(fields))
+    return Layout(keys, values, collections, pa.schema(fields))
 
 
 def base_schema(schema: TableSchema) -> pa.Schema:
@@ -174,61 +230,160 @@ def base_schema(schema: TableSchema) -> pa.Schema:
     return layout(schema).arrow
 
 
+def _key_to(t: CqlType) -> Callable[[Any], Any]:
+    if isinstance(t, UserType):
+        return int
+    key, _ = element_types(t)
+    return (lambda k: k.bytes) if key is None else to_storage(key)
+
+
+def _key_from(t: CqlType) -> Callable[[Any], Any]:
+    if isinstance(t, UserType):
+        return int
+    key, _ = element_types(t)
+    return (lambda b: uuid.UUID(bytes=b)) if key is None else from_storage(key)
+
+
+def _value_to(t: CqlType) -> Callable[[Any], Any]:
+    _, value = element_types(t)
+    if isinstance(t, UserType):
+        types = t.field_types
+        return lambda iv: types[iv[0]].serialize(iv[1])
+    if isinstance(t, SetType):
+        return bool
+    assert value is not None
+    return to_storage(value)
+
+
+def _value_from(t: CqlType) -> Callable[[Any, Any], Any]:
+    """(key, stored value) -> the element cell's value."""
+    _, value = element_types(t)
+    if isinstance(t, UserType):
+        types = t.field_types
+        return lambda k, v: types[k].deserialize(v)
+    if isinstance(t, SetType):
+        return lambda k, v: v
+    assert value is not None
+    convert = from_storage(value)
+    return lambda k, v: convert(v)
+
+
 class BaseRowsBuilder:
     """Base rows of row-path writes, one :meth:`add` per write, then :meth:`table`."""
 
     def __init__(self, schema: TableSchema) -> None:
-        self.layout = layout(schema)
-        self.typed = {c.name: (f, to_storage(c.type)) for c, f in self.layout.values}
-        self._keys = [(f, to_storage(c.type)) for c, f in self.layout.keys]
-        self.columns: dict[str, list[Any]] = {name: [] for name in self.layout.arrow.names}
+        self.layout = lay = layout(schema)
+        self.statics = frozenset(c.name for c in schema.static_columns)
+        self.typed = {c.name: (f, to_storage(c.type)) for c, f in lay.values}
+        self.collections = {
+            c.name: (f, _key_to(c.type), _value_to(c.type), isinstance(c.type, UserType))
+            for c, f in lay.collections
+        }
+        self._keys = [(f, to_storage(c.type)) for c, f in lay.keys]
+        self.columns: dict[str, list[Any]] = {name: [] for name in lay.arrow.names}
         # key and value columns are built in their Arrow types, then cast to storage
         self._built: dict[str, pa.DataType] = {
-            **{f: build_type(c.type) for c, f in self.layout.keys},
-            **{f: cell_type(build_type(c.type)) for c, f in self.layout.values},
+            **{f: build_type(c.type) for c, f in lay.keys},
+            **{f: cell_type(build_type(c.type)) for c, f in lay.values},
+            **{f: collection_type(*_element_types(c.type)[0::2]) for c, f in lay.collections},
         }
 
     def __len__(self) -> int:
         return len(self.columns[SEQ])
 
-    def add(self, bucket: int, pk: bytes, token: int, seq: int, part: Partition) -> None:
-        """The rows of write ``part`` (a mutation) to the partition serialized as ``pk``."""
-        cols = self.columns
-        residual = Partition(part.pk, part.deletion, part.static, {}, part.range_tombstones)
-        typed = self.typed
-        for ck, row in part.rows.items():
-            cells: dict[str, Any] = {}
-            rest: dict[str, Any] = {}
-            for name, data in row.cells.items():
-                where = typed.get(name)
-                if where is not None and isinstance(data, Cell):
+    def _cells(self, row: Row, static: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A row's cells as typed column values, and the rest (for the residual row)."""
+        cells: dict[str, Any] = {}
+        rest: dict[str, Any] = {}
+        for name, data in row.cells.items():
+            if (name in self.statics) != static:  # a dropped column's, re-added as the other kind
+                rest[name] = data
+                continue
+            if isinstance(data, Cell):
+                where = self.typed.get(name)
+                if where is not None:
                     cells[where[0]] = {
                         "value": None if data.value is None else where[1](data.value),
                         "ts": data.timestamp,
                         "ttl": data.ttl_s,
                         "expiry": data.expiry_s,
                     }
-                else:
-                    rest[name] = data
+                    continue
+            elif isinstance(data, CollectionCells):
+                coll = self.collections.get(name)
+                if coll is not None:
+                    field, key_to, value_to, udt = coll
+                    cells[field] = {
+                        "tombstone": data.tombstone,
+                        "cells": [
+                            {
+                                "key": key_to(k),
+                                "value": None
+                                if c.value is None
+                                else value_to((k, c.value) if udt else c.value),
+                                "ts": c.timestamp,
+                                "ttl": c.ttl_s,
+                                "expiry": c.expiry_s,
+                            }
+                            for k, c in data.elements.items()
+                        ],
+                    }
+                    continue
+            rest[name] = data
+        return cells, rest
+
+    def add(self, bucket: int, pk: bytes, token: int, seq: int, part: Partition) -> None:
+        """The rows of write ``part`` (a mutation) to the partition serialized as ``pk``."""
+        residual = Partition(part.pk, None, Row(), {}, part.range_tombstones)
+        static = part.static
+        cells, rest = self._cells(static, True)
+        if rest or static.marker is not None or static.deletion is not None:
+            residual.static = Row(static.marker, static.deletion, rest)
+        if cells or part.deletion is not None:
+            self._row(bucket, pk, token, seq, None, None, None, cells, part.deletion)
+        for ck, row in part.rows.items():
+            cells, rest = self._cells(row, False)
             if rest:
                 residual.rows[ck] = Row(None, None, rest)
-            if not cells and row.marker is None and row.deletion is None:
-                continue
-            self._fixed(bucket, pk, token, seq, None)
-            m = row.marker
-            cols[MARKER].append(
-                None if m is None else {"ts": m.timestamp, "ttl": m.ttl_s, "expiry": m.expiry_s}
-            )
-            cols[DELETION].append(row.deletion)
-            for (name, convert), value in zip(self._keys, ck, strict=True):
-                cols[name].append(convert(value))
-            for _, name in self.layout.values:
-                cols[name].append(cells.get(name))
+            if cells or row.marker is not None or row.deletion is not None:
+                self._row(bucket, pk, token, seq, ck, row.marker, row.deletion, cells, None)
         if not residual.is_empty():
             self._fixed(bucket, pk, token, seq, encode_fragment(residual))
             for name in self.columns:
                 if name not in _FIXED_NAMES:
                     self.columns[name].append(None)
+            self.columns[STATIC][-1] = False
+
+    def _row(
+        self,
+        bucket: int,
+        pk: bytes,
+        token: int,
+        seq: int,
+        ck: tuple[Any, ...] | None,
+        marker: RowMarker | None,
+        deletion: int | None,
+        cells: dict[str, Any],
+        partition_deletion: int | None,
+    ) -> None:
+        cols = self.columns
+        self._fixed(bucket, pk, token, seq, None)
+        cols[MARKER].append(
+            None
+            if marker is None
+            else {"ts": marker.timestamp, "ttl": marker.ttl_s, "expiry": marker.expiry_s}
+        )
+        cols[DELETION].append(deletion)
+        cols[STATIC].append(ck is None)
+        cols[PARTITION_DELETION].append(partition_deletion)
+        if ck is None:
+            for name, _ in self._keys:
+                cols[name].append(None)
+        else:
+            for (name, convert), value in zip(self._keys, ck, strict=True):
+                cols[name].append(convert(value))
+        for _, name in (*self.layout.values, *self.layout.collections):
+            cols[name].append(cells.get(name))
 
     def _fixed(self, bucket: int, pk: bytes, token: int, seq: int, fragment: bytes | None) -> None:
         cols = self.columns
@@ -267,6 +422,10 @@ def _struct_lists(column: pa.ChunkedArray | pa.Array, fields: Sequence[str]) -> 
     return [to_pylist(pc.if_else(valid, column.field(f), None)) for f in fields]
 
 
+def _column(rows: pa.Table, name: str, n: int) -> list[Any]:
+    return rows.column(name).to_pylist() if name in rows.column_names else [None] * n
+
+
 def row_partitions(schema: TableSchema, rows: pa.Table) -> Iterable[tuple[bytes, Partition]]:
     """Every base row as the partition fragment it holds, with its serialized partition key,
     in the rows' order. Value columns of ``rows`` that ``schema`` does not read (a dropped
@@ -276,7 +435,10 @@ def row_partitions(schema: TableSchema, rows: pa.Table) -> Iterable[tuple[bytes,
         return []
     names = set(rows.column_names)
     pks = rows.column(PK).to_pylist()
-    fragments = rows.column(FRAGMENT).to_pylist() if FRAGMENT in names else [None] * n
+    fragments = _column(rows, FRAGMENT, n)
+    statics = _column(rows, STATIC, n)
+    partition_deletions = _column(rows, PARTITION_DELETION, n)
+    deletions = _column(rows, DELETION, n)
     lay = layout(schema)
     keys = [
         (from_storage(c.type), to_pylist(rows.column(f)) if f in names else [None] * n)
@@ -286,12 +448,16 @@ def row_partitions(schema: TableSchema, rows: pa.Table) -> Iterable[tuple[bytes,
         m_ts, m_ttl, m_exp = _struct_lists(rows.column(MARKER), ("ts", "ttl", "expiry"))
     else:
         m_ts = m_ttl = m_exp = [None] * n
-    deletions = rows.column(DELETION).to_pylist() if DELETION in names else [None] * n
     values: list[tuple[str, Callable[[Any], Any], list[Any], list[Any], list[Any], list[Any]]] = []
     for c, f in lay.values:
         if f in names and rows.column(f).null_count < n:
             value, ts, ttl, expiry = _struct_lists(rows.column(f), ("value", "ts", "ttl", "expiry"))
             values.append((c.name, from_storage(c.type), value, ts, ttl, expiry))
+    collections: list[tuple[str, Callable[[Any], Any], Callable[[Any, Any], Any], list[Any]]] = []
+    for c, f in lay.collections:
+        if f in names and rows.column(f).null_count < n:
+            data = to_pylist(rows.column(f))
+            collections.append((c.name, _key_from(c.type), _value_from(c.type), data))
     out: list[tuple[bytes, Partition]] = []
     pk_values: dict[bytes, tuple[Any, ...]] = {}
     for i in range(n):
@@ -315,8 +481,22 @@ def row_partitions(schema: TableSchema, rows: pa.Table) -> Iterable[tuple[bytes,
             if t is not None:
                 v = value[i]
                 cells[name] = Cell(t, None if v is None else convert(v), ttl[i], expiry[i])
-        ck = tuple(convert(values_[i]) for convert, values_ in keys)
-        out.append((pk_bytes, Partition(pk, None, Row(), {ck: row})))
+        for name, key_from, value_from, data in collections:
+            state = data[i]
+            if state is not None:
+                elements: dict[Any, Cell] = {}
+                for e in state["cells"]:
+                    k = key_from(e["key"])
+                    v = e["value"]
+                    elements[k] = Cell(
+                        e["ts"], None if v is None else value_from(k, v), e["ttl"], e["expiry"]
+                    )
+                cells[name] = CollectionCells(state["tombstone"], elements)
+        if statics[i]:
+            out.append((pk_bytes, Partition(pk, partition_deletions[i], row)))
+        else:
+            ck = tuple(convert(values_[i]) for convert, values_ in keys)
+            out.append((pk_bytes, Partition(pk, None, Row(), {ck: row})))
     return out
 
 

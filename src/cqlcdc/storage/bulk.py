@@ -39,6 +39,7 @@ from cqlcdc.storage.base_rows import (
     FRAGMENT,
     MARKER,
     MARKER_TYPE,
+    STATIC,
     base_schema,
     cell_type,
     layout,
@@ -647,4 +648,8 @@ def bulk_base_rows(
     columns[BASE_TOKEN] = pa.array(tokens[order])
     columns[BASE_SEQ] = writes.column(SEQ).take(pa.array(order)).combine_chunks()
     columns[FRAGMENT] = pa.nulls(n, pa.binary())
-    return pa.Table.from_arrays([columns[f.name] for f in arrow], schema=arrow)
+    columns[STATIC] = pa.array(np.zeros(n, np.bool_))
+    return pa.Table.from_arrays(
+        [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in arrow],
+        schema=arrow,
+    )

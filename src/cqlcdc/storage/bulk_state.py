@@ -28,6 +28,7 @@ from cqlcdc.storage.base_rows import (
     MARKER,
     PK,
     SEQ,
+    STATIC,
     VALUE_PREFIX,
     BaseRowsBuilder,
     from_storage,
@@ -92,19 +93,35 @@ class StateRows:
             )
         return partitions(schema, rows)
 
-    def typed(self) -> npt.NDArray[np.bool_]:
-        """Per row: whether its partition is made only of typed rows."""
-        if not self.rows.num_rows:
+    def columnar(self) -> npt.NDArray[np.bool_]:
+        """Per row: whether its partition is made only of plain typed rows (no residual row,
+        no static row, no collection cells): what :func:`merge_rows` merges."""
+        rows = self.rows
+        n = rows.num_rows
+        if not n:
             return np.zeros(0, np.bool_)
-        if FRAGMENT not in self.rows.column_names:
-            return np.ones(self.rows.num_rows, np.bool_)
-        residual = self.rows.column(FRAGMENT).is_valid()
-        if not pc.any(residual).as_py():
-            return np.ones(self.rows.num_rows, np.bool_)
-        pk = self.rows.column(PK)
-        mixed = pc.is_in(pk, value_set=pc.unique(pk.filter(residual)))
-        only_typed: npt.NDArray[np.bool_] = ~mixed.to_numpy(zero_copy_only=False)
-        return only_typed
+        other = np.zeros(n, np.bool_)
+        for name in rows.column_names:
+            column = rows.column(name)
+            if name == STATIC:
+                other |= column.fill_null(False).to_numpy(zero_copy_only=False)
+            elif name == FRAGMENT or (
+                name.startswith(VALUE_PREFIX) and pa.types.is_list(_cells_type(column.type))
+            ):
+                other |= column.is_valid().to_numpy(zero_copy_only=False)
+        if not other.any():
+            return np.ones(n, np.bool_)
+        pk = rows.column(PK)
+        mixed = pc.is_in(pk, value_set=pc.unique(pk.filter(pa.array(other))))
+        only_plain: npt.NDArray[np.bool_] = ~mixed.to_numpy(zero_copy_only=False)
+        return only_plain
+
+
+def _cells_type(t: pa.DataType) -> pa.DataType:
+    """The type of a collection struct's ``cells`` (null for an atomic cell's struct)."""
+    if pa.types.is_struct(t) and t.get_field_index("cells") >= 0:
+        return t.field("cells").type
+    return pa.null()
 
 
 def clustering_keys(schema: TableSchema, rows: pa.Table) -> pa.Array:
@@ -312,26 +329,18 @@ def _winners(
     return out
 
 
-def surviving(
-    parsed: Parsed,
-    rows: npt.NDArray[np.int64],
-    count: int,
-    outer: npt.NDArray[np.int64] | None = None,
-) -> npt.NDArray[np.bool_]:
+def surviving(parsed: Parsed, rows: npt.NDArray[np.int64], count: int) -> npt.NDArray[np.bool_]:
     """Which typed rows a compaction keeps: those holding a newest candidate (ties
     included) of some component of their row (``rows[i]`` of ``count``): the row tombstone,
-    the marker, a column's cell, unless a tombstone shadows it (timestamp not above the
-    row's newest row tombstone or ``outer[row]``, a partition tombstone). Merging the kept
-    ones gives what merging all gives, since no other candidate can win a last-write-wins
-    merge and a shadowed one stays shadowed whatever comes later (the tombstones are kept),
-    so they stay typed rows."""
+    the marker, a column's cell, unless the row tombstone shadows it (timestamp not above
+    it). Merging the kept ones gives what merging all gives, since no other candidate can
+    win a last-write-wins merge and a shadowed one stays shadowed whatever comes later (the
+    tombstone is kept), so they stay typed rows."""
     d = parsed.deletion
     deletion = np.full(count, _OLDEST, np.int64)
     np.maximum.at(deletion, rows[d.present], d.ts[d.present])
-    shadow = deletion if outer is None else np.maximum(deletion, outer)
+    shadow = deletion
     keep = d.present & (d.ts == deletion[rows])
-    if outer is not None:
-        keep &= d.ts > outer[rows]
     for comp in parsed.components()[1:]:
         if not comp.present.any():
             continue
