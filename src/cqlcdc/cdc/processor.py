@@ -284,7 +284,11 @@ class CoreProcessor:
             ).as_py()
             if only_chunks and same_version and changes_apply(latest):
                 fragments = self._fragments(
-                    state, latest, bucket, pc.unique(writes.column(PK).combine_chunks())
+                    state,
+                    latest,
+                    bucket,
+                    pc.unique(writes.column(PK).combine_chunks()),
+                    pc.unique(writes.column(TOKEN).combine_chunks()),
                 )
                 done = self._changes_bucket(latest, bucket, writes, statements, fragments)
                 if done is not None:
@@ -302,7 +306,8 @@ class CoreProcessor:
             recs += _expanded(latest, writes, statements, versions)
         pks = sorted({r["pk"] for r in recs})
         if fragments is None:
-            fragments = self._fragments(state, latest, bucket, pks)
+            tokens = sorted({r["token"] for r in recs})
+            fragments = self._fragments(state, latest, bucket, pks, tokens)
         partitions = fragments.partitions(latest)
         feeds = table_feeds(latest)
         ctx = _BucketContext(latest, bucket, _Outputs([], [], []), FeedStager(latest, feeds))
@@ -353,11 +358,16 @@ class CoreProcessor:
         return result
 
     def _fragments(
-        self, state: Any, schema: TableSchema, bucket: int, pks: Sequence[bytes] | pa.Array
+        self,
+        state: Any,
+        schema: TableSchema,
+        bucket: int,
+        pks: Sequence[bytes] | pa.Array,
+        tokens: Sequence[int] | pa.Array,
     ) -> StateRows:
-        """The base rows of partitions ``pks`` of the bucket, leaving out what a TRUNCATE
-        removed."""
-        prior = state.read(base_output(schema), bucket, pks)
+        """The base rows of partitions ``pks`` (of ``tokens``) of the bucket, leaving out
+        what a TRUNCATE removed."""
+        prior = state.read(base_output(schema), bucket, pks, None, tokens)
         return StateRows.of_rows(prior, self.truncations.upto(schema.table_id))
 
     def _changes_bucket(

@@ -493,6 +493,7 @@ class VersionedReader:
         bucket: int,
         pks: Sequence[bytes] | pa.Array,
         columns: list[str] | None = None,
+        tokens: Sequence[int] | pa.Array | None = None,
     ) -> pa.Table:
         """Rows of `output` with this `bucket` and a `pk` in `pks` (see StateReader)."""
         with self._lock:
@@ -506,6 +507,9 @@ class VersionedReader:
         key_type = dataset.schema.field("pk").type
         wanted = pks.cast(key_type) if isinstance(pks, pa.Array) else pa.array(pks, key_type)
         condition = (ds.field("bucket") == bucket) & ds.field("pk").isin(wanted)
+        if tokens is not None and "token" in dataset.schema.names:
+            values = tokens if isinstance(tokens, pa.Array) else pa.array(tokens, pa.int64())
+            condition &= ds.field("token").isin(values.cast(dataset.schema.field("token").type))
         return dataset.to_table(filter=condition, columns=columns)
 
     def scan(

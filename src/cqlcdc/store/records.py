@@ -78,10 +78,13 @@ class StateReader(Protocol):
         bucket: int,
         pks: Sequence[bytes] | pa.Array,
         columns: list[str] | None = None,
+        tokens: Sequence[int] | pa.Array | None = None,
     ) -> pa.Table:
         """Committed rows of output table `output` whose `bucket` and `pk` columns match
         (only ``columns`` of them, if given). ``pks`` as bytes or as an Arrow binary array
         (what a bucket of bulk writes has already: no Python bytes made for a read).
+        ``tokens``, the tokens of ``pks`` if known, let a read skip the row groups whose
+        token statistics cannot hold them (base files are sorted by token).
 
         "Committed" means: as of the last batch whose commit completed in every output
         (the manifest), which includes every earlier batch and none of the current one, even

@@ -97,6 +97,7 @@ class NoState:
         bucket: int,
         pks: Sequence[bytes] | pa.Array,
         columns: list[str] | None = None,
+        tokens: Sequence[int] | pa.Array | None = None,
     ) -> pa.Table:
         return pa.table({})
 
