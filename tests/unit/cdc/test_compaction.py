@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from cqlcdc.cdc.compaction import compact_base_rows
 from cqlcdc.errors import CqlError
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.base_rows import FRAGMENT, BaseRowsBuilder, base_schema, partitions
+from cqlcdc.storage.base_rows import (
+    FRAGMENT,
+    BaseRowsBuilder,
+    base_schema,
+    partitions,
+    write_rows,
+)
 from cqlcdc.storage.keys import Bound
 from cqlcdc.storage.mutations import Mutation
 from cqlcdc.storage.partition import Partition, RangeTombstone
@@ -141,6 +147,22 @@ def _run_all(model: RecordingModel, statements: list[str]) -> None:
         # e.g. a list index out of bounds: the write does not happen
         with contextlib.suppress(CqlError):
             model.run(text)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_statement(), min_size=1, max_size=20), st.booleans())
+def test_every_write_round_trips_through_base_rows(statements: list[str], drop: bool) -> None:
+    """Each write, as base rows and back, is the very partition it was (statics,
+    collections, range and partition tombstones, TTLs alike), also for a table whose
+    columns were dropped since, when read without hiding them (what compaction does)."""
+    model = _model(TABLE)
+    _run_all(model, statements)
+    if drop:  # a dropped column's cells go to the residual row, exactly
+        model.run("ALTER TABLE ks.t DROP v")
+    schema = model.table(_qualified("ks.t"))
+    for _, pk, _, part in model.fragments:
+        rows = write_rows(schema, pk, part, seq=1)
+        assert partitions(schema, rows, hide_dropped=False) == {pk: part}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

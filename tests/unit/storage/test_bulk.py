@@ -24,7 +24,7 @@ from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.base_rows import row_partitions
+from cqlcdc.storage.base_rows import BaseRowsBuilder, row_partitions
 from cqlcdc.storage.bulk import (
     KIND_INSERT,
     SEQ,
@@ -33,6 +33,7 @@ from cqlcdc.storage.bulk import (
     arrow_columns,
     bound_columns,
     bulk_base_columns,
+    bulk_base_rows,
     chunk_mutations,
     concat_chunks,
     decode_chunk,
@@ -209,6 +210,15 @@ def test_bulk_writes_mean_what_the_row_path_makes(case: Any) -> None:
     order = np.argsort(-table.column("_token").to_numpy(), kind="stable")
     moved = bulk_base_columns(schema, table, stmts, order)
     assert pa.table(moved).equals(pa.table(columns).take(pa.array(order)))
+    # the base rows the bulk path writes are, row for row, the row path's of its mutations
+    written = bulk_base_rows(schema, table, stmts, 0)
+    builder = BaseRowsBuilder(schema)
+    by_token = np.argsort(table.column("_token").to_numpy(), kind="stable")
+    seqs = table.column(SEQ).to_pylist()
+    for i in by_token.tolist():
+        _, _, pk_bytes, token, _ = expected[i]
+        builder.add(0, pk_bytes, token, seqs[i], mutations[i])
+    assert repr(written.to_pylist()) == repr(builder.table().to_pylist())
     for row, (_bucket, j, pk_bytes, token, mutation) in enumerate(expected):
         assert table.column("_pk")[row].as_py() == pk_bytes
         assert table.column("_token")[row].as_py() == token
