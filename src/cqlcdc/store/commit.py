@@ -102,7 +102,21 @@ class DataFile:
 
     def arrow_schema(self) -> pa.Schema:
         """The file's Arrow schema."""
-        return pa.ipc.read_schema(pa.py_buffer(self.schema))
+        return _read_schema(self.schema)
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_schema(data: bytes) -> pa.Schema:
+    # a batch commits a file per bucket of each output, all of one schema: read it once
+    return pa.ipc.read_schema(pa.py_buffer(data))
+
+
+def _unified(files: Sequence[DataFile]) -> pa.Schema:
+    """The schema of files to commit together (most often one schema, read once)."""
+    distinct = list(dict.fromkeys(f.schema for f in files))
+    if len(distinct) == 1:
+        return _read_schema(distinct[0])
+    return pa.unify_schemas([_read_schema(d) for d in distinct])
 
 
 def data_files_to_arrow(files: Iterable[DataFile]) -> pa.Table:
@@ -260,7 +274,7 @@ def commit_output(
     """
     root = table_dir(tables_dir, output)
     uri = str(root)
-    schema = pa.unify_schemas([f.arrow_schema() for f in files])
+    schema = _unified(files)
     actions: list[AddAction | RemoveAction] = [
         AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files
     ]
