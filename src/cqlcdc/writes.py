@@ -568,7 +568,8 @@ BATCH_FAIL_BYTES = 1024 * 1024
 
 def check_batch_size(mutations: Sequence[Mutation]) -> None:
     """``batch_statement::verify_batch_size``: a batch of several partitions whose data
-    passes the threshold is refused whole (measured as the partitions' stored form)."""
+    passes the threshold is refused whole (measured as the partitions' binary encoding,
+    ``storage.codec``)."""
     if len(mutations) <= 1:
         return
     from cqlcdc.storage.codec import encode_fragment
