@@ -13,7 +13,6 @@ partition tombstones) are merged here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +29,6 @@ from cqlcdc.storage.base_rows import (
     SEQ,
     STATIC,
     VALUE_PREFIX,
-    BaseRowsBuilder,
     from_storage,
     layout,
     partitions,
@@ -58,19 +56,6 @@ class StateRows:
         if rows.num_rows and pc.min(rows.column(SEQ)).as_py() <= truncated:
             rows = rows.filter(pc.greater(rows.column(SEQ), truncated))
         return cls(rows)
-
-    @classmethod
-    def of_partitions(
-        cls, schema: TableSchema, writes: Mapping[bytes, Sequence[Partition]]
-    ) -> StateRows:
-        """From writes by serialized partition key, each partition's in seq order."""
-        builder = BaseRowsBuilder(schema)
-        seq = 0
-        for pk, parts in writes.items():
-            for part in parts:
-                seq += 1
-                builder.add(0, pk, 0, seq, part)
-        return cls(builder.table())
 
     @property
     def pk(self) -> pa.Array:
