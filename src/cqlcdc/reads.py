@@ -24,6 +24,7 @@ from cqlcdc.cql import ast
 from cqlcdc.feed_tables import feed_partitions
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.schema.physical import column_name, python_values
 from cqlcdc.storage.base_rows import partitions
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.select import (
@@ -76,7 +77,9 @@ def select(
             return ResultSet([name], [ctype], [(scan.count(snap),)])
         table = scan.read(snap, res)
         if schema.dropped:
-            table = hide_readded(table, schema.readded_at())
+            table = hide_readded(
+                table, {column_name(schema, n): t for n, t in schema.readded_at().items()}
+            )
         fast = _log_result(schema, stmt, table, scan.exact, res.partition_keys is not None)
         if fast is not None:
             return fast
@@ -172,7 +175,9 @@ def _log_scan(
     readded = log.readded_at()
     for column, op, value in res.filters:
         pushed = (
-            None if column.name in readded else _arrow_filter(column.name, column.type, op, value)
+            None
+            if column.name in readded
+            else _arrow_filter(column_name(log, column.name), column.type, op, value)
         )
         if pushed is None:
             exact = False
@@ -266,10 +271,8 @@ def _log_result(
     for name in names:
         col = log.column(name)
         assert col is not None
-        values = table[name].to_pylist() if table.num_rows else []
-        if not col.type.arrow_as_is:
-            values = [None if v is None else col.type.from_arrow(v) for v in values]
-        columns.append(values)
+        stored = column_name(log, name)
+        columns.append(python_values(col.type, table[stored]) if table.num_rows else [])
     rows = list(zip(*columns, strict=True)) if columns else []
     return ResultSet([n for n, _ in out], [t for _, t in out], rows)
 
@@ -323,13 +326,14 @@ def _log_partitions(base: TableSchema | None, table: pa.Table) -> list[Partition
     current = log_table_schema(base)
     by_stream: dict[bytes, list[dict[str, Any]]] = {}
     names = set(table.column_names)
-    columns = {c.name: c for c in current.columns if c.name in names}
-    for raw in table.to_pylist():
-        row = {
-            n: (None if raw[n] is None else c.type.from_arrow(raw[n])) for n, c in columns.items()
-        }
-        stream: bytes = raw["cdc$stream_id"]
-        by_stream.setdefault(stream, []).append(row)
+    values = {
+        c.name: python_values(c.type, table[stored])
+        for c in current.columns
+        if (stored := column_name(current, c.name)) in names
+    }
+    streams = table["cdc$stream_id"].to_pylist()
+    for i, stream in enumerate(streams):
+        by_stream.setdefault(stream, []).append({n: v[i] for n, v in values.items()})
     time_type = current.column("cdc$time")
     assert time_type is not None
     out = []

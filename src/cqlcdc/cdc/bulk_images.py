@@ -50,6 +50,7 @@ from cqlcdc.schema.log_table import (
     deleted_column,
 )
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.schema.physical import column_name, conform
 from cqlcdc.storage.base_rows import PK as PK_COLUMN
 from cqlcdc.storage.bulk import (
     KIND_INSERT,
@@ -441,9 +442,10 @@ def _image_rows(
         BATCH_SEQ_NO: pa.array(np.broadcast_to(np.asarray(seq_no, np.int32), (count,))),
         END_OF_BATCH: pa.array(np.ones(count, np.bool_), mask=np.full(count, not end)),
     }
-    for name in (*_SHARED, *(c.name for c in (*schema.partition_key, *schema.clustering_key))):
+    keys = (column_name(schema, c.name) for c in (*schema.partition_key, *schema.clustering_key))
+    for name in (*_SHARED, *keys):
         columns[name] = delta.column(name).take(take).combine_chunks()
-    columns.update(values)
+    columns.update((column_name(schema, name), array) for name, array in values.items())
     arrays = [
         _as_log_type(columns[f.name], f.type) if f.name in columns else pa.nulls(count, f.type)
         for f in log_schema
@@ -457,4 +459,4 @@ def _as_log_type(values: pa.Array, log_type: pa.DataType) -> pa.Array:
     the map of its timeuuids, which Arrow does not cast a list to: nulls of that type."""
     if values.type != log_type and values.null_count == len(values):
         return pa.nulls(len(values), log_type)
-    return values.cast(log_type)
+    return conform(values, log_type)

@@ -30,6 +30,7 @@ from cqlcdc.schema.log_table import (
     deleted_column,
 )
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.schema.physical import column_name, conform
 from cqlcdc.storage.bulk import (
     KIND_CELL_DELETE,
     KIND_INSERT,
@@ -113,7 +114,7 @@ def bulk_log_rows(
         END_OF_BATCH: pa.array(np.ones(n, np.bool_)),
     }
     for col in (*schema.partition_key, *schema.clustering_key):
-        columns[col.name] = table.column(col.name).combine_chunks()
+        columns[column_name(schema, col.name)] = table.column(col.name).combine_chunks()
     for col in schema.value_columns:
         setters = [i for i, s in enumerate(statements) if col.name in s.columns]
         if not setters:
@@ -131,11 +132,11 @@ def bulk_log_rows(
                 deleted |= rows
             else:
                 deleted |= rows & nulls
-        columns[deleted_column(col.name)] = pa.array(deleted, mask=~deleted)
+        columns[column_name(schema, deleted_column(col.name))] = pa.array(deleted, mask=~deleted)
         if bound:
-            columns[col.name] = table.column(col.name).combine_chunks()
+            columns[column_name(schema, col.name)] = table.column(col.name).combine_chunks()
     arrays = [
-        columns[f.name].cast(f.type) if f.name in columns else pa.nulls(n, f.type)
+        conform(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type)
         for f in log_schema
     ]
     return pa.Table.from_arrays(arrays, schema=log_schema)

@@ -39,8 +39,9 @@ from cqlcdc.cdc.log_writer import LogRow, LogWriter, WriteInfo
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.changefeed.events import expiry_events, row_events, snapshot_events
 from cqlcdc.errors import CqlError, UnappliedWrite
-from cqlcdc.schema.log_table import TICKS, TIME
+from cqlcdc.schema.log_table import TIME
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.schema.physical import LOG_INTERNAL, TICKS, column_name, conform, value_type
 from cqlcdc.storage.base_rows import BaseRowsBuilder
 from cqlcdc.storage.bulk import (
     NOW,
@@ -92,16 +93,6 @@ ERRORS_SCHEMA = pa.schema(
         pa.field("message", pa.string(), nullable=False),
     ]
 )
-# internal columns of a log output besides the log table's own columns (the leading
-# underscore keeps them apart from user columns, whose names never start with one unquoted)
-LOG_INTERNAL = (
-    pa.field("_bucket", pa.int32(), nullable=False),
-    pa.field("_pk", pa.binary(), nullable=False),
-    pa.field("_seq", pa.int64(), nullable=False),
-    pa.field("_expiry_s", pa.int64(), nullable=False),
-)
-
-
 GENERATIONS_FILE = "cdc_generations.json"
 OUTCOMES = "outcomes"  # the output of conditional writes' outcomes
 TICK_PK = b""  # the partition key of clock-tick records (no real partition key is empty)
@@ -150,26 +141,35 @@ class SchemaSource(Protocol):
 
 
 def log_arrow_schema(log: TableSchema) -> pa.Schema:
-    """A log output's columns: the internal ones, the log table's, then ``TICKS``."""
-    fields = [pa.field(c.name, c.type.arrow_type()) for c in log.columns]
+    """A log output's columns: the internal ones, the log table's by physical name and type
+    (``schema.physical``), then ``TICKS``."""
+    layout = log.physical_layout
+    fields = [pa.field(column_name(log, c.name), value_type(c.type, layout)) for c in log.columns]
     return pa.schema([*LOG_INTERNAL, *fields, pa.field(TICKS, pa.int64())])
 
 
-def log_rows_to_arrow(log: TableSchema, rows: list[dict[str, Any]]) -> pa.Table:
+def log_rows_to_arrow(
+    log: TableSchema, rows: list[dict[str, Any]], internal: list[tuple[int, bytes, int, int]]
+) -> pa.Table:
+    """Log rows (by CQL name) and each one's internal columns (``_bucket``, ``_pk``,
+    ``_seq``, ``_expiry_s``: kept apart, a CQL column may have any of their names) as a log
+    output's table."""
     schema = log_arrow_schema(log)
-    data: dict[str, list[Any]] = {}
-    for col in log.columns:
+    arrays: list[pa.Array] = [
+        pa.array([row[i] for row in internal], f.type) for i, f in enumerate(LOG_INTERNAL)
+    ]
+    for col, f in zip(log.columns, list(schema)[len(LOG_INTERNAL) : -1], strict=True):
         name = col.name
         if col.type.arrow_as_is:
-            data[name] = [row.get(name) for row in rows]
+            values = [row.get(name) for row in rows]
         else:
             convert = col.type.to_arrow
-            data[name] = [convert(row.get(name)) for row in rows]
-    for f in LOG_INTERNAL:
-        data[f.name] = [row[f.name] for row in rows]
-    times = pa.array(data[TIME], pa.string())
-    data[TICKS] = pa.array(timeuuid_ticks(times) if rows else [], pa.int64())
-    return pa.Table.from_pydict(data, schema=schema)
+            values = [convert(row.get(name)) for row in rows]
+        arrays.append(conform(pa.array(values, col.type.arrow_type()), f.type))
+        if name == TIME:
+            times = arrays[-1]
+    arrays.append(pa.array(timeuuid_ticks(times) if rows else [], pa.int64()))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 @dataclass(slots=True)
@@ -178,6 +178,7 @@ class _Outputs:
     log: list[dict[str, Any]]
     errors: list[dict[str, Any]]
     outcomes: list[dict[str, Any]] = field(default_factory=list)
+    log_internal: list[tuple[int, bytes, int, int]] = field(default_factory=list)
 
 
 class CoreProcessor:
@@ -344,7 +345,9 @@ class CoreProcessor:
                 builder.add(bucket, pk_bytes, token, seq, mutation)
             result[base_output(latest)] = builder.table()
         if out.log:
-            result[log_output(latest)] = log_rows_to_arrow(log_table_schema(latest), out.log)
+            result[log_output(latest)] = log_rows_to_arrow(
+                log_table_schema(latest), out.log, out.log_internal
+            )
         if out.errors:
             result["errors"] = pa.Table.from_pylist(out.errors, schema=ERRORS_SCHEMA)
         if out.outcomes:
@@ -442,6 +445,7 @@ class CoreProcessor:
             rest = writes.filter(~single)
             generations = self.generations
             rows: list[dict[str, Any]] = []
+            internal: list[tuple[int, bytes, int, int]] = []
             expiry_ttl = schema.cdc.ttl_s
             for rec in _expanded(schema, rest, statements):
                 payload = rec["decoded"]
@@ -450,13 +454,11 @@ class CoreProcessor:
                     schema, payload.partition.pk, self._stream_function(rec["token"], generations)
                 )
                 info = WriteInfo(now_s, payload.seed, rec["seq"])
-                for row in writer.write(payload.partition, None, info):
-                    row["_bucket"] = bucket
-                    row["_pk"] = rec["pk"]
-                    row["_seq"] = rec["seq"]
-                    row["_expiry_s"] = now_s + expiry_ttl if expiry_ttl else 0
-                    rows.append(row)
-            parts.append(log_rows_to_arrow(log, rows))
+                written = writer.write(payload.partition, None, info)
+                rows.extend(written)
+                expiry = now_s + expiry_ttl if expiry_ttl else 0
+                internal.extend([(bucket, rec["pk"], rec["seq"], expiry)] * len(written))
+            parts.append(log_rows_to_arrow(log, rows, internal))
         result[log_output(schema)] = pa.concat_tables(parts)
         return result
 
@@ -517,12 +519,8 @@ class CoreProcessor:
             info = WriteInfo(now_s, payload.seed, rec["seq"])
             rows: list[LogRow] = writer.write(mutation, current, info)
             expiry = now_s + schema.cdc.ttl_s if schema.cdc.ttl_s else 0
-            for row in rows:
-                row["_bucket"] = ctx.bucket
-                row["_pk"] = rec["pk"]
-                row["_seq"] = rec["seq"]
-                row["_expiry_s"] = expiry
             out.log.extend(rows)
+            out.log_internal.extend([(ctx.bucket, rec["pk"], rec["seq"], expiry)] * len(rows))
         out.base.append((rec["pk"], rec["token"], rec["seq"], mutation))
         before = current.copy() if (current is not None and ctx.stager.feeds) else current
         if current is None:

@@ -52,6 +52,8 @@ from cqlcdc.cdc.streams import Generation
 from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.schema.physical import column_name
+from cqlcdc.schema.physical import conform as physical_conform
 from cqlcdc.storage.base_rows import partitions
 from cqlcdc.storage.select import base_partition_rows
 from cqlcdc.storage.view import PartitionView
@@ -328,19 +330,29 @@ def read_log_file(
     full = statistics_free_dataset(open_table(scan.uri, scan.version))
     fragment = full.format.make_fragment(path, full.filesystem)
     one = ds.FileSystemDataset([fragment], full.schema, full.format, full.filesystem)
-    present = [n for n in scan.column_names if n in full.schema.names]
-    readded = scan.schema.readded_at()
+    stored = {column_name(scan.schema, n): n for n in scan.column_names}
+    present = [p for p in stored if p in full.schema.names]
+    readded = {column_name(scan.schema, n): t for n, t in scan.schema.readded_at().items()}
     if readded:
         # a re-added column's old values are hidden first, so that no filter matches them
         for batch in one.to_batches():
             rows = hide_readded(pa.Table.from_batches([batch]), readded).filter(condition)
             for kept in rows.select(present).to_batches():
                 if kept.num_rows:
-                    yield conform(kept, scan, target)
+                    yield conform(_logical(kept, scan, stored), scan, target)
         return
     for batch in one.to_batches(columns=present, filter=condition):
         if batch.num_rows:
-            yield conform(batch, scan, target)
+            yield conform(_logical(batch, scan, stored), scan, target)
+
+
+def _logical(batch: pa.RecordBatch, scan: TableScan, stored: dict[str, str]) -> pa.Table:
+    """A log file's columns (physical names and types, ``schema.physical``) by CQL name, in
+    the types :meth:`TableScan.stored_schema` names."""
+    types = scan.stored_schema()
+    names = [stored[p] for p in batch.schema.names]
+    arrays = [physical_conform(batch.column(i), types.field(n).type) for i, n in enumerate(names)]
+    return pa.Table.from_arrays(arrays, names=names)
 
 
 # -- base tables: merged per partition, one task per bucket -----------------------------------

@@ -43,6 +43,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from cqlcdc.cdc.processor import log_arrow_schema
 from cqlcdc.cdc.streams import stream_buckets
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.pipeline.table_scan import (
@@ -214,6 +215,13 @@ class _BatchReader(DataSourceReader):
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         """Apply every filter Arrow can apply exactly; give the others back to Spark."""
         stored = self.scan.stored_schema()
+        if self.scan.is_log:
+            # pushed to a log's files, which name and type columns physically: only the
+            # columns whose files hold them as Spark sees them (Spark filters the rest)
+            physical = log_arrow_schema(self.scan.schema)
+            stored = pa.schema(
+                [f for f in stored if f.name in physical.names and physical.field(f.name) == f]
+            )
         for f in filters:
             expression = arrow_filter(f, stored)
             if expression is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import LOG_SUFFIX, Column, TableSchema
+from cqlcdc.schema.physical import TICKS as TICKS
 from cqlcdc.schema.table_options import log_table_options
 from cqlcdc.schema.typeshape import deleted_elements_type, log_value_type
 from cqlcdc.types import native_type
@@ -25,10 +26,6 @@ TTL = "cdc$ttl"
 END_OF_BATCH = "cdc$end_of_batch"
 DELETED_PREFIX = "cdc$deleted_"
 DELETED_ELEMENTS_PREFIX = "cdc$deleted_elements_"
-# stored beside a log's rows, last: the 100 ns timestamp of each row's cdc$time, a number
-# whose row-group statistics let a time window skip most of a log (the timeuuid text sorts
-# by its low time bits first, so its own statistics cannot)
-TICKS = "_ticks"
 
 
 def log_name(base_name: str) -> str:
@@ -89,6 +86,7 @@ def log_table_schema(base: TableSchema) -> TableSchema:
         columns=log_columns(base),
         options=log_table_options(base.keyspace, base.name, base.cdc.ttl_s),
         log_of=base.name,
+        physical_layout=base.physical_layout,
     )
 
 
@@ -145,6 +143,7 @@ __all__ = [
     "END_OF_BATCH",
     "OPERATION",
     "STREAM_ID",
+    "TICKS",
     "TIME",
     "TTL",
     "base_name",

@@ -131,6 +131,9 @@ class TableSchema:
     feed_topics: tuple[tuple[str, str], ...] = ()
     indexes: tuple[SecondaryIndex, ...] = ()  # CREATE INDEX, in creation order
     dropped: tuple[DroppedColumn, ...] = ()  # the last drop of each dropped name
+    # how its outputs name columns and type values (schema.physical): 2 for every table made
+    # since physical names, 1 for a table made before (its names as written)
+    physical_layout: int = 2
     # init=False: dataclasses.replace() must build a fresh index, not share the original's
     _by_name: dict[str, Column] = field(default_factory=dict, init=False, compare=False, repr=False)
     # the key views, computed once (they are on every write's path)

@@ -78,6 +78,7 @@ def table_to_json(t: TableSchema) -> dict[str, Any]:
             {"name": d.name, "type": type_to_json(d.type), "static": d.static, "at": d.timestamp}
             for d in t.dropped
         ],
+        "physical_layout": t.physical_layout,
     }
 
 
@@ -122,6 +123,7 @@ def table_from_json(data: dict[str, Any]) -> TableSchema:
             DroppedColumn(d["name"], type_from_json(d["type"]), bool(d["static"]), int(d["at"]))
             for d in data.get("dropped", ())
         ),
+        physical_layout=int(data.get("physical_layout", 1)),
     )
 
 

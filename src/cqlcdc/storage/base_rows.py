@@ -3,7 +3,8 @@
 Every write (a mutation, one ``Partition``) becomes base rows of one layout per table:
 
 - ``bucket``, ``pk`` (the serialized partition key), ``token``, ``seq``: as every output has.
-- One *typed row* per clustering row the write touches: the clustering key as columns
+- One *typed row* per clustering row the write touches (each ``<name>`` below is the
+  column's physical name, ``schema.physical``): the clustering key as columns
   ``k$<name>``, the row marker (``marker``: write time, TTL, expiry second), the row tombstone
   (``deletion``: its timestamp) and one column ``v$<name>$<type>`` per regular column: for an
   atomic column a struct of the value, write time, TTL and expiry second (null where the
@@ -48,6 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.schema.physical import column_name
 from cqlcdc.storage.cells import Cell, CollectionCells, RowMarker
 from cqlcdc.storage.codec import decode_fragment, encode_fragment
 from cqlcdc.storage.partition import Partition, Row
@@ -210,9 +212,11 @@ class Layout:
 
 @lru_cache(maxsize=256)
 def layout(schema: TableSchema) -> Layout:
-    keys = tuple((c, key_column_name(c.name)) for c in schema.clustering_key)
+    keys = tuple((c, key_column_name(column_name(schema, c.name))) for c in schema.clustering_key)
     typed = [
-        (c, value_column_name(c.name, type_tag(c.type))) for c in schema.columns if is_typed(c)
+        (c, value_column_name(column_name(schema, c.name), type_tag(c.type)))
+        for c in schema.columns
+        if is_typed(c)
     ]
     values = tuple((c, f) for c, f in typed if not c.type.multicell)
     collections = tuple((c, f) for c, f in typed if c.type.multicell)
