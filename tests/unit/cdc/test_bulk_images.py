@@ -270,6 +270,7 @@ def _one_by_one(
 ) -> pa.Table:
     """What the pipeline's row path logs: the log writer per write, in seq order."""
     rows: list[dict[str, Any]] = []
+    internal: list[tuple[int, bytes, int, int]] = []
     mutations = chunk_mutations(schema, table, statements)
     seqs = table.column("_seq").to_pylist()
     seeds = table.column("_seed").to_pylist()
@@ -282,13 +283,12 @@ def _one_by_one(
         current = parts.get(key)
         info = WriteInfo(now_s[i], seeds[i] & 0xFFFFFFFFFFFFFFFF, seqs[i])
         for row in writer.write(mutation, current, info):
-            expiry = now_s[i] + 86_400
-            row.update({"_bucket": 0, "_pk": key, "_seq": seqs[i], "_expiry_s": expiry})
+            internal.append((0, key, seqs[i], now_s[i] + 86_400))
             rows.append(row)
         if current is None:
             current = parts[key] = Partition(mutation.pk)
         current.apply(mutation)
-    return log_rows_to_arrow(log_table_schema(schema), rows)
+    return log_rows_to_arrow(log_table_schema(schema), rows, internal)
 
 
 def _columnar(
