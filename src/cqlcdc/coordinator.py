@@ -30,6 +30,7 @@ from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_table
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
+from cqlcdc.pipeline.admission import admit
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_payload
@@ -94,6 +95,7 @@ class Coordinator:
         from cqlcdc.pipeline.spark import get_spark
 
         self._catalog = Catalog(self.data_dir)
+        self._catalog.admission = admit
         # who may log in and what each role may do (cqlcdc.access checks sessions against it)
         self.roles = RoleStore(self.data_dir / "auth" / "roles.json")
         self.generations = load_generations(

@@ -77,6 +77,9 @@ class Catalog:
         self._types: dict[str, dict[str, UserType]] = {}
         self._tables: dict[str, dict[str, str]] = {}  # keyspace -> name -> table_id
         self._versions: dict[str, list[TableSchema]] = {}  # table_id -> versions 1..n
+        # checks every new table version before it is recorded (the coordinator's: every
+        # output can hold it, ``cqlcdc.pipeline.admission``); raising refuses the DDL
+        self.admission: Callable[[TableSchema], None] | None = None
         if data_dir is not None:
             self._load(data_dir / persist.CATALOG_FILE)
 
@@ -337,6 +340,8 @@ class Catalog:
 
     def _put(self, table: TableSchema) -> TableSchema:
         """Record a new version of ``table`` (a new table when its id is new)."""
+        if self.admission is not None:
+            self.admission(table)
         if not table.table_id:
             table = replace(table, table_id=str(uuid.uuid4()), schema_version=1)
             self._versions[table.table_id] = [table]
@@ -590,6 +595,7 @@ class Catalog:
         DDL). Schemas are immutable, so only the containers are copied."""
         other = Catalog(None)
         other.data_dir = self.data_dir
+        other.admission = self.admission
         other._keyspaces = dict(self._keyspaces)
         other._types = {ks: dict(types) for ks, types in self._types.items()}
         other._tables = {ks: dict(ids) for ks, ids in self._tables.items()}
