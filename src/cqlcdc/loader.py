@@ -23,8 +23,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.cql import ast, bind_markers, parse_statement, parse_term, render
+from cqlcdc.cql.render import quote_identifier
 from cqlcdc.errors import CqlError, CqlSyntaxError, InvalidRequest
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.types.arrow import exact_type, to_pylist
 from cqlcdc.types.base import CqlType
 
 # types whose CSV text is the value itself (as cqlsh COPY FROM reads them)
@@ -67,6 +69,16 @@ def _is_csv(path: Path) -> bool:
     return path.name.endswith((".csv", ".csv.gz"))
 
 
+def _csv_header(path: Path) -> list[str]:
+    """The column names of a CSV file's header row (as pyarrow's reader parses it)."""
+    import csv
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", newline="") as source:
+        return next(csv.reader(source), [])
+
+
 def _read_batches(path: Path, chunk: int) -> Iterator[pa.Table]:
     suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
     if suffix in (".parquet", ".pq"):
@@ -77,17 +89,19 @@ def _read_batches(path: Path, chunk: int) -> Iterator[pa.Table]:
     elif suffix in (".csv", ".csv.gz"):
         import pyarrow.csv as pacsv
 
+        # every column as text from the start: the CQL types decide how to read them (type
+        # inference would read 0x00ff as 255 and a text 007 as 7 before any cast)
         reader = pacsv.open_csv(
             path,
             read_options=pacsv.ReadOptions(block_size=1 << 22),
             convert_options=pacsv.ConvertOptions(
-                column_types={}, strings_can_be_null=False, auto_dict_encode=False
+                column_types={name: pa.string() for name in _csv_header(path)},
+                strings_can_be_null=False,
+                auto_dict_encode=False,
             ),
         )
-        # every column as text: the CQL types decide how to read them
         for batch in reader:
-            table = pa.Table.from_batches([batch])
-            yield table.cast(pa.schema([pa.field(n, pa.string()) for n in table.column_names]))
+            yield pa.Table.from_batches([batch])
     elif suffix in (".jsonl", ".ndjson", ".json"):
         import pyarrow.json as pajson
 
@@ -109,9 +123,11 @@ def _statement_for(
     unknown = [c for c in columns if schema.column(c) is None]
     if unknown:
         raise InvalidRequest(f"Unknown column {unknown[0]} in table {schema.qualified_name}")
-    names = ", ".join(columns)
+    # quoted: a file's column "SomeColumn" is that column, not somecolumn
+    names = ", ".join(quote_identifier(c) for c in columns)
     marks = ", ".join("?" for _ in columns)
-    return parse_statement(f"INSERT INTO {schema.qualified_name} ({names}) VALUES ({marks})")
+    table = f"{quote_identifier(schema.keyspace)}.{quote_identifier(schema.name)}"
+    return parse_statement(f"INSERT INTO {table} ({names}) VALUES ({marks})")
 
 
 class Progress:
@@ -211,8 +227,8 @@ def load(
                     if progress is not None:
                         progress.update(done)
                     continue
-            converters = _converters(schema, cols, _is_csv(path))
-            data = [table_chunk.column(c).to_pylist() for c in cols]
+            converters = _converters(schema, table_chunk, cols, _is_csv(path))
+            data = [to_pylist(table_chunk.column(c)) for c in cols]
             params: list[Any] = []
             for i in range(table_chunk.num_rows):
                 try:
@@ -262,7 +278,8 @@ def _typed_columns(
     are converted one by one, with CQL literal parsing)."""
     selected = table.select(list(cols))
     if not csv:
-        return selected
+        converters = _converters(schema, table, cols, csv)
+        return selected if all(conv is _identity for conv in converters) else None
     arrays = []
     for c in cols:
         col = schema.column(c)
@@ -285,16 +302,36 @@ def _has_named_markers(stmt: ast.Statement) -> bool:
     return any(m.name is not None for m in bind_markers(stmt))
 
 
-def _converters(schema: TableSchema, cols: Sequence[str], csv: bool) -> list[Callable[[Any], Any]]:
-    """Per column: CSV text -> value, or (typed Parquet/JSON input) the value as is, which
-    the prepared statement then checks against the column type."""
+def _converters(
+    schema: TableSchema, table: pa.Table, cols: Sequence[str], csv: bool
+) -> list[Callable[[Any], Any]]:
+    """Per column: CSV text -> value; for typed Parquet/JSON input, a column in cqlcdc's own
+    Arrow form of its type (docs/types.md: a decimal as its text, a map as a map...) read
+    back as that type reads it, text in a column of another type read as CSV text is, and
+    anything else as is (the prepared statement checks it against the column type)."""
     out: list[Callable[[Any], Any]] = []
     for c in cols:
         col = schema.column(c)
         if col is None:
             raise InvalidRequest(f"Unknown column {c} in table {schema.qualified_name}")
-        out.append(_csv_converter(col.type, c) if csv else _identity)
+        ctype = col.type
+        arrow = table.column(c).type
+        if csv:
+            out.append(_csv_converter(ctype, c))
+        elif ctype.arrow_as_is and arrow == ctype.arrow_type():
+            out.append(_identity)
+        elif arrow in (ctype.arrow_type(), exact_type(ctype.arrow_type())):
+            out.append(_from_arrow(ctype))
+        elif pa.types.is_string(arrow) and ctype.cql_name not in ("text", "ascii", "varchar"):
+            out.append(_csv_converter(ctype, c))
+        else:
+            out.append(_identity)
     return out
+
+
+def _from_arrow(ctype: CqlType) -> Callable[[Any], Any]:
+    convert = ctype.from_arrow
+    return lambda value: None if value is None else convert(value)
 
 
 def _identity(value: Any) -> Any:

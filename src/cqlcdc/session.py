@@ -26,6 +26,7 @@ from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.reads import select
 from cqlcdc.rows import Row as Row  # re-exported: callers import both from here
 from cqlcdc.rows import Rows as Rows
+from cqlcdc.types.arrow import to_pylist
 from cqlcdc.writes import (
     Parameters,
     arrow_records,
@@ -422,9 +423,11 @@ class Session:
             c.append(records or [])
         if records is not None:
             return self._bulk_done(records[-1].seq, n, wait)
-        # Python objects as pyarrow gives them (datetime, date, Decimal...), which the
-        # prepared statement checks and converts like any bound value
-        pylists = [column.to_pylist() for column in values.columns]
+        # Python objects as pyarrow gives them (Decimal, dicts...), dates, times and timestamps
+        # as their integers (exact, for any CQL value: pyarrow's own datetime objects stop at
+        # year 9999 and microseconds); the prepared statement checks and converts them like
+        # any bound value
+        pylists = [to_pylist(column) for column in values.columns]
         rows = list(zip(*pylists, strict=True))
         return self.execute_many([prepared] * n, rows, wait=wait)
 
