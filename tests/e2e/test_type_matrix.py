@@ -24,6 +24,7 @@ import pytest
 
 import cqlcdc
 from cqlcdc.cdc.replay import replay
+from cqlcdc.feed_reader import FeedReader
 from cqlcdc.loader import load
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.physical import physical_name, python_values
@@ -79,6 +80,16 @@ COLUMNS: list[tuple[str, str, str]] = [
     ('"fragment"', "int", "10"),
 ]
 NAMES = [n for n, _, _ in COLUMNS]
+FEEDS = [
+    *(
+        (f"j_{mode.lower()}", mode, "JSON")
+        for mode in ("KEYS_ONLY", "UPDATES", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES")
+    ),
+    ("debezium", "NEW_AND_OLD_IMAGES", "DEBEZIUM_JSON"),
+    ("dynamodb", "NEW_AND_OLD_IMAGES", "DYNAMODB_STREAMS_JSON"),
+]
+# the columns whose JSON text is the value itself, by name (a sample of the hard names)
+JSON_PLAIN = {"SomeColumn": 2, "somecolumn": 1, "_bucket": 6, "a b": "space", "é": "accent"}
 PLAIN = [n.strip('"') for n in NAMES]
 
 
@@ -95,6 +106,10 @@ def session(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
             s.execute(
                 f"CREATE TABLE ks.{table} (pk int, ck int, {columns}, PRIMARY KEY (pk, ck)) "
                 f"WITH cdc = {cdc}"
+            )
+        for name, mode, fmt in FEEDS:
+            s.execute(
+                f"ALTER TABLE ks.m ADD CHANGEFEED {name} WITH (MODE = '{mode}', FORMAT = '{fmt}')"
             )
         yield s
     finally:
@@ -255,6 +270,34 @@ def test_load_stores_every_cell(
         assert got == {n: v for n, v in written.items() if n != "c_empty_text"}
     else:
         assert got == written
+
+
+def test_every_feed_mode_and_format_records_every_write(
+    session: Any, written: dict[str, Any]
+) -> None:
+    session.flush()
+    for name, mode, fmt in FEEDS:
+        records = [m.value for m in FeedReader(session.data_dir, f"ks.m/{name}").read()]
+        assert len(records) == 7, name  # the six rows, then ck 0 again
+        last = records[-1]
+        if fmt == "JSON":
+            assert last["key"] == [1, 0], name
+            keys = {
+                "KEYS_ONLY": [],
+                "UPDATES": ["update"],
+                "NEW_IMAGE": ["newImage"],
+                "OLD_IMAGE": ["oldImage"],
+                "NEW_AND_OLD_IMAGES": ["newImage", "oldImage"],
+            }[mode]
+            for image in (last[k] for k in keys):
+                assert {k: image[k] for k in JSON_PLAIN} == JSON_PLAIN, (name, image)
+        elif fmt == "DEBEZIUM_JSON":
+            for image in (last["payload"]["before"], last["payload"]["after"]):
+                assert {k: image[k] for k in JSON_PLAIN} == JSON_PLAIN, name
+        else:
+            new = last["dynamodb"]["NewImage"]
+            assert new["SomeColumn"] == {"N": "2"} and new["somecolumn"] == {"N": "1"}
+            assert new["a b"] == {"S": "space"} and new["_bucket"] == {"N": "6"}
 
 
 def test_replay_rebuilds_every_cell(session: Any, written: dict[str, Any]) -> None:
