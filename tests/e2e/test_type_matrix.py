@@ -21,6 +21,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cassandra.cluster import Cluster
+from cassandra.policies import RoundRobinPolicy
 
 import cqlcdc
 from cqlcdc.cdc.replay import replay
@@ -28,6 +30,7 @@ from cqlcdc.feed_reader import FeedReader
 from cqlcdc.loader import load
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.physical import physical_name, python_values
+from cqlcdc.server import CqlServer
 
 pytestmark = pytest.mark.spark
 
@@ -188,7 +191,7 @@ def test_delta_files_hold_every_column_for_duckdb(session: Any, written: dict[st
     names = table.column_names
     assert len({n.lower() for n in names}) == len(names)
     schema = log_table_schema(session.catalog.table("ks", "m"))
-    post = duckdb.sql('SELECT * FROM "table" WHERE "cdc$operation" = 9').fetch_arrow_table()
+    post = duckdb.sql('SELECT * FROM "table" WHERE "cdc$operation" = 9').to_arrow_table()
     for name in PLAIN:
         column = schema.column(name)
         assert column is not None
@@ -228,6 +231,43 @@ def test_the_spark_source_reads_every_column(
     post = log.where("`cdc$operation` = 9").collect()[0].asDict()
     assert post["SomeColumn"] == 2 and post["c_time"] == written["c_time"]
     assert post["_bucket"] == 6 and post["é"] == "accent"
+
+
+def test_every_feed_mode_and_format_records_every_write(
+    session: Any, written: dict[str, Any]
+) -> None:
+    session.flush()
+    for name, mode, fmt in FEEDS:
+        records = [m.value for m in FeedReader(session.data_dir, f"ks.m/{name}").read()]
+        assert len(records) == 7, name  # the six rows, then ck 0 again
+        last = records[-1]
+        if fmt == "JSON":
+            assert last["key"] == [1, 0], name
+            keys = {
+                "KEYS_ONLY": [],
+                "UPDATES": ["update"],
+                "NEW_IMAGE": ["newImage"],
+                "OLD_IMAGE": ["oldImage"],
+                "NEW_AND_OLD_IMAGES": ["newImage", "oldImage"],
+            }[mode]
+            for image in (last[k] for k in keys):
+                assert {k: image[k] for k in JSON_PLAIN} == JSON_PLAIN, (name, image)
+        elif fmt == "DEBEZIUM_JSON":
+            for image in (last["payload"]["before"], last["payload"]["after"]):
+                assert {k: image[k] for k in JSON_PLAIN} == JSON_PLAIN, name
+        else:
+            new = last["dynamodb"]["NewImage"]
+            assert new["SomeColumn"] == {"N": "2"} and new["somecolumn"] == {"N": "1"}
+            assert new["a b"] == {"S": "space"} and new["_bucket"] == {"N": "6"}
+
+
+def test_replay_rebuilds_every_cell(session: Any, written: dict[str, Any]) -> None:
+    replay(session, "ks.m_scylla_cdc_log", "ks.copy")
+    for ck in range(6):
+        assert _row(session, "copy", ck) == written, ck
+    assert len(list(session.execute("SELECT ck FROM ks.copy"))) == len(
+        list(session.execute("SELECT ck FROM ks.m"))
+    )
 
 
 def _literal_text(cql_type: str, literal: str) -> str:
@@ -272,38 +312,31 @@ def test_load_stores_every_cell(
         assert got == written
 
 
-def test_every_feed_mode_and_format_records_every_write(
+def test_prepared_execute_over_the_wire_stores_every_cell(
     session: Any, written: dict[str, Any]
 ) -> None:
-    session.flush()
-    for name, mode, fmt in FEEDS:
-        records = [m.value for m in FeedReader(session.data_dir, f"ks.m/{name}").read()]
-        assert len(records) == 7, name  # the six rows, then ck 0 again
-        last = records[-1]
-        if fmt == "JSON":
-            assert last["key"] == [1, 0], name
-            keys = {
-                "KEYS_ONLY": [],
-                "UPDATES": ["update"],
-                "NEW_IMAGE": ["newImage"],
-                "OLD_IMAGE": ["oldImage"],
-                "NEW_AND_OLD_IMAGES": ["newImage", "oldImage"],
-            }[mode]
-            for image in (last[k] for k in keys):
-                assert {k: image[k] for k in JSON_PLAIN} == JSON_PLAIN, (name, image)
-        elif fmt == "DEBEZIUM_JSON":
-            for image in (last["payload"]["before"], last["payload"]["after"]):
-                assert {k: image[k] for k in JSON_PLAIN} == JSON_PLAIN, name
-        else:
-            new = last["dynamodb"]["NewImage"]
-            assert new["SomeColumn"] == {"N": "2"} and new["somecolumn"] == {"N": "1"}
-            assert new["a b"] == {"S": "space"} and new["_bucket"] == {"N": "6"}
-
-
-def test_replay_rebuilds_every_cell(session: Any, written: dict[str, Any]) -> None:
-    replay(session, "ks.m_scylla_cdc_log", "ks.copy")
-    for ck in range(6):
-        assert _row(session, "copy", ck) == written, ck
-    assert len(list(session.execute("SELECT ck FROM ks.copy"))) == len(
-        list(session.execute("SELECT ck FROM ks.m"))
-    )
+    """The cassandra-driver binds the values it read back to a prepared INSERT."""
+    server = CqlServer(session.coordinator, port=0)
+    server.start_in_thread()
+    cluster = Cluster([server.host], port=server.port, load_balancing_policy=RoundRobinPolicy())
+    try:
+        cql = cluster.connect("ks")
+        # the driver's own types stop at year 9999 and at int32 days: columns beyond them
+        # are compared through cqlcdc's reads only
+        beyond = {"c_timestamp", "c_timestamp_max", "c_set", "c_date"}
+        names = [n for n in NAMES if n.strip('"') not in beyond]
+        select = f"SELECT {', '.join(names)} FROM ks.m WHERE pk = 1 AND ck = %s"
+        first = cql.execute(select % 0).one()
+        marks = ", ".join("?" for _ in names)
+        insert = cql.prepare(
+            f"INSERT INTO ks.m (pk, ck, {', '.join(names)}) VALUES (1, ?, {marks})"
+        )
+        cql.execute(insert, (20, *first))
+        assert tuple(cql.execute(select % 20).one()) == tuple(first)
+        got = _row(session, "m", 20)
+        assert {n: got[n] for n in got if n not in beyond} == {
+            n: written[n] for n in written if n not in beyond
+        }
+    finally:
+        cluster.shutdown()
+        server.stop_thread()
