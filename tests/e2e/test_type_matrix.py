@@ -3,9 +3,11 @@
 One table holds a column of each type (native, frozen and non-frozen collections, tuples,
 nested UDTs, vectors) beside columns whose names differ only in case, hold spaces, ``$``,
 non-ASCII letters, or equal the layout's internal columns. Each write path (CQL text,
-prepared, BATCH, ``execute_many``) writes the same row; every output must give back what
-was written: the base table, the log's delta, preimage and postimage rows, the log's Delta
-files read by DuckDB, the Spark table source, and ``replay`` into a copy.
+prepared, BATCH, ``execute_many``, the cassandra-driver's prepared EXECUTE through
+``cqlcdc serve``, ``load`` of CSV, Parquet and JSON lines) writes the same row; every output
+must give back what was written: the base table, the log's delta, preimage and postimage
+rows, the log's Delta files read by DuckDB, the Spark table source, every feed mode and
+format, their Kafka publish, and ``replay`` into a copy.
 """
 
 from __future__ import annotations
@@ -28,9 +30,12 @@ import cqlcdc
 from cqlcdc.cdc.replay import replay
 from cqlcdc.feed_reader import FeedReader
 from cqlcdc.loader import load
+from cqlcdc.publish import PublishConfig, publish
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.physical import physical_name, python_values
 from cqlcdc.server import CqlServer
+from tests.e2e.kafka_broker import tansu
+from tests.e2e.test_kafka_publish import consume, feed_records
 
 pytestmark = pytest.mark.spark
 
@@ -259,6 +264,20 @@ def test_every_feed_mode_and_format_records_every_write(
             new = last["dynamodb"]["NewImage"]
             assert new["SomeColumn"] == {"N": "2"} and new["somecolumn"] == {"N": "1"}
             assert new["a b"] == {"S": "space"} and new["_bucket"] == {"N": "6"}
+
+
+def test_kafka_publish_carries_every_feed_record(
+    session: Any, written: dict[str, Any], tmp_path: Path
+) -> None:
+    session.flush()
+    with tansu(tmp_path / "tansu.log") as broker:
+        for name, _, _ in FEEDS:
+            feed = f"ks.m/{name}"
+            expected = feed_records(session.data_dir, feed)
+            topic = f"matrix-{name.replace('_', '-')}"
+            result = publish(PublishConfig(session.data_dir, feed, broker.bootstrap, topic))
+            assert result.records == sum(len(rows) for rows in expected.values())
+            assert consume(broker.bootstrap, topic, len(expected)) == expected, name
 
 
 def test_replay_rebuilds_every_cell(session: Any, written: dict[str, Any]) -> None:
