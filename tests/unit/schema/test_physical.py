@@ -91,3 +91,26 @@ def test_conform_keeps_nulls_of_nested_lists() -> None:
     array = pa.array([[datetime.time(1)], None, []], pa.list_(pa.time64("ns")))
     stored = conform(array, pa.list_(pa.int64()))
     assert stored.to_pylist() == [[3_600_000_000_000], None, []]
+
+
+def test_a_table_saved_before_physical_names_keeps_its_names() -> None:
+    from cqlcdc.schema.model import Column, TableSchema
+    from cqlcdc.schema.persist import table_from_json, table_to_json
+    from cqlcdc.storage.base_rows import base_schema
+
+    table = TableSchema(
+        "ks",
+        "t",
+        (
+            Column("pk", native_type("int"), "partition_key"),
+            Column("Ck", native_type("int"), "clustering"),
+            Column("V", native_type("int"), "regular"),
+        ),
+    )
+    saved = table_to_json(table)
+    assert table_from_json(saved).physical_layout == 2
+    del saved["physical_layout"]  # as catalogs written before physical names
+    legacy = table_from_json(saved)
+    assert legacy.physical_layout == 1
+    assert {"k$Ck", "v$V$int"} <= set(base_schema(legacy).names)
+    assert {"k$%43k", "v$%56$int"} <= set(base_schema(table).names)
