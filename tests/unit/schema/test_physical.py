@@ -9,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.schema.persist import table_from_json, table_to_json
 from cqlcdc.schema.physical import (
     case_collisions,
     conform,
@@ -17,6 +19,7 @@ from cqlcdc.schema.physical import (
     python_values,
     value_type,
 )
+from cqlcdc.storage.base_rows import base_schema
 from cqlcdc.types import native_type, resolve_type
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.udt import TupleType, UserType
@@ -94,10 +97,6 @@ def test_conform_keeps_nulls_of_nested_lists() -> None:
 
 
 def test_a_table_saved_before_physical_names_keeps_its_names() -> None:
-    from cqlcdc.schema.model import Column, TableSchema
-    from cqlcdc.schema.persist import table_from_json, table_to_json
-    from cqlcdc.storage.base_rows import base_schema
-
     table = TableSchema(
         "ks",
         "t",
