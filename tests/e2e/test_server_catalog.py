@@ -177,9 +177,9 @@ def test_the_server_identifies_as_scylladb_in_its_system_tables(
     assert config["authenticator"].source == "default"
     one = cql.execute("SELECT value FROM system.config WHERE name = 'cluster_name'").one()
     assert json.loads(one.value) == "cqlcdc"
-    with pytest.raises(InvalidRequest, match="Cannot modify table system.config"):
+    with pytest.raises(InvalidRequest, match=r"Cannot modify table system\.config"):
         cql.execute("UPDATE system.config SET value = '1' WHERE name = 'num_tokens'")
-    # ... while the protocol offers no ScyllaDB extension (no shards, no LWT flag)
+    # ... while the protocol offers no ScyllaDB extension (SUPPORTED has no SCYLLA_*)
     supported = cluster.control_connection._connection.wait_for_response(OptionsMessage())
     assert not [k for k in supported.options if k.startswith("SCYLLA")]
 
