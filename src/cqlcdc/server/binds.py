@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cqlcdc.cql import ast
+from cqlcdc.cql.render import render_term
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.mutations import ARITHMETIC_TYPES
@@ -263,12 +264,27 @@ def _term(out: list[Receiver], t: object, spec: str, ctype: CqlType, table: Tabl
             ft = ctype.field_types[ctype.field_names.index(field)]
             _term(out, value, f"{spec}.{field}", ft, table)
     elif isinstance(t, ast.TypeCast):
-        _term(out, t.term, spec, ctype, table)
+        cast = _native_cast(t.type)
+        if cast is None:
+            _term(out, t.term, spec, ctype, table)
+        else:  # (int)? receives an int, named as casted_spec_of names it
+            inner = "?" if isinstance(t.term, ast.BindMarker) else render_term(t.term)
+            _term(out, t.term, f"({cast.cql_name}){inner}", cast, table)
     elif isinstance(t, ast.FunctionCall):
         arg_type = _function_arg(t, ctype)
         name = t.name.lower() if "." in t.name else f"system.{t.name.lower()}"
         for i, arg in enumerate(t.args):
             _term(out, arg, f"arg{i}({name})", arg_type, table)
+
+
+def _native_cast(ref: ast.TypeRef) -> CqlType | None:
+    """The native type a cast names (None: a collection, tuple, vector or UDT)."""
+    if ref.params or ref.keyspace is not None or ref.size is not None:
+        return None
+    try:
+        return native_type(ref.name)
+    except InvalidRequest:  # a user-defined type of the current keyspace
+        return None
 
 
 def _function_arg(call: ast.FunctionCall, ctype: CqlType) -> CqlType:

@@ -157,6 +157,10 @@ def _receivers(cql: str) -> list[tuple[str, str]]:
             ],
         ),
         (
+            "INSERT INTO ks.n (p, q, c, d) VALUES ((int)?, (int):b, ?, ?)",
+            [("(int)?", "int"), ("b", "int"), ("c", "int"), ("d", "int")],
+        ),
+        (
             "SELECT * FROM ks.n WHERE p = :a AND q = :b AND c = :c",
             [("a", "int"), ("b", "int"), ("c", "int")],
         ),
