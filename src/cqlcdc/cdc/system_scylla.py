@@ -6,8 +6,8 @@ cqlcdc implements ScyllaDB's CDC, and ScyllaDB's tools recognise ScyllaDB by a `
 table whose name holds ``scylla`` (its test suite's ``is_scylla``), then read these. The
 protocol still offers no ``SCYLLA_*`` extension: there is one shard and no shard-aware port.
 
->>> [r["name"] for r in config_rows(NodeInfo(data_dir="/d"), 16).values() for r in r][:2]
-['authenticator', 'authorizer']
+>>> config_rows(NodeInfo(data_dir="/d"), 16)[("data_file_directories",)][0]["value"]
+'["/d"]'
 """
 
 from __future__ import annotations
