@@ -52,6 +52,7 @@ def cluster(served: CqlServer) -> Iterator[Cluster]:
 @pytest.fixture(scope="module")
 def cql(cluster: Cluster) -> Any:
     session = cluster.connect()
+    session.default_timeout = 60  # a first read waits for the table's first batch
     session.execute(KS)
     session.set_keyspace("ks")
     return session
@@ -131,6 +132,14 @@ def test_routing_follows_the_receiver_not_the_marker_name(cql: Any) -> None:
     cql.execute(named, {"x": "k", "y": 1, "z": 2})
     cql.execute(insert, (2, "k", 1, 7))
     assert [tuple(r) for r in cql.execute(named, {"x": "k", "y": 1, "z": 2})] == [(1, "k", 2, 7)]
+    # a name used twice is one variable (ScyllaDB's dialect), which routes as both receivers
+    twice = cql.prepare("SELECT v FROM routed WHERE a = :n AND b = :s AND c = :n")
+    assert [c.name for c in twice.column_metadata] == ["n", "s"]
+    assert twice.routing_key_indexes == [0, 1]
+    cql.execute(insert, (1, "j", 1, 8))
+    assert [r.v for r in cql.execute(twice, {"n": 1, "s": "j"})] == [8]
+    with pytest.raises(ValueError, match="Too many arguments"):
+        cql.execute(twice, (1, "j", 1))
 
 
 def test_a_marker_in_a_vector_literal_is_an_element(cql: Any) -> None:

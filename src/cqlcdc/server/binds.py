@@ -9,6 +9,7 @@ serialize the value (PREPARE's bind metadata), found by walking the statement.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,6 +50,7 @@ class Receiver:
     type: CqlType
     table: TableSchema
     spec: str = ""
+    also: tuple[str, ...] = ()  # the other receivers of a variable used twice (:x)
 
 
 def bind_receivers(
@@ -66,7 +68,29 @@ def bind_receivers(
     for s in statements:
         if isinstance(s, ast.Insert | ast.Update | ast.Delete | ast.Select):
             _statement(out, s, table_of(s.table))
-    return sorted(out, key=lambda r: r.index)
+    return _variables(out)
+
+
+def _variables(found: list[Receiver]) -> list[Receiver]:
+    """One receiver per variable, in marker order: a name used twice (``p = :x AND c =
+    :x``) is one variable, as ScyllaDB prepares it (``prepare_context::
+    add_variable_specification``), and routes by every receiver it has (``also``).
+
+    Raises:
+        InvalidRequest: the variable's receivers have different types (ScyllaDB's message).
+    """
+    by_index: dict[int, Receiver] = {}
+    for r in found:
+        first = by_index.get(r.index)
+        if first is None:
+            by_index[r.index] = r
+            continue
+        if r.type.frozen() != first.type.frozen():
+            raise InvalidRequest(
+                f"variable :{r.name} has type {first.type.cql_name} which doesn't match {r.spec}"
+            )
+        by_index[r.index] = dataclasses.replace(first, also=(*first.also, r.spec))
+    return [by_index[i] for i in sorted(by_index)]
 
 
 def _statement(

@@ -161,7 +161,9 @@ def pk_indexes(receivers: Sequence[Receiver]) -> tuple[int, ...]:
     if not receivers:
         return ()
     table = receivers[0].table
-    by_name = {r.spec: i for i, r in enumerate(receivers) if r.table is table}
+    by_name = {
+        spec: i for i, r in enumerate(receivers) if r.table is table for spec in (r.spec, *r.also)
+    }
     indexes = [by_name.get(c.name) for c in table.partition_key]
     return tuple(i for i in indexes if i is not None) if None not in indexes else ()
 

@@ -12,7 +12,7 @@ import pytest
 from cqlcdc.cql import parse_statement
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.catalog import Catalog
-from cqlcdc.server.binds import bind_receivers
+from cqlcdc.server.binds import Receiver, bind_receivers
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 
@@ -192,3 +192,25 @@ def test_markers_are_named_as_scylladb_names_them(
 def test_contains_of_the_wrong_kind_of_column_is_refused(cql: str, message: str) -> None:
     with pytest.raises(InvalidRequest, match=re.escape(message)):
         _receivers(cql)
+
+
+def test_a_name_used_twice_is_one_variable_that_routes_by_both_receivers() -> None:
+    from cqlcdc.server.statements import pk_indexes
+
+    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog.execute(parse_statement(KS), None)
+    catalog.execute(parse_statement(SCHEMA), None)
+    schema = catalog.table("ks", "n")
+    assert schema is not None
+
+    def receivers(cql: str) -> list[Receiver]:
+        return bind_receivers(parse_statement(cql), lambda _: schema)
+
+    found = receivers("SELECT * FROM ks.n WHERE p = :x AND q = :x AND c = :y")
+    assert [(r.index, r.name) for r in found] == [(0, "x"), (1, "y")]
+    assert pk_indexes(found) == (0, 0)
+    found = receivers("SELECT * FROM ks.n WHERE c = :x AND p = :x AND q = :z AND d = :z")
+    assert pk_indexes(found) == (0, 1)
+    assert pk_indexes(receivers("SELECT * FROM ks.n WHERE p = :a AND q = :b")) == (0, 1)
+    with pytest.raises(InvalidRequest, match="variable :x has type int which doesn't match l"):
+        receivers("SELECT * FROM ks.n WHERE p = :x AND l = :x ALLOW FILTERING")
