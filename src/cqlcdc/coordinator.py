@@ -103,7 +103,7 @@ class Coordinator:
         )
         self.num_buckets = self.generations.generations[0].num_ranges
         # who this node is to clients (system.local); the server sets where it listens
-        self.node = NodeInfo(host_id=_host_id(self.data_dir))
+        self.node = NodeInfo(host_id=_host_id(self.data_dir), data_dir=str(self.data_dir))
         # the core reads schemas through this coordinator: always the current snapshot
         self.processor = CoreProcessor(self.data_dir, self)
         self.spark = get_spark(master, log_file=None if verbose else self.data_dir / "spark.log")

@@ -625,7 +625,7 @@ def test_paging_over_10k_rows(cql: Any, served: CqlServer) -> None:
         result.fetch_next_page()
         rows += result.current_rows
         pages += 1
-    assert pages == 10
+    assert pages == 11  # the tenth page is full: an empty one follows, as from ScyllaDB
     assert sorted(r.ck for r in rows) == list(range(10_000))
     first = cql.execute(statement)
     state = first.paging_state

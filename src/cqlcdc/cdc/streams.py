@@ -13,7 +13,9 @@ its range), then ``random38 << 26 | vnode_index << 4 | version(1)``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,9 +82,12 @@ class Generation:
 class Generations:
     """The generations of a data directory, oldest first; persisted as JSON.
 
-    The first generation starts at time 0: unlike a fresh ScyllaDB cluster (whose first
-    generation starts about a minute after boot and rejects earlier write timestamps), writes
-    with any ``USING TIMESTAMP`` are logged.
+    The first generation's timestamp is the time the data directory was made, as a
+    ScyllaDB cluster's is the time its first generation was created: clients that start
+    reading at a generation's time, or check that it is recent, find a real one. Unlike
+    ScyllaDB (which refuses a write timestamped before its first generation), a write with an
+    earlier ``USING TIMESTAMP`` is still logged, to the first generation's streams.
+    A directory made before this kept its first generation at time 0: it is read as it is.
     """
 
     def __init__(self, generations: list[Generation]) -> None:
@@ -90,11 +95,21 @@ class Generations:
         self._flat: tuple[tuple[int, ...], pa.Array, int] | None = None
 
     @staticmethod
-    def load_or_create(path: Path, num_ranges: int, seed: int) -> Generations:
+    def load_or_create(
+        path: Path, num_ranges: int, seed: int, created_ms: int | None = None
+    ) -> Generations:
+        """The generations saved at ``path``, or a first one made now (``created_ms``: the
+        time to give it instead of the clock's) and saved.
+
+        The first generation's streams are derived from ``seed`` alone, not from its time,
+        so one seed always gives the same stream ids."""
         if path.exists():
             data = json.loads(path.read_text())
             return Generations([Generation.from_json(g) for g in data])
-        gens = Generations([Generation.create(0, num_ranges, seed)])
+        first = Generation.create(0, num_ranges, seed)
+        if created_ms is None:
+            created_ms = time.time_ns() // 1_000_000
+        gens = Generations([dataclasses.replace(first, timestamp_ms=created_ms)])
         gens.save(path)
         return gens
 

@@ -36,11 +36,15 @@ PARTITIONER = "org.apache.cassandra.dht.Murmur3Partitioner"
 class NodeInfo:
     """Where this node is reached and who it is: the context ``system.local`` is computed
     in. The coordinator keeps the data directory's host id (the same on every restart);
-    the server fills in the address and port it listens on."""
+    the server fills in the address and port it listens on, and whether it requires a
+    login and serves TLS (``system.config``)."""
 
     host_id: uuid.UUID = uuid.UUID(int=0)  # noqa: RUF009 - an immutable value
     address: str = "127.0.0.1"
     port: int = 9042
+    data_dir: str = ""
+    auth: bool = False
+    tls: bool = False
 
 
 def _col(name: str, type_name: str, kind: ColumnKind = "regular", pos: int = 0) -> Column:

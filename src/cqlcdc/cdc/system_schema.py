@@ -287,7 +287,7 @@ def _stored_columns(t: TableSchema) -> list[tuple[str, ColumnKind, int, str, str
     return out
 
 
-def _column_rows(t: TableSchema) -> list[dict[str, Any]]:
+def column_rows(t: TableSchema) -> list[dict[str, Any]]:
     rows = [
         {
             "keyspace_name": t.keyspace,
@@ -333,7 +333,7 @@ def schema_rows(name: str, source: SchemaSource) -> dict[tuple[Any, ...], list[d
         elif name == "tables":
             rows = [_table_row(t, system) for t in own]
         elif name == "columns":
-            rows = [r for t in own for r in _column_rows(t)]
+            rows = [r for t in own for r in column_rows(t)]
         elif name == "types" and not system:
             types = sorted(source.user_types(ks.name), key=lambda u: u.name)
             rows = [_type_row(u) for u in types]
@@ -391,6 +391,7 @@ __all__ = [
     "KS",
     "TABLES",
     "SchemaSource",
+    "column_rows",
     "legacy_table_id",
     "schema_rows",
     "schema_version",

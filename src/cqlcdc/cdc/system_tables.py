@@ -1,8 +1,9 @@
 """The system tables: virtual, read-only, computed from the catalog, the data directory's
 CDC generations and the node's address, and read by the normal CQL evaluator.
 
-This module dispatches to ``system_local`` (``system.local``/``peers``/``peers_v2``) and
-``system_schema`` (the schema tables), and serves the tables CDC clients discover
+This module dispatches to ``system_local`` (``system.local``/``peers``/``peers_v2``),
+``system_scylla`` (``scylla_local``, ``config``, ``IndexInfo``), ``system_schema`` (the
+schema tables) and ``system_virtual_schema``, and serves the tables CDC clients discover
 generations and streams with (reference 6): ``system_distributed.cdc_generation_timestamps``
 and ``cdc_streams_descriptions_v2`` (the vnode-based discovery queries of ScyllaDB's CDC
 client libraries), and the tablets-style ``system.cdc_timestamps`` and ``system.cdc_streams``.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cqlcdc.cdc import system_local, system_schema
+from cqlcdc.cdc import system_local, system_schema, system_scylla, system_virtual_schema
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import Column, ColumnKind, Keyspace, TableSchema
@@ -27,7 +28,13 @@ from cqlcdc.types import SetType, native_type
 
 # cqlcdc's own: the changefeed topics over CQL (rows served by cqlcdc.feed_tables)
 FEEDS_KEYSPACE = "system_cqlcdc"
-SYSTEM_KEYSPACES = ("system", "system_distributed", "system_schema", FEEDS_KEYSPACE)
+SYSTEM_KEYSPACES = (
+    "system",
+    "system_distributed",
+    "system_schema",
+    system_virtual_schema.KS,
+    FEEDS_KEYSPACE,
+)
 
 
 def _col(name: str, type_name: str, kind: ColumnKind, pos: int = 0, desc: bool = False) -> Column:
@@ -106,7 +113,16 @@ _TABLES: dict[tuple[str, str], TableSchema] = {
 def system_table(keyspace: str, name: str) -> TableSchema | None:
     """The schema of a system table, or None when there is no such table."""
     key = (keyspace, name)
-    return _TABLES.get(key) or system_local.TABLES.get(key) or system_schema.TABLES.get(key)
+    for tables in (
+        _TABLES,
+        system_local.TABLES,
+        system_scylla.TABLES,
+        system_schema.TABLES,
+        system_virtual_schema.TABLES,
+    ):
+        if key in tables:
+            return tables[key]
+    return None
 
 
 _LOCAL = (("class", "org.apache.cassandra.locator.LocalStrategy"),)
@@ -126,9 +142,11 @@ SYSTEM_KEYSPACE_SCHEMAS = (
     Keyspace("system_schema", _LOCAL),
     Keyspace(FEEDS_KEYSPACE, _LOCAL),
 )
+# what system_schema lists (system_virtual_schema describes itself, as in Cassandra 4)
 SYSTEM_TABLES: tuple[TableSchema, ...] = (
     *_TABLES.values(),
     *system_local.TABLES.values(),
+    *system_scylla.TABLES.values(),
     *system_schema.TABLES.values(),
 )
 
@@ -167,6 +185,14 @@ def system_rows(schema: TableSchema, view: SystemView) -> list[PartitionRows]:
         if key == ("system", "local"):
             version = system_schema.schema_version(source)
             parts = system_local.local_rows(view.node, version, view.num_buckets)
+    elif key in system_virtual_schema.TABLES:
+        parts = system_virtual_schema.virtual_schema_rows(schema.name)
+    elif key == ("system", "scylla_local"):
+        parts = system_scylla.scylla_local_rows()
+    elif key == ("system", "config"):
+        parts = system_scylla.config_rows(view.node, view.num_buckets)
+    elif key == ("system", "IndexInfo"):
+        parts = system_scylla.index_info_rows(catalog)
     elif key == ("system_distributed", "cdc_generation_timestamps"):
         parts[("timestamps",)] = [
             {"key": "timestamps", "time": g.timestamp_ms, "expired": None}

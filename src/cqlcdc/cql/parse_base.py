@@ -27,6 +27,9 @@ class ParserBase:
         self._last = len(tokens) - 1
         self._pos = 0
         self._markers = 0
+        # a name used twice is one variable (ScyllaDB's default dialect,
+        # duplicate_bind_variable_names_refer_to_same_variable)
+        self._named_markers: dict[str, int] = {}
         self._depth = 0
 
     # -- cursor ------------------------------------------------------------------------------

@@ -157,7 +157,11 @@ class TermsMixin(ParserBase):
         if not self._match(TokenType.QMARK):
             self._expect(TokenType.COLON)
             name = self._parse_identifier()
+        if name is not None and name in self._named_markers:
+            return BindMarker(name, self._named_markers[name])
         marker = BindMarker(name, self._markers)
+        if name is not None:
+            self._named_markers[name] = self._markers
         self._markers += 1
         return marker
 

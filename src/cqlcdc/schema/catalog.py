@@ -55,6 +55,7 @@ SYSTEM_KEYSPACES = frozenset(
         "system_auth",
         "system_distributed",
         "system_traces",
+        "system_virtual_schema",
         "system_cqlcdc",
     }
 )

@@ -9,26 +9,48 @@ serialize the value (PREPARE's bind metadata), found by walking the statement.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from cqlcdc.cql import ast
+from cqlcdc.cql.render import render_term
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.mutations import ARITHMETIC_TYPES
-from cqlcdc.types import ListType, MapType, SetType, TupleType, UserType, native_type
+from cqlcdc.storage.where import check_relation_operator
+from cqlcdc.types import (
+    ListType,
+    MapType,
+    SetType,
+    TupleType,
+    UserType,
+    VectorType,
+    native_type,
+)
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.terms import conversion
 
 
 @dataclass(frozen=True, slots=True)
 class Receiver:
-    """The receiver of bind marker number ``index``."""
+    """The receiver of bind marker number ``index``.
+
+    ``spec`` is the name ScyllaDB gives the receiver (``cql3/expr/prepare_expr.cc``,
+    ``functions::make_arg_spec``, ``lists::index_spec_of``...): a column's name for a marker
+    bound to the column itself, else ``value(l)``, ``IN(c)``, ``arg0(system.mintimeuuid)``,
+    ``[limit]``... ``name`` is what PREPARE reports: the marker's own name (``:a``) when it has
+    one, else ``spec``. Routing follows ``spec`` (``prepare_context::
+    get_partition_key_bind_indexes``): only a marker whose receiver is a partition key
+    column routes, whatever the marker is called.
+    """
 
     index: int
     name: str
     type: CqlType
     table: TableSchema
+    spec: str = ""
+    also: tuple[str, ...] = ()  # the other receivers of a variable used twice (:x)
 
 
 def bind_receivers(
@@ -46,7 +68,29 @@ def bind_receivers(
     for s in statements:
         if isinstance(s, ast.Insert | ast.Update | ast.Delete | ast.Select):
             _statement(out, s, table_of(s.table))
-    return sorted(out, key=lambda r: r.index)
+    return _variables(out)
+
+
+def _variables(found: list[Receiver]) -> list[Receiver]:
+    """One receiver per variable, in marker order: a name used twice (``p = :x AND c =
+    :x``) is one variable, as ScyllaDB prepares it (``prepare_context::
+    add_variable_specification``), and routes by every receiver it has (``also``).
+
+    Raises:
+        InvalidRequest: the variable's receivers have different types (ScyllaDB's message).
+    """
+    by_index: dict[int, Receiver] = {}
+    for r in found:
+        first = by_index.get(r.index)
+        if first is None:
+            by_index[r.index] = r
+            continue
+        if r.type.frozen() != first.type.frozen():
+            raise InvalidRequest(
+                f"variable :{r.name} has type {first.type.cql_name} which doesn't match {r.spec}"
+            )
+        by_index[r.index] = dataclasses.replace(first, also=(*first.also, r.spec))
+    return [by_index[i] for i in sorted(by_index)]
 
 
 def _statement(
@@ -131,6 +175,7 @@ def _using(out: list[Receiver], using: ast.Using, table: TableSchema | None) -> 
 
 def _where(out: list[Receiver], where: tuple[ast.Relation, ...], table: TableSchema) -> None:
     for rel in where:
+        check_relation_operator(rel)  # before the receivers, as ScyllaDB's PREPARE checks
         if rel.token:
             _term(out, rel.value, "partition key token", native_type("bigint"), table)
             continue
@@ -142,30 +187,53 @@ def _where(out: list[Receiver], where: tuple[ast.Relation, ...], table: TableSch
             types.append(col.type)
         ctype = TupleType(tuple(types)) if rel.multi else types[0]
         name = "(" + ",".join(rel.columns) + ")" if rel.multi else rel.columns[0]
-        op = rel.operator.upper()
-        if op == "CONTAINS" and isinstance(ctype, ListType | SetType):
-            _term(out, rel.value, name, ctype.elem, table)
-        elif op == "CONTAINS" and isinstance(ctype, MapType):
-            _term(out, rel.value, name, ctype.value, table)
-        elif op == "CONTAINS KEY" and isinstance(ctype, MapType):
-            _term(out, rel.value, name, ctype.key, table)
-        elif rel.key is not None and isinstance(ctype, MapType):
-            _term(out, rel.key, f"key({name})", ctype.key, table)
-            _term(out, rel.value, f"value({name})", ctype.value, table)
-        elif rel.key is not None and isinstance(ctype, ListType):
-            _term(out, rel.key, f"idx({name})", native_type("int"), table)
-            _term(out, rel.value, f"value({name})", ctype.elem, table)
-        elif op in ("IN", "NOT IN"):
-            _term(out, rel.value, f"in({name})", ListType(ctype, frozen=True), table)
+        if rel.key is not None:  # m[?] = ?, l[?] = ? (get_lhs_receiver of a subscript)
+            if isinstance(ctype, MapType):
+                _term(out, rel.key, f"key({name})", ctype.key, table)
+                ctype = ctype.value
+            elif isinstance(ctype, ListType):
+                _term(out, rel.key, f"index({name})", native_type("int"), table)
+                ctype = ctype.elem
+            elif isinstance(ctype, SetType):
+                _term(out, rel.key, f"value({name})", ctype.elem, table)
+                ctype = ctype.elem
+            name = f"value({name})"
+        _relation_value(out, rel.operator.upper(), rel.value, name, ctype, table)
+
+
+def _relation_value(
+    out: list[Receiver], op: str, value: ast.Term, name: str, ctype: CqlType, table: TableSchema
+) -> None:
+    """The markers of a relation's right-hand side, received as ``get_rhs_receiver`` says:
+    ``IN(c)`` for the list of an IN, the element for CONTAINS, the key for CONTAINS KEY.
+
+    Raises:
+        InvalidRequest: CONTAINS of a column that is no collection, CONTAINS KEY of one
+            that is no map (ScyllaDB's messages, at PREPARE).
+    """
+    if op in ("IN", "NOT IN"):
+        _term(out, value, f"{op}({name})", ListType(ctype.frozen(), frozen=True), table)
+    elif op == "CONTAINS":
+        if isinstance(ctype, ListType | SetType):
+            _term(out, value, f"value({name})", ctype.elem, table)
+        elif isinstance(ctype, MapType):
+            _term(out, value, f"value({name})", ctype.value, table)
         else:
-            _term(out, rel.value, name, ctype, table)
+            raise InvalidRequest(f'Cannot use CONTAINS on non-collection column "{name}"')
+    elif op == "CONTAINS KEY":
+        if not isinstance(ctype, MapType):
+            raise InvalidRequest(f"Cannot use CONTAINS KEY on non-map column {name}")
+        _term(out, value, f"key({name})", ctype.key, table)
+    else:
+        _term(out, value, name, ctype.frozen(), table)
 
 
 def _conditions(
     out: list[Receiver], conditions: tuple[ast.Condition, ...], table: TableSchema
 ) -> None:
     """The markers of an LWT's ``IF`` terms (``v = ?``, ``m[?] = ?``, ``u.f = ?``,
-    ``v IN ?``)."""
+    ``v IN ?``): prepared as relations, so named as the WHERE clause's are (a UDT field's
+    receiver is the field's name, ``get_lhs_receiver`` of a field selection)."""
     for cond in conditions:
         col = table.column(cond.column)
         if col is None:
@@ -175,46 +243,42 @@ def _conditions(
             _term(out, cond.key, f"key({name})", ctype.key, table)
             ctype, name = ctype.value, f"value({name})"
         elif cond.key is not None and isinstance(ctype, ListType):
-            _term(out, cond.key, f"idx({name})", native_type("int"), table)
+            _term(out, cond.key, f"index({name})", native_type("int"), table)
             ctype, name = ctype.elem, f"value({name})"
         elif cond.field is not None and isinstance(ctype, UserType):
             if cond.field in ctype.field_names:
                 ctype = ctype.field_types[ctype.field_names.index(cond.field)]
-            name = f"{name}.{cond.field}"
-        op = cond.operator.upper()
-        if op in ("IN", "NOT IN"):
-            _term(out, cond.value, f"in({name})", ListType(ctype.frozen(), frozen=True), table)
-        elif op == "CONTAINS" and isinstance(ctype, ListType | SetType):
-            _term(out, cond.value, name, ctype.elem, table)
-        elif op == "CONTAINS" and isinstance(ctype, MapType):
-            _term(out, cond.value, name, ctype.value, table)
-        elif op == "CONTAINS KEY" and isinstance(ctype, MapType):
-            _term(out, cond.value, name, ctype.key, table)
-        else:
-            _term(out, cond.value, name, ctype.frozen(), table)
+            name = cond.field
+        _relation_value(out, cond.operator.upper(), cond.value, name, ctype, table)
 
 
-def _term(out: list[Receiver], t: object, name: str, ctype: CqlType, table: TableSchema) -> None:
-    """The markers inside a term, each receiving its part of ``ctype``."""
+def _term(out: list[Receiver], t: object, spec: str, ctype: CqlType, table: TableSchema) -> None:
+    """The markers inside a term received as ``spec`` of type ``ctype``, each receiving its
+    part: a collection literal's elements ``value(c)`` (a map's keys ``key(c)``), a tuple's
+    components ``c[i]``, a UDT's fields ``c.f``, a function's arguments ``argN(ks.fn)``."""
     if t is None:
         return
     if isinstance(t, ast.BindMarker):
-        out.append(Receiver(t.index, t.name or name, ctype, table))
+        out.append(Receiver(t.index, t.name or spec, ctype, table, spec))
     elif isinstance(t, ast.ListLiteral | ast.SetLiteral):
-        elem = ctype.elem if isinstance(ctype, ListType | SetType) else ctype
-        for item in t.items:
-            _term(out, item, name, elem, table)
+        if isinstance(ctype, ListType | SetType | VectorType):
+            for item in t.items:
+                _term(out, item, f"value({spec})", ctype.elem, table)
+        else:
+            for item in t.items:
+                _term(out, item, spec, ctype, table)
     elif isinstance(t, ast.MapLiteral) and isinstance(ctype, MapType):
         for k, v in t.entries:
-            _term(out, k, f"key({name})", ctype.key, table)
-            _term(out, v, f"value({name})", ctype.value, table)
+            _term(out, k, f"key({spec})", ctype.key, table)
+            _term(out, v, f"value({spec})", ctype.value, table)
     elif isinstance(t, ast.TupleLiteral):
-        types = ctype.types if isinstance(ctype, TupleType) else None
         for i, item in enumerate(t.items):
-            item_type = types[i] if types is not None and i < len(types) else ctype
-            if isinstance(ctype, ListType):  # IN (?, ?): each item is one value
-                item_type = ctype.elem
-            _term(out, item, name, item_type, table)
+            if isinstance(ctype, ListType):  # IN (?, ?): each item is one element
+                _term(out, item, f"value({spec})", ctype.elem, table)
+            elif isinstance(ctype, TupleType) and i < len(ctype.types):
+                _term(out, item, f"{spec}[{i}]", ctype.types[i], table)
+            else:
+                _term(out, item, spec, ctype, table)
     elif isinstance(t, ast.UdtLiteral) and isinstance(ctype, UserType):
         for field, value in t.fields:
             if field not in ctype.field_names:  # refused at PREPARE, as its markers are
@@ -222,16 +286,29 @@ def _term(out: list[Receiver], t: object, name: str, ctype: CqlType, table: Tabl
                     f"Unknown field '{field}' in value of user defined type {ctype.name}"
                 )
             ft = ctype.field_types[ctype.field_names.index(field)]
-            _term(out, value, f"{name}.{field}", ft, table)
+            _term(out, value, f"{spec}.{field}", ft, table)
     elif isinstance(t, ast.TypeCast):
-        _term(out, t.term, name, ctype, table)
+        cast = _native_cast(t.type)
+        if cast is None:
+            _term(out, t.term, spec, ctype, table)
+        else:  # (int)? receives an int, named as casted_spec_of names it
+            inner = "?" if isinstance(t.term, ast.BindMarker) else render_term(t.term)
+            _term(out, t.term, f"({cast.cql_name}){inner}", cast, table)
     elif isinstance(t, ast.FunctionCall):
         arg_type = _function_arg(t, ctype)
-        for arg in t.args:
-            if isinstance(arg, ast.BindMarker):
-                out.append(Receiver(arg.index, arg.name or name, arg_type, table))
-            elif isinstance(arg, ast.FunctionCall):  # blobAsInt(intAsBlob(?))
-                _term(out, arg, name, arg_type, table)
+        name = t.name.lower() if "." in t.name else f"system.{t.name.lower()}"
+        for i, arg in enumerate(t.args):
+            _term(out, arg, f"arg{i}({name})", arg_type, table)
+
+
+def _native_cast(ref: ast.TypeRef) -> CqlType | None:
+    """The native type a cast names (None: a collection, tuple, vector or UDT)."""
+    if ref.params or ref.keyspace is not None or ref.size is not None:
+        return None
+    try:
+        return native_type(ref.name)
+    except InvalidRequest:  # a user-defined type of the current keyspace
+        return None
 
 
 def _function_arg(call: ast.FunctionCall, ctype: CqlType) -> CqlType:

@@ -66,6 +66,7 @@ from cqlcdc.server.statements import (
     bind_values,
     current_prepared,
     describe_rows,
+    open_ended,
     page,
     pk_indexes,
     prepare_in,
@@ -363,7 +364,8 @@ class Connection:
             return describe_rows(self.session, stmt, rows)
         if rows.column_names:
             schema = self._result_table(stmt)
-            return page(self.server.cursors, Cursor(rows, 0, schema), params, metadata_id)
+            cursor = Cursor(rows, 0, schema, open_ended(stmt, rows, values))
+            return page(self.server.cursors, cursor, params, metadata_id)
         return VoidResult()
 
     def _result_table(self, stmt: ast.Statement) -> tuple[str, str]:

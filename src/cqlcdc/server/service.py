@@ -112,7 +112,13 @@ class CqlServer:
         )
         host, port = self._server.sockets[0].getsockname()[:2]
         self.port = port
-        self.coordinator.node = dataclasses.replace(self.coordinator.node, address=host, port=port)
+        self.coordinator.node = dataclasses.replace(
+            self.coordinator.node,
+            address=host,
+            port=port,
+            auth=self.authenticator is not None,
+            tls=self.ssl_context is not None,
+        )
         return host, port
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

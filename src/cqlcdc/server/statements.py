@@ -153,11 +153,17 @@ def _result_columns(statement: PreparedStatement, session: Session) -> tuple[Col
 
 
 def pk_indexes(receivers: Sequence[Receiver]) -> tuple[int, ...]:
-    """The markers that bind the partition key, in key order (all or none)."""
+    """The markers that bind the partition key, in key order (all or none): those whose
+    receiver is a key column itself, whatever the marker's own name (``:a``); a marker in
+    ``blobAsInt(?)`` or ``IN ?`` binds something else (``arg0(system.blobasint)``,
+    ``IN(pk)``), so the driver cannot compute the token from it. The last marker of a column
+    wins, as in ScyllaDB's ``get_partition_key_bind_indexes``."""
     if not receivers:
         return ()
     table = receivers[0].table
-    by_name = {r.name: i for i, r in enumerate(receivers) if r.table is table}
+    by_name = {
+        spec: i for i, r in enumerate(receivers) if r.table is table for spec in (r.spec, *r.also)
+    }
     indexes = [by_name.get(c.name) for c in table.partition_key]
     return tuple(i for i in indexes if i is not None) if None not in indexes else ()
 
@@ -408,11 +414,42 @@ def batch_statement(
 @dataclass(frozen=True, slots=True)
 class Cursor:
     """The rows of a paged result, the table they are named under, and where the next
-    page starts."""
+    page starts. ``open_ended``: the result could go on past its last row as ScyllaDB's
+    pager sees it (``open_ended``), so a page that ends it exactly full still carries a
+    paging state."""
 
     rows: Rows
     offset: int
     table: tuple[str, str]
+    open_ended: bool = False
+
+
+def open_ended(stmt: ast.Statement, rows: Rows, values: Sequence[Any] | None) -> bool:
+    """Whether ScyllaDB would not know a result to be over at its last row: a plain SELECT
+    (no aggregate, no GROUP BY: those are computed whole) whose LIMIT, if any, the rows do
+    not reach. Its pager calls a page the last only when the page is short or the limit is
+    met (``service/pager/query_pagers.cc``: ``_exhausted``), so an exactly full last page
+    comes with a paging state and the page after it is empty, without one; clients written
+    against ScyllaDB rely on that shape."""
+    if not isinstance(stmt, ast.Select) or stmt.group_by:
+        return False
+    if any(_aggregating(s.expr) for s in stmt.selectors):
+        return False
+    limit: Any = None
+    if isinstance(stmt.limit, ast.Constant) and stmt.limit.kind == "integer":
+        limit = int(stmt.limit.text)
+    elif isinstance(stmt.limit, ast.BindMarker) and stmt.limit.index < len(values or ()):
+        assert values is not None
+        limit = values[stmt.limit.index]
+    return not (isinstance(limit, int) and len(rows.current_rows) >= limit)
+
+
+def _aggregating(expr: object) -> bool:
+    from cqlcdc.storage.aggregates import AGGREGATES
+
+    if isinstance(expr, ast.FunctionCall):
+        return expr.name.lower() in AGGREGATES or any(_aggregating(a) for a in expr.args)
+    return False
 
 
 # the size at which a page stops short of its page size (ScyllaDB's 1 MB page limit)
@@ -476,7 +513,10 @@ def page(
             end = at + 1
             break
     cells = tuple(encoded)
-    state = cursors.put(Cursor(rows, end, cursor.table)) if end < len(everything) else None
+    # a page cut at the page size goes on, unless the result is known to end there
+    full = paged and len(encoded) == params.page_size and cursor.open_ended
+    more = end < len(everything) or full
+    state = cursors.put(dataclasses.replace(cursor, offset=end)) if more else None
     digest = metadata_id(columns) if metadata_id_seen is not None else None
     changed = digest is not None and digest != metadata_id_seen
     meta = RowsMetadata(
@@ -555,6 +595,7 @@ __all__ = [
     "batch_statement",
     "bind_values",
     "describe_rows",
+    "open_ended",
     "page",
     "pk_indexes",
     "prepare_in",

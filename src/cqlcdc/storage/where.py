@@ -141,14 +141,7 @@ def analyse_where(
     multi: list[ast.Relation] = []
 
     for rel in where:
-        if rel.operator == "!=":
-            raise InvalidRequest(f'Unsupported "!=" relation: {_show(rel)}')
-        if rel.operator == "IS NOT":  # a materialized view's filter; there are no views
-            if not (isinstance(rel.value, ast.Constant) and rel.value.kind == "null"):
-                raise InvalidRequest(f'Unsupported "IS NOT" relation: {_show(rel)}')
-            raise InvalidRequest(
-                f"restriction '{_show(rel)}' is only supported in materialized view creation"
-            )
+        check_relation_operator(rel)
         if _aggregates(rel.value):
             raise InvalidRequest("Aggregation functions are not supported in the WHERE clause")
         if rel.token:
@@ -573,6 +566,23 @@ def _multi_column_slice(
     cols = ck_cols[res.ck_restricted_columns : res.ck_restricted_columns + width]
     res.ck_restricted_columns += width
     return tuple_slice_ranges([c.type for c in cols], [c.descending for c in cols], lo, hi)
+
+
+def check_relation_operator(rel: ast.Relation) -> None:
+    """The operators no WHERE clause takes, refused before anything else is looked at
+    (ScyllaDB's ``preliminary_binop_vaidation_checks``, which PREPARE runs too).
+
+    Raises:
+        InvalidRequest: ``!=``, or ``IS NOT`` (a materialized view's filter; no views here).
+    """
+    if rel.operator == "!=":
+        raise InvalidRequest(f'Unsupported "!=" relation: {_show(rel)}')
+    if rel.operator == "IS NOT":
+        if not (isinstance(rel.value, ast.Constant) and rel.value.kind == "null"):
+            raise InvalidRequest(f'Unsupported "IS NOT" relation: {_show(rel)}')
+        raise InvalidRequest(
+            f"restriction '{_show(rel)}' is only supported in materialized view creation"
+        )
 
 
 def _show(rel: ast.Relation) -> str:

@@ -85,14 +85,16 @@ def _driver_layout(meta: TableMetadata) -> tuple[Any, ...]:
 def test_the_driver_rebuilds_every_table_type_and_keyspace(catalog: Catalog) -> None:
     schema_parser, conn = parser(view_rows(_view(catalog)))
     keyspaces = {k.name: k for k in schema_parser.get_all_keyspaces()}
-    # its queries, system_virtual_schema included (refused as by ScyllaDB: no such keyspace)
+    # its queries, system_virtual_schema included (answered as by Cassandra 4)
     names = ["keyspaces", "tables", "columns", "types", "functions", "aggregates"]
     names += ["triggers", "indexes", "views"]
     assert [q.split(" FROM ", 1)[-1] for q in conn.queries[:9]] == [
         f"system_schema.{name}" for name in names
     ]
     assert len(conn.queries) == 12 and "system_virtual_schema.columns" in conn.queries[-1]
-    assert set(keyspaces) == {"ks", "other"} | SYSTEM
+    assert set(keyspaces) == {"ks", "other", "system_virtual_schema"} | SYSTEM
+    virtual = keyspaces["system_virtual_schema"]
+    assert virtual.virtual and sorted(virtual.tables) == ["columns", "keyspaces", "tables"]
     tables = [*catalog.tables(), *system_tables.SYSTEM_TABLES]
     assert len(catalog.tables()) == 6  # the CDC log included
     for t in tables:

@@ -93,6 +93,18 @@ def test_bind_markers_are_numbered_in_order() -> None:
     assert [r.value for r in statement.where] == [a.BindMarker("pk", 2), a.BindMarker(None, 3)]
 
 
+def test_a_marker_name_used_twice_is_one_variable() -> None:
+    """ScyllaDB's default dialect: ``:x`` twice is one bind variable (Cassandra's two)."""
+    statement = parse_statement("SELECT * FROM t WHERE p = :x AND c = ? AND d = :X AND e = :y")
+    assert isinstance(statement, a.Select)
+    assert [r.value for r in statement.where] == [
+        a.BindMarker("x", 0),
+        a.BindMarker(None, 1),
+        a.BindMarker("x", 0),
+        a.BindMarker("y", 2),
+    ]
+
+
 @pytest.mark.parametrize(
     ("text", "assignment"),
     [
