@@ -436,6 +436,36 @@ def build_parser() -> argparse.ArgumentParser:
         help="require a login (PasswordAuthenticator: roles of the data directory; "
         "first login cassandra/cassandra) and check permissions",
     )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=256,
+        help="connections at once (default 256); when full, the oldest not yet logged in "
+        "makes room",
+    )
+    serve.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection not logged in (TLS, STARTUP, login) this long after it "
+        "connected (default 10)",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="close a logged-in connection that sends nothing for this long (default: never)",
+    )
+    serve.add_argument(
+        "--max-request-memory",
+        type=int,
+        default=512,
+        metavar="MIB",
+        help="request bodies held at once by the whole server, in MiB (default 512, at "
+        "least the 256 MiB a frame may hold)",
+    )
     serve.set_defaults(func=cmd_serve)
     recover = sub.add_parser(
         "recover", help="show the write the pipeline stopped at, or skip it (--skip SEQ)"
@@ -473,7 +503,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         server = CqlServer(
-            session.coordinator, args.host, args.port, ssl_context=context, auth=args.auth
+            session.coordinator,
+            args.host,
+            args.port,
+            ssl_context=context,
+            auth=args.auth,
+            max_connections=args.max_connections,
+            handshake_timeout_s=args.handshake_timeout,
+            idle_timeout_s=args.idle_timeout,
+            max_body_bytes_in_flight=args.max_request_memory * 1024 * 1024,
         )
         host, port = await server.start()
         tls = " (TLS)" if context is not None else ""
