@@ -168,8 +168,15 @@ class Runner:
 def _connect(args: argparse.Namespace) -> Any:
     """The embedded engine on ``--data-dir``, or with ``--connect`` a running server's."""
     if getattr(args, "connect", None):
+        import logging
+
         from cqlcdc.remote.session import RemoteSession, parse_address
 
+        # the command prints each error it gets in one line; the driver's own log would
+        # add its warnings and tracebacks (Python's last-resort handler prints them)
+        driver_log = logging.getLogger("cassandra")
+        driver_log.addHandler(logging.NullHandler())
+        driver_log.propagate = False
         host, port = parse_address(args.connect)
         return RemoteSession(host, port, username=args.username, password=_password(args))
     from cqlcdc.session import connect
@@ -352,6 +359,14 @@ def cmd_load(args: argparse.Namespace) -> int:
             if len(result.failed) > 20:
                 print(f"... and {len(result.failed) - 20} more failed rows", file=sys.stderr)
             failures += len(result.failed)
+            if result.stopped is not None:  # what is durable is what was acknowledged
+                path, row, err = result.stopped
+                print(
+                    f"cqlcdc: {err.class_name}: {err.message} (load stopped at {path}:{row}; "
+                    f"{result.rows:,} rows are durable)",
+                    file=sys.stderr,
+                )
+                return 1
             print(
                 f"{result.rows:,} rows loaded in {result.seconds:.1f} s "
                 f"({result.rows_per_s:,.0f} rows/s), {len(result.failed):,} failed",
