@@ -45,6 +45,7 @@ from cqlcdc.storage.bulk import (
 )
 from cqlcdc.storage.bulk import TTL as TTL_COLUMN
 from cqlcdc.storage.vectorized import splitmix64, timeuuid_strings, timeuuid_time
+from cqlcdc.types.arrow import NullColumns
 
 _OPERATION = {
     KIND_INSERT: OP_INSERT,
@@ -134,8 +135,8 @@ def bulk_log_rows(
         columns[deleted_column(col.name)] = pa.array(deleted, mask=~deleted)
         if bound:
             columns[col.name] = table.column(col.name).combine_chunks()
+    nulls = NullColumns(n)  # the columns no statement writes: shared per type
     arrays = [
-        columns[f.name].cast(f.type) if f.name in columns else pa.nulls(n, f.type)
-        for f in log_schema
+        columns[f.name].cast(f.type) if f.name in columns else nulls(f.type) for f in log_schema
     ]
     return pa.Table.from_arrays(arrays, schema=log_schema)

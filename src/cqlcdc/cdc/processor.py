@@ -70,6 +70,7 @@ from cqlcdc.storage.conditions import evaluate
 from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.vectorized import BULK_TYPES, timeuuid_ticks
+from cqlcdc.types.arrow import NullColumns, none_array
 
 # the outcome of each conditional write (read back by the writer waiting for it): whether it
 # applied, and per statement the old row's result columns, each value in its CQL encoding
@@ -156,11 +157,19 @@ def log_arrow_schema(log: TableSchema) -> pa.Schema:
 
 
 def log_rows_to_arrow(log: TableSchema, rows: list[dict[str, Any]]) -> pa.Table:
+    """The log rows as the log output's table. A row holds only the columns its change
+    has; a column no row has is one null array shared by every such column of its type,
+    so a wide table's log rows cost what their cells cost, not what the table's columns do.
+    """
     schema = log_arrow_schema(log)
-    data: dict[str, list[Any]] = {}
+    present: set[str] = set().union(*rows) if rows else set()
+    nulls = NullColumns(len(rows), none_array)
+    data: dict[str, list[Any] | pa.Array] = {}
     for col in log.columns:
         name = col.name
-        if col.type.arrow_as_is:
+        if name not in present:
+            data[name] = nulls(schema.field(name).type)
+        elif col.type.arrow_as_is:
             data[name] = [row.get(name) for row in rows]
         else:
             convert = col.type.to_arrow
