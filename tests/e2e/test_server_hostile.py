@@ -70,6 +70,7 @@ def served(coordinator: Any) -> Iterator[CqlServer]:
 def cql(served: CqlServer) -> Iterator[Any]:
     cluster = _cluster(served)
     session = cluster.connect()
+    session.default_timeout = 60  # a shared, loaded machine: reads wait for the pipeline
     session.execute(KS)
     session.set_keyspace("ks")
     yield session
@@ -288,3 +289,29 @@ def test_counters_wrap_instead_of_breaking_the_row(cql: Any) -> None:
     assert sorted(tuple(r) for r in cql.execute("SELECT pk, n FROM wrapped")) == [(1, -2), (2, 1)]
     cql.execute("UPDATE wrapped SET n = n + 3 WHERE pk = 1")
     assert cql.execute("SELECT n FROM wrapped WHERE pk = 1").one().n == 1
+
+
+def test_an_idle_timeout_closes_silent_logged_in_connections(coordinator: Any) -> None:
+    """With ``idle_timeout_s`` a connection that logged in and then sends nothing (and has
+    nothing running) is closed; one that keeps talking is not."""
+    srv = CqlServer(coordinator, port=0, idle_timeout_s=1.0)
+    srv.start_in_thread()
+    try:
+        idle = socket.create_connection((srv.host, srv.port), timeout=5)
+        busy = socket.create_connection((srv.host, srv.port), timeout=5)
+        for sock in (idle, busy):
+            sock.sendall(_startup())
+            assert sock.recv(65536)[4] == 0x02  # READY
+        started = time.monotonic()
+        for stream in range(1, 5):  # an OPTIONS every half second: never idle for 1 s
+            busy.sendall(_frame(0x05, b"", stream=stream))
+            assert busy.recv(65536)[4] == 0x06  # SUPPORTED
+            time.sleep(0.5)  # the client's own pace, not a synchronisation
+        assert _closed_by_server(idle, 0.1)
+        assert time.monotonic() - started >= 1.0
+        busy.sendall(_frame(0x05, b"", stream=9))
+        assert busy.recv(65536)[4] == 0x06
+        idle.close()
+        busy.close()
+    finally:
+        srv.stop_thread()
