@@ -65,9 +65,11 @@ _INT64_MIN = -(1 << 63)
 
 
 def wrap_int64(value: int) -> int:
-    """``value`` in two's complement 64 bits, as a counter holds it: Cassandra sums counter
-    shards in Java ``long`` and ScyllaDB in ``int64_t``, so an overflowing increment wraps
-    and the row stays readable (a value outside 64 bits could not be stored or sent).
+    """``value`` in two's complement 64 bits, as a counter holds it: ScyllaDB adds a delta
+    to a counter shard through ``uint64_t`` (``counter_shard::update`` in counters.hh, "signed
+    int overflow is undefined hence the cast") and Cassandra in Java ``long``, so an
+    overflowing increment wraps and the row stays readable (a value outside 64 bits could
+    not be stored or sent).
 
     >>> wrap_int64((1 << 63) - 1 + 1)
     -9223372036854775808
