@@ -168,8 +168,15 @@ class Runner:
 def _connect(args: argparse.Namespace) -> Any:
     """The embedded engine on ``--data-dir``, or with ``--connect`` a running server's."""
     if getattr(args, "connect", None):
+        import logging
+
         from cqlcdc.remote.session import RemoteSession, parse_address
 
+        # the command prints each error it gets in one line; the driver's own log would
+        # add its warnings and tracebacks (Python's last-resort handler prints them)
+        driver_log = logging.getLogger("cassandra")
+        driver_log.addHandler(logging.NullHandler())
+        driver_log.propagate = False
         host, port = parse_address(args.connect)
         return RemoteSession(host, port, username=args.username, password=_password(args))
     from cqlcdc.session import connect
@@ -352,6 +359,14 @@ def cmd_load(args: argparse.Namespace) -> int:
             if len(result.failed) > 20:
                 print(f"... and {len(result.failed) - 20} more failed rows", file=sys.stderr)
             failures += len(result.failed)
+            if result.stopped is not None:  # what is durable is what was acknowledged
+                path, row, err = result.stopped
+                print(
+                    f"cqlcdc: {err.class_name}: {err.message} (load stopped at {path}:{row}; "
+                    f"{result.rows:,} rows are durable)",
+                    file=sys.stderr,
+                )
+                return 1
             print(
                 f"{result.rows:,} rows loaded in {result.seconds:.1f} s "
                 f"({result.rows_per_s:,.0f} rows/s), {len(result.failed):,} failed",
@@ -436,6 +451,36 @@ def build_parser() -> argparse.ArgumentParser:
         help="require a login (PasswordAuthenticator: roles of the data directory; "
         "first login cassandra/cassandra) and check permissions",
     )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=256,
+        help="connections at once (default 256); when full, the oldest not yet logged in "
+        "makes room",
+    )
+    serve.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection not logged in (TLS, STARTUP, login) this long after it "
+        "connected (default 10)",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="close a logged-in connection that sends nothing for this long (default: never)",
+    )
+    serve.add_argument(
+        "--max-request-memory",
+        type=int,
+        default=512,
+        metavar="MIB",
+        help="request bodies held at once by the whole server, in MiB (default 512, at "
+        "least the 256 MiB a frame may hold)",
+    )
     serve.set_defaults(func=cmd_serve)
     recover = sub.add_parser(
         "recover", help="show the write the pipeline stopped at, or skip it (--skip SEQ)"
@@ -473,7 +518,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         server = CqlServer(
-            session.coordinator, args.host, args.port, ssl_context=context, auth=args.auth
+            session.coordinator,
+            args.host,
+            args.port,
+            ssl_context=context,
+            auth=args.auth,
+            max_connections=args.max_connections,
+            handshake_timeout_s=args.handshake_timeout,
+            idle_timeout_s=args.idle_timeout,
+            max_body_bytes_in_flight=args.max_request_memory * 1024 * 1024,
         )
         host, port = await server.start()
         tls = " (TLS)" if context is not None else ""

@@ -13,6 +13,7 @@ whole, so the sweeper, the micro-batches and reads each see one consistent catal
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -37,9 +38,11 @@ from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_
 from cqlcdc.storage.select import ResultSet
 from cqlcdc.storage.token import bucket_of
 from cqlcdc.storage.uuids import SeededBits
-from cqlcdc.store.ingest import IngestLog
+from cqlcdc.store.ingest import FailedAppends, IngestLog
 from cqlcdc.store.records import IngestRecord
 from cqlcdc.store.recovery import DataDirLock
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BUCKETS = 16
 WRITE_TIMEOUT_S = 120.0
@@ -120,7 +123,7 @@ class Coordinator:
         self._durable_seq = self.ingest.last_seq()
         self._file_ends: deque[int] = deque()  # last seq of each ingest file appended
         self._appending = False
-        self._append_error: BaseException | None = None
+        self._failed_appends = FailedAppends()
         self._last_ts = 0
         self._last_now_us = 0
         # writes durable before this coordinator began (a crash between an append and its
@@ -306,21 +309,25 @@ class Coordinator:
         file while later callers wait for it, so concurrent writers share one append (and
         the micro-batch reads one file instead of one per write).
 
+        An append that fails (a full disk) fails the writes it held, and only them: they
+        were never acknowledged, so their seqs stay a gap in the log (the pipeline goes by
+        seq order and needs no seq to be there), and the next append, once one succeeds,
+        takes the writes after them.
+
         Raises:
-            ServerError: an append failed (the disk, most likely); the coordinator refuses
-                every later write, since seqs already handed out can no longer be made
-                durable in order.
+            ServerError: the append holding ``seq`` failed.
         """
         while True:
             with self._durable:
-                while self._appending or self._append_error is not None:
-                    if self._append_error is not None:
-                        raise ServerError(f"Ingest append failed: {self._append_error}")
+                while True:
+                    failure = self._failed_appends.failure_of(seq)
+                    if failure is not None:
+                        raise ServerError(f"Ingest append failed: {failure}") from failure
                     if self._durable_seq >= seq:
                         return
+                    if not self._appending:
+                        break
                     self._durable.wait()
-                if self._durable_seq >= seq:
-                    return
                 self._appending = True
             error: BaseException | None = None
             with self.lock:
@@ -339,23 +346,43 @@ class Coordinator:
             with self._durable:
                 self._appending = False
                 if error is not None:
-                    self._append_error = error
-                elif batch:
+                    self._failed_appends.add(batch[0].seq, batch[-1].seq, error)
+                else:
                     self._durable_seq = batch[-1].seq
                     self._file_ends.append(batch[-1].seq)
                 self._durable.notify_all()
             if error is not None:
+                log.error(
+                    "ingest append of writes %d..%d failed (they are refused): %s",
+                    batch[0].seq,
+                    batch[-1].seq,
+                    error,
+                )
                 raise ServerError(f"Ingest append failed: {error}") from error
 
     # -- waiting -----------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Wait until every write acknowledged to the ingest log is committed."""
+        """Wait until every write acknowledged to the ingest log is committed. A write whose
+        append failed was never acknowledged and is not waited for, so reads of committed
+        data go on while the disk is full."""
         if self._sweep_error is not None:
             err, self._sweep_error = self._sweep_error, None
             raise ServerError(f"TTL sweeper failed: {err}") from err
-        if self._pending_seq:
-            self.wait(self._pending_seq)
+        while True:
+            with self._durable:
+                target = self._failed_appends.last_before(self._pending_seq)
+            if target <= 0:
+                return
+            try:
+                self.wait(target)
+                return
+            except ServerError:
+                with self._durable:
+                    if self._failed_appends.failure_of(target) is None:
+                        raise
+                # the append this flush made for writes in flight failed: they are refused,
+                # so wait for the writes before them instead
 
     def acknowledge(self, seq: int) -> None:
         """Return once the write with ``seq`` may be acknowledged: durable in the ingest log
@@ -577,8 +604,13 @@ class Coordinator:
             try:
                 self.sweep_expired()
                 self.tick_idle_feeds()
-            except Exception as e:  # surfaced by the next flush(), never dropped
-                self._sweep_error = e
+            except Exception as e:
+                if isinstance(e, OSError) or isinstance(e.__cause__, OSError):
+                    # the disk (full): nothing was written, the next interval tries again
+                    log.warning("TTL sweep not written, tried again in %gs: %s",
+                                self.sweep_interval_s, e)  # fmt: skip
+                    continue
+                self._sweep_error = e  # surfaced by the next flush(), never dropped
                 return
 
     # -- reads -------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from cqlcdc.cql import ast, bind_markers, parse_statement, parse_term, render
 from cqlcdc.cql.render import quote_identifier
-from cqlcdc.errors import CqlError, CqlSyntaxError, InvalidRequest
+from cqlcdc.errors import CqlError, CqlSyntaxError, FunctionFailure, InvalidRequest
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.types.arrow import exact_type, to_pylist
 from cqlcdc.types.base import CqlType
@@ -33,13 +33,20 @@ from cqlcdc.types.base import CqlType
 _TEXTUAL = {"ascii", "text", "varchar", "inet", "date", "time", "timestamp"}
 
 
+# errors about one row's values: the row is reported and the load goes on; any other error
+# (the server failing, a timeout, a missing permission) is about every row after it too
+_ROW_ERRORS = (InvalidRequest, FunctionFailure)
+
+
 @dataclass
 class LoadResult:
-    """What a load did: rows applied, failures (file, row number, error), seconds taken."""
+    """What a load did: rows acknowledged (durable), failures (file, row number, error),
+    seconds taken, and, when it stopped part way, where and why."""
 
     rows: int = 0
     failed: list[tuple[str, int, CqlError]] = field(default_factory=list)
     seconds: float = 0.0
+    stopped: tuple[str, int, CqlError] | None = None
 
     @property
     def rows_per_s(self) -> float:
@@ -212,36 +219,15 @@ def load(
                 stmt = _statement_for(schema, cols, statement)
                 named = _has_named_markers(stmt)
                 prepared = PreparedStatement(render(stmt), stmt)
-            if not named:
-                typed = _typed_columns(schema, table_chunk, cols, _is_csv(path))
-                if typed is not None:
-                    _count(
-                        result,
-                        str(path),
-                        row_no,
-                        [True] * typed.num_rows,
-                        session.execute_arrow(prepared, typed, wait=False),
-                    )
-                    row_no += table_chunk.num_rows
-                    done += table_chunk.num_rows
-                    if progress is not None:
-                        progress.update(done)
-                    continue
-            converters = _converters(schema, table_chunk, cols, _is_csv(path))
-            data = [to_pylist(table_chunk.column(c)) for c in cols]
-            params: list[Any] = []
-            for i in range(table_chunk.num_rows):
-                try:
-                    values = [conv(col[i]) for conv, col in zip(converters, data, strict=True)]
-                except CqlError as e:
-                    result.failed.append((str(path), row_no + i + 1, e))
-                    params.append(None)
-                    continue
-                params.append(dict(zip(cols, values, strict=True)) if named else values)
-            good = [p for p in params if p is not None]
-            if good:
-                outcomes = session.execute_many([prepared] * len(good), good, wait=False)
-                _count(result, str(path), row_no, params, outcomes)
+            try:
+                _load_chunk(
+                    session, schema, prepared, named, path, row_no, table_chunk, cols, result
+                )
+            except CqlError as e:  # the whole chunk failed: none of it is durable
+                result.stopped = (str(path), row_no + 1, e)
+            if result.stopped is not None:
+                result.seconds = time.monotonic() - started
+                return result
             row_no += table_chunk.num_rows
             done += table_chunk.num_rows
             if progress is not None:
@@ -251,19 +237,61 @@ def load(
     return result
 
 
+def _load_chunk(
+    session: Any,
+    schema: TableSchema,
+    prepared: Any,
+    named: bool,
+    path: Path,
+    row_no: int,
+    table_chunk: pa.Table,
+    cols: list[str],
+    result: LoadResult,
+) -> None:
+    """Send one chunk of rows and tally each row's outcome into ``result``.
+
+    Raises:
+        CqlError: the session refused the whole chunk.
+    """
+    if not named:
+        typed = _typed_columns(schema, table_chunk, cols, _is_csv(path))
+        if typed is not None:
+            outcomes = session.execute_arrow(prepared, typed, wait=False)
+            _count(result, str(path), row_no, [True] * typed.num_rows, outcomes)
+            return
+    converters = _converters(schema, table_chunk, cols, _is_csv(path))
+    data = [to_pylist(table_chunk.column(c)) for c in cols]
+    params: list[Any] = []
+    for i in range(table_chunk.num_rows):
+        try:
+            values = [conv(col[i]) for conv, col in zip(converters, data, strict=True)]
+        except CqlError as e:
+            result.failed.append((str(path), row_no + i + 1, e))
+            params.append(None)
+            continue
+        params.append(dict(zip(cols, values, strict=True)) if named else values)
+    good = [p for p in params if p is not None]
+    if good:
+        outcomes = session.execute_many([prepared] * len(good), good, wait=False)
+        _count(result, str(path), row_no, params, outcomes)
+
+
 def _count(
     result: LoadResult, path: str, row_no: int, params: Sequence[Any], outcomes: Sequence[Any]
 ) -> None:
-    """Tally the outcomes of the rows sent (a None in ``params``: failed before sending)."""
+    """Tally the outcomes of the rows sent (a None in ``params``: failed before sending).
+    The first error that is not about its row's values stops the load there."""
     sent = iter(outcomes)
     for i, p in enumerate(params):
         if p is None:
             continue
         out = next(sent)
-        if isinstance(out, CqlError):
-            result.failed.append((path, row_no + i + 1, out))
-        else:
+        if not isinstance(out, CqlError):
             result.rows += 1
+        elif isinstance(out, _ROW_ERRORS):
+            result.failed.append((path, row_no + i + 1, out))
+        elif result.stopped is None:
+            result.stopped = (path, row_no + i + 1, out)
 
 
 # CSV columns of these types convert column-wise (Arrow's casts read their text as CQL does)

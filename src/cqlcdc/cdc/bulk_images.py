@@ -77,6 +77,7 @@ from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.token import deserialize_partition_key
 from cqlcdc.storage.vectorized import length_prefixed
 from cqlcdc.storage.view import row_is_live, row_values
+from cqlcdc.types.arrow import NullColumns
 
 _OLDEST = np.iinfo(np.int64).min
 _NOTHING = pa.scalar(b"", pa.large_binary())  # the separator of joined keys
@@ -446,8 +447,9 @@ def _image_rows(
     for name in (*_SHARED, *keys):
         columns[name] = delta.column(name).take(take).combine_chunks()
     columns.update((column_name(schema, name), array) for name, array in values.items())
+    nulls = NullColumns(count)  # the columns no statement writes: shared per type
     arrays = [
-        _as_log_type(columns[f.name], f.type) if f.name in columns else pa.nulls(count, f.type)
+        _as_log_type(columns[f.name], f.type) if f.name in columns else nulls(f.type)
         for f in log_schema
     ]
     return pa.Table.from_arrays(arrays, schema=log_schema)

@@ -46,6 +46,7 @@ from cqlcdc.storage.bulk import (
 )
 from cqlcdc.storage.bulk import TTL as TTL_COLUMN
 from cqlcdc.storage.vectorized import splitmix64, timeuuid_strings, timeuuid_time
+from cqlcdc.types.arrow import NullColumns
 
 _OPERATION = {
     KIND_INSERT: OP_INSERT,
@@ -135,8 +136,8 @@ def bulk_log_rows(
         columns[column_name(schema, deleted_column(col.name))] = pa.array(deleted, mask=~deleted)
         if bound:
             columns[column_name(schema, col.name)] = table.column(col.name).combine_chunks()
+    nulls = NullColumns(n)  # the columns no statement writes: shared per type
     arrays = [
-        conform(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type)
-        for f in log_schema
+        conform(columns[f.name], f.type) if f.name in columns else nulls(f.type) for f in log_schema
     ]
     return pa.Table.from_arrays(arrays, schema=log_schema)

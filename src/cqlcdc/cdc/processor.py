@@ -71,6 +71,7 @@ from cqlcdc.storage.conditions import evaluate
 from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.vectorized import BULK_TYPES, timeuuid_ticks
+from cqlcdc.types.arrow import NullColumns, none_array
 
 # the outcome of each conditional write (read back by the writer waiting for it): whether it
 # applied, and per statement the old row's result columns, each value in its CQL encoding
@@ -153,13 +154,21 @@ def log_rows_to_arrow(
 ) -> pa.Table:
     """Log rows (by CQL name) and each one's internal columns (``_bucket``, ``_pk``,
     ``_seq``, ``_expiry_s``: kept apart, a CQL column may have any of their names) as a log
-    output's table."""
+    output's table. A row holds only the columns its change has; a column no row has is one
+    null array shared by every such column of its type, so a wide table's log rows cost
+    what their cells cost, not what the table's columns do."""
     schema = log_arrow_schema(log)
+    present: set[str] = set().union(*rows) if rows else set()
+    nulls = NullColumns(len(rows), none_array)
     arrays: list[pa.Array] = [
         pa.array([row[i] for row in internal], f.type) for i, f in enumerate(LOG_INTERNAL)
     ]
+    times: pa.Array = pa.array([], pa.string())
     for col, f in zip(log.columns, list(schema)[len(LOG_INTERNAL) : -1], strict=True):
         name = col.name
+        if name not in present:
+            arrays.append(nulls(f.type))
+            continue
         if col.type.arrow_as_is:
             values = [row.get(name) for row in rows]
         else:

@@ -22,6 +22,7 @@ from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.policies import RoundRobinPolicy
+from cassandra.protocol import ErrorMessage
 from cassandra.query import tuple_factory
 
 from cqlcdc.cql import ast, parse_statement, split_statements
@@ -37,6 +38,10 @@ __all__ = ["RemoteSession", "parse_address"]
 
 PAGE_ROWS = 5000  # rows per page the server sends (the driver fetches the next on demand)
 CONCURRENCY = 64  # writes in flight from execute_many / execute_arrow
+# what the driver raises for a server's answer or a lost server: a server error (code 0),
+# a protocol error or an overload is an ErrorMessage, not a DriverException, and
+# NoHostAvailable is neither
+_DRIVER_FAILURES = (DriverException, ErrorMessage, NoHostAvailable, OSError)
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -123,7 +128,7 @@ class RemoteSession:
                 result = self._session.execute(text)
             else:  # bind markers: a prepared statement, as the embedded session binds them
                 result = self._session.execute(self._prepare(text), parameters)
-        except (DriverException, OSError) as e:
+        except _DRIVER_FAILURES as e:
             raise _as_cql_error(e) from None
         if isinstance(stmt, ast.UseKeyspace):
             self.keyspace = stmt.name
@@ -223,7 +228,7 @@ class RemoteSession:
         if prepared is None:
             try:
                 prepared = self._prepared[key] = self._session.prepare(text)
-            except (DriverException, OSError) as e:
+            except _DRIVER_FAILURES as e:
                 raise _as_cql_error(e) from None
         return prepared
 
@@ -306,6 +311,10 @@ def _as_cql_error(exc: BaseException) -> CqlError:
     found = cql_error(exc)
     if found is not None:
         return found
+    if isinstance(exc, NoHostAvailable):  # the one host's own answer, when it gave one
+        for reason in exc.errors.values():
+            if isinstance(reason, BaseException) and (found := cql_error(reason)) is not None:
+                return found
     if isinstance(exc, Mapping):  # execute_concurrent's per-host errors
         return ServerError(str(exc))
     return ServerError(f"{type(exc).__name__}: {exc}")

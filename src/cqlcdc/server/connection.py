@@ -26,7 +26,7 @@ from cqlcdc.server.combiner import combinable
 from cqlcdc.server.error_responses import error_response
 from cqlcdc.server.frames import Frame, Opcode
 from cqlcdc.server.framing import FrameReader, Framing
-from cqlcdc.server.handshake import Handshake
+from cqlcdc.server.handshake import MAX_HANDSHAKE_BODY_BYTES, Handshake, Phase
 from cqlcdc.server.login import log_in
 from cqlcdc.server.requests import (
     AuthResponse,
@@ -95,25 +95,40 @@ class Connection:
     ) -> None:
         self.server = server
         self.writer = writer
-        self.framing = Framing(max_body_bytes=server.max_frame_bytes)
+        # until the client is logged in (READY) a frame can only be small: an unknown
+        # client cannot make the server buffer large bodies
+        self.framing = Framing(max_body_bytes=min(MAX_HANDSHAKE_BODY_BYTES, server.max_frame_bytes))
         self.handshake = Handshake(
             authenticator=server.authenticator, compression=server.compression
         )
-        self.frames = FrameReader(reader, self.framing)
+        self.frames = FrameReader(reader, self.framing, server.bodies)
+        self.accepted_at = asyncio.get_running_loop().time()
         # without an authenticator every client is anonymous (no role statements)
         self.session = Session(server.coordinator, anonymous=server.authenticator is None)
         self.events: set[str] = set()
         self.in_flight = asyncio.Semaphore(server.max_in_flight)
         self.tasks: set[asyncio.Task[None]] = set()
 
+    @property
+    def logged_in(self) -> bool:
+        """Whether the handshake is over (READY, or AUTH_SUCCESS with ``--auth``)."""
+        return self.handshake.phase is Phase.READY
+
+    def evict(self) -> None:
+        """Close at once (a connection still in its handshake, to make room for a new
+        client); ``serve`` then ends as if the client had gone."""
+        self.writer.transport.abort()
+
     async def serve(self) -> None:
         try:
             while True:
                 try:
-                    frame = await self.frames.read()
+                    frame = await self._next_frame()
                 except ProtocolError as e:  # the framing is broken: say why, then close
                     version, stream = self.handshake.reply_to(self.framing.rejected)
                     await self._send(version, stream, error_response(e))
+                    return
+                except TimeoutError:
                     return
                 if frame is None or not await self._dispatch(frame):
                     return
@@ -123,11 +138,55 @@ class Connection:
             # requests in flight finish (their writes commit) even though no one will read
             # the answers; each one's errors stay its own
             await asyncio.gather(*self.tasks, return_exceptions=True)
+            self.frames.close()
             self.session.close()
             self.writer.close()
 
+    async def _next_frame(self) -> Frame | None:
+        """The next frame, within the handshake's time while logging in and the idle time
+        after (no frame and no request running for that long closes the connection).
+
+        Raises:
+            TimeoutError: the client did not log in, or stayed idle, for too long.
+        """
+        server = self.server
+        loop = asyncio.get_running_loop()
+        if not self.logged_in:
+            left_s = self.accepted_at + server.handshake_timeout_s - loop.time()
+            try:
+                if left_s <= 0:
+                    raise TimeoutError
+                return await asyncio.wait_for(self.frames.read(), left_s)
+            except TimeoutError:
+                log.debug("closing a connection not logged in in %ss", server.handshake_timeout_s)
+                raise
+        idle_s = server.idle_timeout_s
+        if not idle_s:
+            return await self.frames.read()
+        while True:  # FrameReader.read is safe to cancel: nothing read is lost
+            try:
+                return await asyncio.wait_for(self.frames.read(), idle_s)
+            except TimeoutError:
+                if not self.tasks:
+                    log.debug("closing a connection idle for %ss", idle_s)
+                    raise
+
     async def _dispatch(self, frame: Frame) -> bool:
-        """Handle one request frame; False closes the connection (a protocol error)."""
+        """Handle one request frame; False closes the connection (a protocol error).
+
+        The frame's body holds the server's body budget until it is answered here, or,
+        for a request run by a worker, until it has run."""
+        running = False
+        try:
+            running, keep = await self._start(frame)
+            return keep
+        finally:
+            if not running:
+                self.server.bodies.release(len(frame.body))
+
+    async def _start(self, frame: Frame) -> tuple[bool, bool]:
+        """Answer a handshake request, or start a request in a worker: ``(whether a
+        worker runs it, whether the connection goes on)``."""
         header = frame.header
         version = self.handshake.reply_version(header)
         try:
@@ -135,7 +194,7 @@ class Connection:
             request = decode_request(frame)
         except ProtocolError as e:
             await self._send(version, header.stream, error_response(e))
-            return False
+            return False, False
         message = request.message
         if isinstance(message, Startup | Options | Register):
             try:
@@ -148,10 +207,11 @@ class Connection:
             await self._send(self.handshake.reply_version(header), header.stream, response)
             if header.opcode == Opcode.STARTUP:  # answered: v5 switches to segments now
                 self.handshake.switch_framing(self.framing)
-            return not closing
+                self._lift_limit()
+            return False, not closing
         if isinstance(message, AuthResponse):
             await self._send(version, header.stream, await self._log_in(message))
-            return True
+            return False, True
         handlers: dict[type, Handler] = {
             Query: self._query,
             Prepare: self._prepare,
@@ -160,11 +220,11 @@ class Connection:
         }
         await self.in_flight.acquire()
         task = asyncio.create_task(
-            self._run(version, header.stream, handlers[type(message)], message)
+            self._run(version, header.stream, handlers[type(message)], message, len(frame.body))
         )
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
-        return True
+        return True, True
 
     def _handshake_step(
         self, message: Startup | Options | Register, version: int
@@ -191,9 +251,17 @@ class Connection:
             return error_response(e)
         self.session.role = role
         self.handshake.authenticated()
+        self._lift_limit()
         return AuthSuccess()
 
-    async def _run(self, version: int, stream: int, handler: Handler, message: Any) -> None:
+    def _lift_limit(self) -> None:
+        """Once logged in, frames up to the server's limit are taken."""
+        if self.logged_in:
+            self.framing.limit_bodies(self.server.max_frame_bytes)
+
+    async def _run(
+        self, version: int, stream: int, handler: Handler, message: Any, body_bytes: int
+    ) -> None:
         loop = asyncio.get_running_loop()
         try:
             response = await loop.run_in_executor(self.server.executor, handler, message)
@@ -204,6 +272,7 @@ class Connection:
             response = error_response(ServerError(f"{type(e).__name__}: {e}"))
         finally:
             self.in_flight.release()
+            self.server.bodies.release(body_bytes)  # the request has run: its body is gone
         await self._send(version, stream, response)
 
     async def _send(self, version: int, stream: int, response: ResponseMessage) -> None:

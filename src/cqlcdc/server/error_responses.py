@@ -30,6 +30,8 @@ from cqlcdc.server.notations import (
 )
 
 ONE = 0x0001
+# a [string] is a [short] length and its bytes: a longer message cannot be sent at all
+MAX_MESSAGE_BYTES = 0xFFFF
 # the write types a driver knows (WriteType.name_to_value fails on any other)
 WRITE_TYPES = frozenset(
     {"SIMPLE", "BATCH", "UNLOGGED_BATCH", "COUNTER", "BATCH_LOG", "CAS", "VIEW", "CDC"}
@@ -245,12 +247,26 @@ class ErrorResponse:
 
     def write(self, out: io.BytesIO, version: int) -> None:
         write_int(out, self.code)
-        write_string(out, self.message)
+        write_string(out, truncated_message(self.message))
         info = self.info
         if info is None and self.code in _INFO_TYPES:
             info = _INFO_TYPES[self.code]()
         if info is not None:
             info.write(out, version)
+
+
+def truncated_message(message: str, max_bytes: int = MAX_MESSAGE_BYTES) -> str:
+    """``message`` cut to at most ``max_bytes`` of UTF-8 (on a character boundary), so
+    that an error quoting a huge identifier or value is still sent: a [string] holds at
+    most 65,535 bytes, and an ERROR that cannot be encoded leaves the client waiting.
+
+    >>> truncated_message("ab\u00e9", 3)
+    'ab'
+    """
+    encoded = message.encode("utf-8")
+    if len(encoded) <= max_bytes:
+        return message
+    return encoded[:max_bytes].decode("utf-8", errors="ignore")
 
 
 def error_response(err: CqlError) -> ErrorResponse:
@@ -269,6 +285,7 @@ def error_response(err: CqlError) -> ErrorResponse:
 
 
 __all__ = [
+    "MAX_MESSAGE_BYTES",
     "WRITE_TYPES",
     "AlreadyExistsInfo",
     "CasWriteUnknownInfo",
@@ -282,4 +299,5 @@ __all__ = [
     "WriteFailureInfo",
     "WriteTimeoutInfo",
     "error_response",
+    "truncated_message",
 ]

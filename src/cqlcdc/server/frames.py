@@ -163,6 +163,11 @@ class FrameParser:
         return len(self._buf)
 
     @property
+    def announced(self) -> int:
+        """The body length the frame being received announced (0 between frames)."""
+        return self._header.body_length if self._header is not None else 0
+
+    @property
     def in_frame(self) -> bool:
         """True between the first byte of a frame and its last."""
         return bool(self._buf) or self._header is not None

@@ -22,6 +22,7 @@ from cassandra.segment import SegmentCodec
 
 from cqlcdc.errors import ProtocolError
 from cqlcdc.server import compression
+from cqlcdc.server.budget import BodyBudget
 from cqlcdc.server.frames import (
     FLAG_COMPRESSED,
     MAX_BODY_BYTES,
@@ -74,6 +75,24 @@ class Framing:
         if algorithm not in compression.ALGORITHMS:
             raise ProtocolError(f"Unsupported compression algorithm: {algorithm}")
         self._compressed = True
+
+    def limit_bodies(self, max_body_bytes: int) -> None:
+        """Accept bodies up to ``max_body_bytes`` from the next frame header on (the
+        connection lifts its handshake limit once the client is logged in)."""
+        self._frames.max_body_bytes = max_body_bytes
+        self._max_body_bytes = max_body_bytes
+
+    @property
+    def announced(self) -> int:
+        """The body length the frame being received announced: what it will hold once
+        complete (0 between frames)."""
+        return self._frames.announced
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet handed out in a frame."""
+        segments = self._segments.pending if self._segments is not None else 0
+        return self._frames.pending + segments
 
     @property
     def segmented(self) -> bool:
@@ -179,21 +198,34 @@ def _compress_frame(frame: bytes) -> bytes:
 
 
 class FrameReader:
-    """Frames from an asyncio stream through a connection's Framing.
+    """Frames from an asyncio stream through a connection's Framing, within the server's
+    budget of bodies in memory.
+
+    Before reading the body of a frame whose header is in, the reader reserves the length
+    the header announced in ``budget`` (waiting, and so not reading, while the budget is
+    spent), unless the body is no larger than a read; each frame it hands out holds
+    ``len(frame.body)`` of the budget until its reader calls ``budget.release`` for it.
 
     Args:
         reader: the connection's stream.
         framing: the connection's framing (shared with whatever writes responses).
+        budget: the server-wide budget of request bodies (None: unbounded).
         chunk_bytes: how much to ask the stream for at a time.
     """
 
     def __init__(
-        self, reader: asyncio.StreamReader, framing: Framing, chunk_bytes: int = 64 * 1024
+        self,
+        reader: asyncio.StreamReader,
+        framing: Framing,
+        budget: BodyBudget | None = None,
+        chunk_bytes: int = 64 * 1024,
     ) -> None:
         self._reader = reader
         self._framing = framing
+        self._budget = budget
         self._chunk_bytes = chunk_bytes
         self._ready: deque[Frame] = deque()
+        self._reserved = 0  # of the budget, for the frame being received
 
     async def read(self) -> Frame | None:
         """The next frame, or None once the client has closed the connection.
@@ -202,13 +234,38 @@ class FrameReader:
             ProtocolError: a bad frame or segment (see ``Framing.feed``).
         """
         if not self._ready:
-            self._ready.extend(self._framing.feed(b""))
+            self._take(self._framing.feed(b""))
         while not self._ready:
+            budget = self._budget
+            announced = self._framing.announced
+            # a small body arrives with a read or two and is charged once complete, so
+            # small requests go on while large ones wait for the budget
+            if budget is not None and announced > self._chunk_bytes and announced > self._reserved:
+                await budget.reserve(announced - self._reserved)
+                self._reserved = announced
             chunk = await self._reader.read(self._chunk_bytes)
             if not chunk:
                 return None
-            self._ready.extend(self._framing.feed(chunk))
+            self._take(self._framing.feed(chunk))
         return self._ready.popleft()
+
+    def _take(self, frames: list[Frame]) -> None:
+        if not frames:
+            return
+        budget = self._budget
+        if budget is not None:  # the reservation becomes the frames' own charge
+            budget.release(self._reserved)
+            self._reserved = 0
+            budget.charge(sum(len(f.body) for f in frames))
+        self._ready.extend(frames)
+
+    def close(self) -> None:
+        """Give back what the reader holds: its reservation and the frames not handed out."""
+        budget = self._budget
+        if budget is not None:
+            budget.release(self._reserved + sum(len(f.body) for f in self._ready))
+        self._reserved = 0
+        self._ready.clear()
 
 
 __all__ = ["FIRST_SEGMENTED_VERSION", "FrameReader", "Framing"]

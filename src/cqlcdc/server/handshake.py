@@ -31,6 +31,10 @@ from cqlcdc.server.framing import FIRST_SEGMENTED_VERSION, Framing
 from cqlcdc.server.requests import Startup
 from cqlcdc.server.responses import CQL_VERSION, Authenticate, Ready
 
+# the largest frame before the client is logged in: STARTUP's few options, or a SASL PLAIN
+# token (at most login.MAX_TOKEN_BYTES) with its length
+MAX_HANDSHAKE_BODY_BYTES = 128 * 1024
+
 
 class Phase(enum.Enum):
     STARTING = "starting"  # OPTIONS or STARTUP
@@ -158,4 +162,4 @@ class Handshake:
             framing.keep_plain()
 
 
-__all__ = ["Handshake", "Phase"]
+__all__ = ["MAX_HANDSHAKE_BODY_BYTES", "Handshake", "Phase"]

@@ -17,6 +17,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from cqlcdc.server.budget import BodyBudget
 from cqlcdc.server.combiner import WriteCombiner
 from cqlcdc.server.compression import ALGORITHMS
 from cqlcdc.server.connection import Connection
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
     from cqlcdc.session import PreparedStatement
 
 log = logging.getLogger(__name__)
+
+# what ScyllaDB gives a request's memory by default is a share of the shard's: here a
+# fixed 512 MiB, twice the largest body
+MAX_BODY_BYTES_IN_FLIGHT = 512 * 1024 * 1024
+HANDSHAKE_TIMEOUT_S = 10.0
 
 
 def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
@@ -53,11 +59,21 @@ class CqlServer:
         host: the address to bind (127.0.0.1: this machine only).
         port: the port (0: any free one; ``start`` returns it).
         ssl_context: serve TLS with it (``tls_context`` makes one from a certificate).
-        max_connections: connections beyond this are refused (closed at once).
+        max_connections: connections beyond this are refused (closed at once), unless
+            one still in its handshake can make room: the oldest of those is closed.
         max_in_flight: requests of one connection running at once; more wait.
         workers: threads running statements (they block until committed).
         max_frame_bytes: the largest request body accepted (a larger one is a protocol
-            error and closes the connection).
+            error and closes the connection). Before the login it is
+            ``MAX_HANDSHAKE_BODY_BYTES`` (128 KiB).
+        max_body_bytes_in_flight: request bodies held at once by the whole server (being
+            received, or running); a connection whose next body does not fit is not read
+            until others finish. At least ``max_frame_bytes``.
+        handshake_timeout_s: a connection that has not finished its TLS handshake, STARTUP
+            and login this long after it was accepted is closed.
+        idle_timeout_s: a logged-in connection that sends nothing and has no request
+            running for this long is closed (None: never, as Cassandra's default; the
+            drivers' heartbeats keep a pool's connections alive).
         compression: the algorithms clients may choose in STARTUP (LZ4; () for none).
         auth: require a login (Cassandra's PasswordAuthenticator against the data
             directory's roles; a directory without roles gets ``cassandra``/``cassandra``,
@@ -76,6 +92,9 @@ class CqlServer:
         max_in_flight: int = 1024,
         workers: int = 64,
         max_frame_bytes: int = MAX_BODY_BYTES,
+        max_body_bytes_in_flight: int = MAX_BODY_BYTES_IN_FLIGHT,
+        handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
+        idle_timeout_s: float | None = None,
         compression: tuple[str, ...] = ALGORITHMS,
         auth: bool = False,
     ) -> None:
@@ -86,6 +105,9 @@ class CqlServer:
         self.max_connections = max_connections
         self.max_in_flight = max_in_flight
         self.max_frame_bytes = max_frame_bytes
+        self.bodies = BodyBudget(max(max_body_bytes_in_flight, max_frame_bytes))
+        self.handshake_timeout_s = handshake_timeout_s
+        self.idle_timeout_s = idle_timeout_s
         # None: no logins, STARTUP is answered READY
         self.authenticator: str | None = PASSWORD_AUTHENTICATOR if auth else None
         if auth:
@@ -107,9 +129,16 @@ class CqlServer:
     async def start(self) -> tuple[str, int]:
         """Listen; returns the bound address."""
         self._loop = asyncio.get_running_loop()
-        self._server = await asyncio.start_server(
-            self._accept, self.host, self.port, ssl=self.ssl_context
-        )
+        if self.ssl_context is not None:
+            self._server = await asyncio.start_server(
+                self._accept,
+                self.host,
+                self.port,
+                ssl=self.ssl_context,
+                ssl_handshake_timeout=self.handshake_timeout_s,
+            )
+        else:
+            self._server = await asyncio.start_server(self._accept, self.host, self.port)
         host, port = self._server.sockets[0].getsockname()[:2]
         self.port = port
         self.coordinator.node = dataclasses.replace(
@@ -122,7 +151,7 @@ class CqlServer:
         return host, port
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self.connections) >= self.max_connections:
+        if len(self.connections) >= self.max_connections and not self._make_room():
             writer.close()
             return
         conn = Connection(self, reader, writer)
@@ -138,6 +167,17 @@ class CqlServer:
             self.connections.discard(conn)
             if handler is not None:
                 self._handlers.discard(handler)
+
+    def _make_room(self) -> bool:
+        """Close the oldest connection still in its handshake, so that silent connections
+        that never log in cannot lock new clients out; False when every one is logged in."""
+        waiting = [c for c in self.connections if not c.logged_in]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda c: c.accepted_at)
+        self.connections.discard(oldest)
+        oldest.evict()
+        return True
 
     def broadcast_schema_change(self, change: SchemaChange) -> None:
         """Tell every connection that REGISTERed for SCHEMA_CHANGE (from a worker thread)."""

@@ -54,7 +54,7 @@ from cqlcdc.storage.cells import Cell, CollectionCells, RowMarker
 from cqlcdc.storage.codec import decode_fragment, encode_fragment
 from cqlcdc.storage.partition import Partition, Row
 from cqlcdc.storage.token import deserialize_partition_key
-from cqlcdc.types.arrow import exact_type, to_pylist
+from cqlcdc.types.arrow import NullColumns, exact_type, none_array, to_pylist
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.collections import ListType, MapType, SetType
 from cqlcdc.types.native import NativeType
@@ -284,7 +284,14 @@ class BaseRowsBuilder:
             for c, f in lay.collections
         }
         self._keys = [(f, to_storage(c.type)) for c, f in lay.keys]
-        self.columns: dict[str, list[Any]] = {name: [] for name in lay.arrow.names}
+        # the fixed and key columns, a value for every row
+        self.columns: dict[str, list[Any]] = {
+            name: [] for name in (*(f.name for f in FIXED_FIELDS), *(f for _, f in lay.keys))
+        }
+        # value and collection columns hold only the cells written, as (row, cell): a
+        # row's cost follows its cells, not the table's columns (a wide table's row
+        # writes a few of thousands)
+        self.cells: dict[str, list[tuple[int, Any]]] = {}
         # key and value columns are built in their Arrow types, then cast to storage
         self._built: dict[str, pa.DataType] = {
             **{f: build_type(c.type) for c, f in lay.keys},
@@ -371,6 +378,7 @@ class BaseRowsBuilder:
         partition_deletion: int | None,
     ) -> None:
         cols = self.columns
+        row = len(cols[SEQ])
         self._fixed(bucket, pk, token, seq, None)
         cols[MARKER].append(
             None
@@ -386,8 +394,8 @@ class BaseRowsBuilder:
         else:
             for (name, convert), value in zip(self._keys, ck, strict=True):
                 cols[name].append(convert(value))
-        for _, name in (*self.layout.values, *self.layout.collections):
-            cols[name].append(cells.get(name))
+        for name, cell in cells.items():
+            self.cells.setdefault(name, []).append((row, cell))
 
     def _fixed(self, bucket: int, pk: bytes, token: int, seq: int, fragment: bytes | None) -> None:
         cols = self.columns
@@ -399,8 +407,21 @@ class BaseRowsBuilder:
 
     def table(self) -> pa.Table:
         arrays = []
+        n = len(self)
+        # a column no row has a cell of is all null, shared per type: the columns a batch
+        # does not write cost nothing per row (``pa.nulls`` would make nullable struct
+        # children, which the cell types' non-null ``ts``/``ttl`` refuse in a cast)
+        nulls = NullColumns(n, none_array)
         for f in self.layout.arrow:
-            data = self.columns[f.name]
+            data = self.columns.get(f.name)
+            if data is None:  # a value or collection column: only the rows with a cell
+                written = self.cells.get(f.name)
+                if not written:
+                    arrays.append(nulls(f.type))
+                    continue
+                data = [None] * n
+                for row, cell in written:
+                    data[row] = cell
             built = self._built.get(f.name)
             arrays.append(
                 pa.array(data, f.type) if built is None else pa.array(data, built).cast(f.type)

@@ -60,6 +60,7 @@ from cqlcdc.storage.vectorized import (
     native_bytes,
     token_buckets,
 )
+from cqlcdc.types.arrow import NullColumns
 
 KIND_UPDATE = 0  # cells of the bound columns
 KIND_INSERT = 1  # row marker + cells
@@ -649,7 +650,8 @@ def bulk_base_rows(
     columns[BASE_SEQ] = writes.column(SEQ).take(pa.array(order)).combine_chunks()
     columns[FRAGMENT] = pa.nulls(n, pa.binary())
     columns[STATIC] = pa.array(np.zeros(n, np.bool_))
+    nulls = NullColumns(n)  # the columns no statement writes: shared per type
     return pa.Table.from_arrays(
-        [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in arrow],
+        [columns[f.name] if f.name in columns else nulls(f.type) for f in arrow],
         schema=arrow,
     )

@@ -60,6 +60,23 @@ class Cell:
         return self if repr(self.value) >= repr(other.value) else other
 
 
+_INT64_SPAN = 1 << 64
+_INT64_MIN = -(1 << 63)
+
+
+def wrap_int64(value: int) -> int:
+    """``value`` in two's complement 64 bits, as a counter holds it: ScyllaDB adds a delta
+    to a counter shard through ``uint64_t`` (``counter_shard::update`` in counters.hh, "signed
+    int overflow is undefined hence the cast") and Cassandra in Java ``long``, so an
+    overflowing increment wraps and the row stays readable (a value outside 64 bits could
+    not be stored or sent).
+
+    >>> wrap_int64((1 << 63) - 1 + 1)
+    -9223372036854775808
+    """
+    return (value - _INT64_MIN) % _INT64_SPAN + _INT64_MIN
+
+
 @dataclass(frozen=True, slots=True)
 class CounterCell:
     """A counter column: the sum of every increment applied to it.
@@ -86,7 +103,8 @@ class CounterCell:
         return None
 
     def add(self, other: CounterCell) -> CounterCell:
-        return CounterCell(max(self.timestamp, other.timestamp), self.value + other.value)
+        total = wrap_int64(self.value + other.value)
+        return CounterCell(max(self.timestamp, other.timestamp), total)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from cqlcdc.cql import ast
 from cqlcdc.cql.render import render_relation, render_term
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
-from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell, RowMarker
+from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell, RowMarker, wrap_int64
 from cqlcdc.storage.keys import Bound, ClusteringKey
 from cqlcdc.storage.partition import Partition, RangeTombstone, Row
 from cqlcdc.storage.token import check_clustering_key, serialize_partition_key
@@ -543,7 +543,8 @@ def _counter(col: Column, a: ast.Assignment, target: _Target, ts: int, ctx: Writ
     delta = col.type.parse_literal(a.value, col.name, ctx)
     if delta is None:
         raise InvalidRequest("Invalid null value for counter increment/decrement")
-    delta = int(delta) if isinstance(a, ast.AddTo) else -int(delta)
+    # ``c - -9223372036854775808`` negates the smallest bigint: it wraps as in Java
+    delta = wrap_int64(int(delta) if isinstance(a, ast.AddTo) else -int(delta))
     mine = target.row.cells.get(col.name)
     cell = CounterCell(ts, delta)
     target.row.cells[col.name] = cell if not isinstance(mine, CounterCell) else mine.add(cell)

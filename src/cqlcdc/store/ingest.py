@@ -13,6 +13,7 @@ import os
 import re
 import threading
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,6 +196,47 @@ class Handoff:
 _SMALL_COLUMNS = [name for name in INGEST_SCHEMA.names if name != "payload"]
 
 
+class FailedAppends:
+    """The seq ranges of appends that failed, with why (the newest ``limit``), so that the
+    writers of those records get the error and readers do not wait for them. Ranges that
+    follow each other without a successful append between merge into one.
+
+    >>> failed = FailedAppends()
+    >>> failed.add(5, 7, OSError(28, "No space left on device"))
+    >>> failed.failure_of(6).strerror, failed.failure_of(8), failed.last_before(7)
+    ('No space left on device', None, 4)
+    """
+
+    def __init__(self, limit: int = 1024) -> None:
+        self.limit = limit
+        self._ranges: deque[tuple[int, int, BaseException]] = deque()
+
+    def add(self, first_seq: int, last_seq: int, error: BaseException) -> None:
+        if self._ranges and self._ranges[-1][1] + 1 == first_seq:
+            first_seq = self._ranges.pop()[0]
+        self._ranges.append((first_seq, last_seq, error))
+        while len(self._ranges) > self.limit:
+            self._ranges.popleft()
+
+    def failure_of(self, seq: int) -> BaseException | None:
+        """Why the append of ``seq`` failed, or None."""
+        for first, last, error in reversed(self._ranges):
+            if first <= seq <= last:
+                return error
+            if last < seq:
+                return None
+        return None
+
+    def last_before(self, seq: int) -> int:
+        """The highest seq at or below ``seq`` whose append did not fail (0 if none)."""
+        for first, last, _ in reversed(self._ranges):
+            if first <= seq <= last:
+                seq = first - 1
+            elif last < seq:
+                break
+        return max(seq, 0)
+
+
 class IngestLog:
     """An append-only log of ingest records in a directory Spark's file source watches.
 
@@ -268,19 +310,25 @@ class IngestLog:
             table = records_to_arrow(list(records))
             final = self.directory / ingest_file_name(records[0].seq, records[-1].seq)
             tmp = self.directory / f"{_TMP_PREFIX}{uuid.uuid4().hex}.parquet"
-            with (
-                synced_file(tmp) as sink,
-                pq.ParquetWriter(
-                    sink,
-                    table.schema,
-                    compression="none",
-                    use_dictionary=False,
-                    write_statistics=_SMALL_COLUMNS,
-                    write_page_checksum=True,
-                ) as writer,
-            ):
-                for piece in _by_bucket(table):
-                    writer.write_table(piece, row_group_size=max(piece.num_rows, 1))
+            try:
+                with (
+                    synced_file(tmp) as sink,
+                    pq.ParquetWriter(
+                        sink,
+                        table.schema,
+                        compression="none",
+                        use_dictionary=False,
+                        write_statistics=_SMALL_COLUMNS,
+                        write_page_checksum=True,
+                    ) as writer,
+                ):
+                    for piece in _by_bucket(table):
+                        writer.write_table(piece, row_group_size=max(piece.num_rows, 1))
+            except BaseException:
+                # a full disk: what was written of the file is given back, so that the next
+                # append finds the space the failed one took
+                tmp.unlink(missing_ok=True)
+                raise
             os.replace(tmp, final)
             fsync_dir(self.directory)
             if self.handoff is not None:

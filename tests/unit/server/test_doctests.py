@@ -18,6 +18,7 @@ MODULES = [
     "error_responses",
     "responses",
     "handshake",
+    "budget",
 ]
 
 

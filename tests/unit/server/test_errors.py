@@ -203,3 +203,15 @@ def test_info_must_match_its_code_and_write_types_are_checked() -> None:
         WriteTimeoutInfo(write_type="SOMETIMES")
     with pytest.raises(ValueError):
         WriteFailureInfo(write_type="")
+
+
+@pytest.mark.parametrize("handler", HANDLERS, ids=["cython", "python"])
+def test_a_message_over_a_string_limit_is_cut_on_a_character_boundary(handler: Any) -> None:
+    """A [string] holds 65,535 bytes: a longer message (an error quoting a huge identifier)
+    is cut on a UTF-8 boundary, never left unsent."""
+    message = "Undefined column name " + "é" * 40_000  # 80,022 bytes of UTF-8
+    msg = driver_decode(encode_response(4, 1, ErrorResponse(0x2200, message)), handler=handler)
+    assert message.startswith(msg.message)
+    assert 65_534 <= len(msg.message.encode("utf-8")) <= 65_535
+    short = driver_decode(encode_response(4, 1, ErrorResponse(0x2200, "é" * 10)))
+    assert short.message == "é" * 10

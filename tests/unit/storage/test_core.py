@@ -141,6 +141,35 @@ def test_counters_add_and_cannot_be_set() -> None:
         m.run("INSERT INTO ks.c (pk, n) VALUES (1, 1)")
 
 
+def test_counters_wrap_at_64_bits() -> None:
+    """Cassandra and ScyllaDB sum counters in 64-bit two's complement: an overflowing
+    increment wraps, and the row stays readable (in one mutation and across mutations)."""
+    m = CoreModel()
+    m.run(KS)
+    m.run("CREATE TABLE ks.c (pk int PRIMARY KEY, n counter)")
+    big = 2**63 - 1
+    m.run(f"UPDATE ks.c SET n = n + {big} WHERE pk = 0")
+    m.run(f"UPDATE ks.c SET n = n + {big} WHERE pk = 0")
+    assert m.run("SELECT n FROM ks.c WHERE pk = 0") == [(-2,)]
+    m.run(f"BEGIN COUNTER BATCH UPDATE ks.c SET n = n + {big} WHERE pk = 1; "
+          f"UPDATE ks.c SET n = n + 2 WHERE pk = 1; APPLY BATCH")  # fmt: skip
+    assert m.run("SELECT n FROM ks.c WHERE pk = 1") == [(-(2**63) + 1,)]
+    m.run(f"UPDATE ks.c SET n = n - {-(2**63)} WHERE pk = 2")  # minus the smallest bigint
+    assert m.run("SELECT n FROM ks.c WHERE pk = 2") == [(-(2**63),)]
+
+
+@given(st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), max_size=6))
+def test_counter_sums_are_wrapped_sums(deltas: list[int]) -> None:
+    from cqlcdc.storage.cells import CounterCell, wrap_int64
+
+    total = CounterCell(0, 0)
+    for delta in deltas:
+        total = total.add(CounterCell(1, delta))
+    assert -(2**63) <= total.value < 2**63
+    assert (total.value - sum(deltas)) % 2**64 == 0
+    assert wrap_int64(sum(deltas)) == total.value
+
+
 def test_select_distinct_partition_keys() -> None:
     m = CoreModel()
     m.run(KS)

@@ -10,7 +10,13 @@ import pytest
 
 from cqlcdc.errors import CorruptIngestFile, ServerError
 from cqlcdc.store.commit import FORMAT, MANIFEST_NAME, Manifest
-from cqlcdc.store.ingest import Handoff, IngestLog, ingest_file_name, read_ingest_file
+from cqlcdc.store.ingest import (
+    FailedAppends,
+    Handoff,
+    IngestLog,
+    ingest_file_name,
+    read_ingest_file,
+)
 from cqlcdc.store.records import IngestRecord
 
 
@@ -135,3 +141,42 @@ def test_held_appends_are_bounded_and_dropped_when_trimmed(tmp_path: Path) -> No
     assert handoff.take(first) is None
     log.trim(2)
     assert handoff.take(second) is None
+
+
+def test_a_failed_append_leaves_no_partial_file_and_the_next_one_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk: the temp file is removed (its space given back), the log stays where
+    it was, and a later append of later seqs succeeds, leaving a gap for the failed ones."""
+    log = IngestLog(tmp_path)
+    log.append(_records([0, 1]))
+    written = pq.ParquetWriter.write_table
+
+    def full(self: pq.ParquetWriter, *args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
+    with pytest.raises(OSError, match="No space left"):
+        log.append(_records([3], first_seq=3))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [ingest_file_name(1, 2)]
+    assert log.last_seq() == 2
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", written)
+    log.append(_records([4, 4], first_seq=4))
+    assert [(f.first_seq, f.last_seq) for f in log.files()] == [(1, 2), (4, 5)]
+    assert IngestLog(tmp_path).last_seq() == 5  # as a restart finds it
+
+
+def test_failed_appends_merge_and_are_skipped_by_readers() -> None:
+    failed = FailedAppends(limit=2)
+    disk = OSError(28, "No space left on device")
+    failed.add(3, 4, disk)
+    failed.add(5, 6, disk)  # no success between: one range
+    failed.add(9, 9, disk)
+    assert [failed.failure_of(s) is disk for s in range(2, 11)] == [
+        False, True, True, True, True, False, False, True, False,
+    ]  # fmt: skip
+    assert failed.last_before(9) == 8
+    assert failed.last_before(6) == 2
+    assert failed.last_before(7) == 7
+    failed.add(12, 12, disk)  # past the limit: the oldest range is forgotten
+    assert failed.failure_of(4) is None and failed.failure_of(12) is disk
