@@ -76,6 +76,19 @@ def test_an_expired_row_does_not_exist(model: CoreModel) -> None:
     assert _decide(model, "INSERT INTO ks.t (pk, ck, v) VALUES (1, 1, 1) IF NOT EXISTS")[0]
 
 
+def test_a_static_only_insert_checks_only_the_static_row(model: CoreModel) -> None:
+    """ScyllaDB's applies_to: beside clustering rows and no static row, a static-only
+    INSERT ... IF NOT EXISTS applies (its result row still shows the partition key)."""
+    model.run("INSERT INTO ks.t (pk, ck, v) VALUES (1, 1, 5)")
+    insert = "INSERT INTO ks.t (pk, s) VALUES (1, 1) IF NOT EXISTS"
+    assert _decide(model, insert) == (True, [(1, None, None, None, None, None)])
+    assert _decide(model, "UPDATE ks.t SET s = 2 WHERE pk = 1 IF EXISTS")[0] is False
+    model.run(insert)
+    assert model.run("SELECT pk, ck, s, v FROM ks.t") == [(1, 1, 1, 5)]
+    assert _decide(model, insert) == (False, [(1, None, 1, None, None, None)])
+    assert _decide(model, "UPDATE ks.t SET s = 2 WHERE pk = 1 IF EXISTS")[0] is True
+
+
 def test_column_conditions_fall_back_to_the_static_row(model: CoreModel) -> None:
     model.run("INSERT INTO ks.t (pk, s) VALUES (1, 1)")
     assert _decide(model, "UPDATE ks.t SET v = 1 WHERE pk = 1 AND ck = 9 IF s = 1") == (
