@@ -406,7 +406,7 @@ class Coordinator:
         statements = stmt.statements if isinstance(stmt, ast.Batch) else (stmt,)
         writes = [s for s in statements if isinstance(s, ast.Insert | ast.Update | ast.Delete)]
         schema = self.table(writes[0].table, keyspace)
-        names = list(result_columns(schema, writes))
+        names = list(result_columns(schema, writes, isinstance(stmt, ast.Batch)))
         types = [c.type.frozen() for n in names if (c := schema.column(n)) is not None]
         snap = self.engine.snapshot()
         if snap.version_of(OUTCOMES) is None:

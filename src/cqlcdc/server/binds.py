@@ -16,7 +16,15 @@ from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.mutations import ARITHMETIC_TYPES
-from cqlcdc.types import ListType, MapType, SetType, TupleType, UserType, native_type
+from cqlcdc.types import (
+    InValuesType,
+    ListType,
+    MapType,
+    SetType,
+    TupleType,
+    UserType,
+    native_type,
+)
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.terms import conversion
 
@@ -183,7 +191,7 @@ def _conditions(
             name = f"{name}.{cond.field}"
         op = cond.operator.upper()
         if op in ("IN", "NOT IN"):
-            _term(out, cond.value, f"in({name})", ListType(ctype.frozen(), frozen=True), table)
+            _term(out, cond.value, f"in({name})", InValuesType(ctype.frozen()), table)
         elif op == "CONTAINS" and isinstance(ctype, ListType | SetType):
             _term(out, cond.value, name, ctype.elem, table)
         elif op == "CONTAINS" and isinstance(ctype, MapType):

@@ -30,7 +30,7 @@ from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.view import PartitionView, row_is_live
 from cqlcdc.storage.where import analyse_where
-from cqlcdc.types import ListType, MapType, SetType, UserType
+from cqlcdc.types import InValuesType, ListType, MapType, SetType, UserType
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.values import UdtValue
 
@@ -114,11 +114,15 @@ def is_conditional(stmt: ast.Insert | ast.Update | ast.Delete) -> bool:
 
 
 def result_columns(
-    schema: TableSchema, statements: Sequence[ast.Insert | ast.Update | ast.Delete]
+    schema: TableSchema,
+    statements: Sequence[ast.Insert | ast.Update | ast.Delete],
+    batch: bool = False,
 ) -> tuple[str, ...]:
     """The columns after ``[applied]`` (``build_cas_result_set_metadata``): every column
-    for IF EXISTS / IF NOT EXISTS, else those the conditions name, in select-star order."""
-    wanted: set[str] = set()
+    for IF EXISTS / IF NOT EXISTS, else those the conditions name, in select-star order;
+    a batch's rows carry the primary key columns too (``batch_statement``'s), so each row
+    tells which row it is about."""
+    wanted: set[str] = {c.name for c in schema.primary_key} if batch else set()
     for stmt in statements:
         if isinstance(stmt, ast.Insert) or stmt.if_exists:
             if is_conditional(stmt):
@@ -258,7 +262,7 @@ def _check(
     name = col.name
     if op in ("IN", "NOT IN"):
         if isinstance(cond.value, ast.BindMarker):
-            bound = ListType(ctype, frozen=True).parse_literal(cond.value, name, ctx)
+            bound = InValuesType(ctype).parse_literal(cond.value, name, ctx)
             values: tuple[Any, ...] = () if bound is None else tuple(bound)
         elif isinstance(cond.value, ast.TupleLiteral):
             values = tuple(_bound(ctype, t, name, ctx) for t in cond.value.items)

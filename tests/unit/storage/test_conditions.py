@@ -129,3 +129,35 @@ def test_a_condition_on_contradicting_key_restrictions_is_refused(model: CoreMod
 
     with pytest.raises(InvalidRequest, match="selects no row"):
         model.run("UPDATE ks.t SET v = 1 WHERE pk = 1 AND ck = 2 AND ck = 2000 IF v = 3")
+
+
+def test_a_bound_in_list_may_hold_null(model: CoreModel) -> None:
+    """``IF v IN ?`` bound to ``[1, null, 3]`` (insert_update_if_condition_test's
+    testConditionalUpdate): null is a value there, as in ``IN (1, null, 3)``."""
+    model.run("INSERT INTO ks.t (pk, ck, v) VALUES (1, 1, 3)")
+    schema = model.table(parse_qualified("ks.t"))
+    part = model.states[schema.table_id][(1,)]
+    stmt = parse_statement("UPDATE ks.t SET v = 4 WHERE pk = 1 AND ck = ? IF v IN ?")
+    assert isinstance(stmt, ast.Update)
+
+    def decide(ck: int, values: list[Any]) -> bool:
+        ctx = WriteContext(1, NOW_S * 1_000_000, 1, bindings=[ck, values])
+        cond = build_condition(schema, stmt, ctx)
+        return evaluate(schema, Conditional((cond,), ("v",)), part, NOW_S)[0]
+
+    assert decide(1, [1, None, 3])
+    assert not decide(1, [1, None])
+    assert decide(2, [1, None])  # no row: v is null
+    assert not decide(2, [1, 3])
+
+
+def test_the_wire_form_of_a_bound_in_list() -> None:
+    """A null element (-1) is null; an empty int (what the python driver sends for None) is
+    ScyllaDB's empty value, equal to nothing, so it is left out."""
+    from cqlcdc.types import InValuesType
+
+    t = InValuesType(native_type("int"))
+    count, size, one, null, empty = (n.to_bytes(4, "big", signed=True) for n in (3, 4, 1, -1, 0))
+    data = count + size + one + null + empty
+    assert t.deserialize(data) == (1, None)
+    assert t.cql_name == "frozen<list<int>>"

@@ -1,0 +1,98 @@
+"""Writes whose outcome ScyllaDB decides differently from a naive store (issue 26, sections 2
+and 4), through ``cqlcdc serve`` with the real cassandra-driver and the real engine: list
+prepends in one batch, a static-only INSERT IF NOT EXISTS, the key columns of an LWT batch's
+result rows, null inside a bound ``IN ?`` of a condition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from cassandra.cluster import Cluster
+from cassandra.policies import RoundRobinPolicy
+
+import cqlcdc
+from cqlcdc.server import CqlServer
+from cqlcdc.storage.uuids import micros_of
+from cqlcdc.types import native_type
+
+pytestmark = pytest.mark.spark
+
+KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+
+
+@pytest.fixture(scope="module")
+def cql(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("parity"), master="local[2]")
+    server = CqlServer(session.coordinator, port=0)
+    server.start_in_thread()
+    cluster = Cluster([server.host], port=server.port, load_balancing_policy=RoundRobinPolicy())
+    try:
+        client = cluster.connect()
+        client.execute(KS)
+        client.set_keyspace("ks")
+        yield client
+    finally:
+        cluster.shutdown()
+        server.stop_thread()
+        session.close()
+
+
+def test_prepends_in_one_batch_keep_every_element(cql: Any) -> None:
+    cql.execute("CREATE TABLE lp (k int PRIMARY KEY, l list<int>) WITH cdc = {'enabled': true}")
+    cql.execute(
+        "BEGIN BATCH UPDATE lp SET l = [1] + l WHERE k = 1; UPDATE lp SET l = [2] + l WHERE k = 1; "
+        "UPDATE lp SET l = [3] + l WHERE k = 1 APPLY BATCH"
+    )
+    assert cql.execute("SELECT l FROM lp WHERE k = 1").one().l == [3, 2, 1]
+    cql.execute(
+        "BEGIN BATCH UPDATE lp SET l = l + [4] WHERE k = 1; UPDATE lp SET l = [0] + l WHERE k = 1; "
+        "UPDATE lp SET l = l + [5] WHERE k = 1 APPLY BATCH"
+    )
+    assert cql.execute("SELECT l FROM lp WHERE k = 1").one().l == [0, 3, 2, 1, 4, 5]
+    rows = list(cql.execute('SELECT "cdc$time", "cdc$operation", l FROM lp_scylla_cdc_log'))
+    assert len(rows) == 2  # one change of one row per batch
+    order = native_type("timeuuid").sort_key
+    first = rows[0].l
+    assert [first[key] for key in sorted(first, key=order)] == [3, 2, 1]
+    # appended keys carry the write's timestamp, as cdc$time does
+    second = rows[1].l
+    appended = [key for key in second if second[key] in (4, 5)]
+    assert {micros_of(key) for key in appended} == {micros_of(rows[1][0])}
+
+
+def test_a_static_only_insert_if_not_exists_beside_clustering_rows(cql: Any) -> None:
+    cql.execute("CREATE TABLE st (id int, c int, version int static, v int, PRIMARY KEY (id, c))")
+    cql.execute("INSERT INTO st (id, c, v) VALUES (1, 1, 1)")
+    first = cql.execute("INSERT INTO st (id, version) VALUES (1, 1) IF NOT EXISTS")
+    assert first.one()[0] is True
+    again = cql.execute("INSERT INTO st (id, version) VALUES (1, 2) IF NOT EXISTS").one()
+    assert (again[0], again.id, again.version) == (False, 1, 1)
+    assert [tuple(r) for r in cql.execute("SELECT id, c, version, v FROM st")] == [(1, 1, 1, 1)]
+
+
+def test_lwt_batch_rows_carry_the_key_columns(cql: Any) -> None:
+    cql.execute("CREATE TABLE lb (pk int, ck int, v int, PRIMARY KEY (pk, ck))")
+    cql.execute("INSERT INTO lb (pk, ck, v) VALUES (1, 1, 10)")
+    result = cql.execute(
+        "BEGIN BATCH UPDATE lb SET v = 11 WHERE pk = 1 AND ck = 1 IF v = 10; "
+        "UPDATE lb SET v = 2 WHERE pk = 1 AND ck = 2 IF v = null APPLY BATCH"
+    )
+    assert result.column_names == ["[applied]", "pk", "ck", "v"]
+    # the old rows: the first is there; the second has none, so all of it is null
+    assert [tuple(r) for r in result] == [(True, 1, 1, 10), (True, None, None, None)]
+    refused = cql.execute(
+        "BEGIN BATCH UPDATE lb SET v = 12 WHERE pk = 1 AND ck = 1 IF v = 10; "
+        "UPDATE lb SET v = 3 WHERE pk = 1 AND ck = 2 IF v = 2 APPLY BATCH"
+    )
+    assert [tuple(r) for r in refused] == [(False, 1, 1, 11), (False, 1, 2, 2)]
+
+
+def test_a_null_inside_a_bound_in_list_of_a_condition(cql: Any) -> None:
+    cql.execute("CREATE TABLE cin (k int PRIMARY KEY, v1 int, v2 text)")
+    cql.execute("INSERT INTO cin (k, v1, v2) VALUES (0, 3, 'foo')")
+    update = cql.prepare("UPDATE cin SET v2 = 'bar', v1 = 3 WHERE k = 0 IF v1 IN ?")
+    assert tuple(cql.execute(update, [[1, None, 3]]).one()) == (True, 3)
+    assert tuple(cql.execute(update, [[1, None]]).one()) == (False, 3)
+    assert cql.execute("SELECT v2 FROM cin WHERE k = 0").one().v2 == "bar"
