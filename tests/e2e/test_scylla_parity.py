@@ -96,3 +96,24 @@ def test_a_null_inside_a_bound_in_list_of_a_condition(cql: Any) -> None:
     assert tuple(cql.execute(update, [[1, None, 3]]).one()) == (True, 3)
     assert tuple(cql.execute(update, [[1, None]]).one()) == (False, 3)
     assert cql.execute("SELECT v2 FROM cin WHERE k = 0").one().v2 == "bar"
+
+
+def test_compact_storage_ttl_log_and_a_clustering_prefix(cql: Any) -> None:
+    cdc = "cdc = {'enabled': true, 'preimage': true, 'postimage': true}"
+    cql.execute(
+        f"CREATE TABLE tb3 (pk int, ck int, PRIMARY KEY (pk, ck)) WITH COMPACT STORAGE AND {cdc}"
+    )
+    cql.execute("INSERT INTO tb3 (pk, ck) VALUES (2, 22) USING TTL 2222")
+    log = cql.execute('SELECT "cdc$operation", "cdc$ttl", pk, ck FROM tb3_scylla_cdc_log')
+    assert [tuple(r) for r in log] == [(1, 2222, 2, 22), (9, None, 2, 22)]
+    cql.execute(
+        "CREATE TABLE dense (pk int, c1 int, c2 int, v int, PRIMARY KEY (pk, c1, c2)) "
+        f"WITH COMPACT STORAGE AND {cdc}"
+    )
+    cql.execute("INSERT INTO dense (pk, c1, v) VALUES (1, 1, 5)")
+    cql.execute("INSERT INTO dense (pk, c1, c2, v) VALUES (1, 1, 0, 6)")
+    cql.execute("INSERT INTO dense (pk, c1, v) VALUES (1, 1, 7)")  # the prefix row again
+    rows = [tuple(r) for r in cql.execute("SELECT * FROM dense WHERE pk = 1")]
+    assert rows == [(1, 1, None, 7), (1, 1, 0, 6)]
+    log = cql.execute('SELECT "cdc$operation", c1, c2, v FROM dense_scylla_cdc_log')
+    assert [tuple(r) for r in log][-3:] == [(0, 1, None, 5), (1, 1, None, 7), (9, 1, None, 7)]

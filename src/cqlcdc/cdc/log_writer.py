@@ -17,6 +17,7 @@ from cqlcdc.cdc.changes import ChangeGroup, RowChange, extract_changes, find_tim
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
+from cqlcdc.storage.mutations import COMPACT_VALUE
 from cqlcdc.storage.partition import ColumnData, Partition, RangeTombstone
 from cqlcdc.storage.uuids import CdcTimeBits, random_time_uuid
 from cqlcdc.storage.view import PartitionView, collection_value, list_map_type
@@ -293,6 +294,11 @@ class LogWriter:
         for name in sorted(ch.columns):
             col = self.schema.column(name)
             if col is None:
+                hidden = ch.atomic.get(name) if name == COMPACT_VALUE else None
+                if hidden is not None and hidden.ttl_s:
+                    # a key-only COMPACT STORAGE row is its hidden cell: its TTL is the
+                    # write's (cdc_compact_storage_test: cdc$ttl 2222, op 1)
+                    ttl = hidden.ttl_s
                 continue
             if name in ch.atomic:
                 cell = ch.atomic[name]

@@ -336,7 +336,10 @@ def build_insert(
                 f'PRIMARY KEY column "{later[0].name}" cannot be restricted as preceding column '
                 f'"{missing.name}" is not restricted'
             )
-        raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing.name}")
+        if not schema.compact_storage:
+            raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing.name}")
+        if not ck_given:  # a dense table writes under a clustering prefix, never an empty one
+            raise InvalidRequest(f"Missing PRIMARY KEY part {missing.name}")
     for c in ck_given:
         if values[c.name] is None:
             raise InvalidRequest(f"Invalid null value in condition for column {c.name}")
@@ -353,7 +356,9 @@ def build_insert(
     part = Partition(pk)
     target_row: _Target | None = None
     if ck_given or not schema.clustering_key:
-        ck = tuple(values[c.name] for c in schema.clustering_key)
+        # a dense table's may be a prefix: the columns after it are null (as ScyllaDB's
+        # clustering prefix has no component for them)
+        ck = tuple(values.get(c.name) for c in schema.clustering_key)
         row = part.row(ck)
         if not schema.compact_storage:
             row.marker = RowMarker(ts, ttl, ctx.now_s + ttl if ttl else 0)
@@ -418,10 +423,17 @@ def build_update(
     if schema.clustering_key and only_static:
         cks: list[ClusteringKey | None] = [None]
     else:
-        if res.ck_restricted_columns < len(schema.clustering_key):
-            missing = schema.clustering_key[res.ck_restricted_columns].name
-            raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
-        cks = list(res.ck_prefixes)
+        given = res.ck_restricted_columns
+        if given < len(schema.clustering_key):
+            missing = schema.clustering_key[given].name
+            if not schema.compact_storage:
+                raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
+            if not given:  # a dense table writes under a prefix, never an empty one
+                raise InvalidRequest(f"Missing PRIMARY KEY part {missing}")
+        # a dense COMPACT STORAGE table's row may sit under a prefix (update_statement's
+        # is_dense()): the clustering columns after it are null
+        pad = (None,) * (len(schema.clustering_key) - given)
+        cks = [prefix + pad for prefix in res.ck_prefixes]
     conditional = stmt.if_exists or bool(stmt.conditions)
     out = []
     for pk in pks:
