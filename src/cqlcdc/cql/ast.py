@@ -85,11 +85,12 @@ class FunctionCall:
 
     ``name`` is lower-cased unless quoted. ``args`` are Terms, except in a SELECT selector,
     where an argument may also name a column (``writetime(v)``: ``ColumnRef('v')``;
-    ``count(*)``: ``ColumnRef('*')``).
+    ``count(*)``: ``ColumnRef('*')``) or a field or element of one (``writetime(u.f)``,
+    ``ttl(m[k])``).
     """
 
     name: str
-    args: tuple[Term | ColumnRef, ...]
+    args: tuple[Term | ColumnArg, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -572,10 +573,17 @@ class Selector:
 
 @dataclass(frozen=True, slots=True)
 class FieldSelection:
-    """``u.f`` in a SELECT list: one field of a UDT column."""
+    """``u.f`` in a SELECT list: one field of a UDT column; ``more`` names the fields of
+    nested UDTs below it (``b.x.a``: column ``b``, field ``x``, more ``('a',)``)."""
 
     column: str
     field: str
+    more: tuple[str, ...] = ()
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The field names from the column down."""
+        return (self.field, *self.more)
 
 
 @dataclass(frozen=True, slots=True)
@@ -584,6 +592,10 @@ class ElementSelection:
 
     column: str
     key: Term
+
+
+# a selector argument that reads a column: the column, a field of it, an element of it
+ColumnArg: TypeAlias = ColumnRef | FieldSelection | ElementSelection
 
 
 @dataclass(frozen=True, slots=True)

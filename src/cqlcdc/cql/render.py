@@ -184,9 +184,13 @@ def _render_create_index(node: CreateIndex) -> str:
 # Terms and types
 
 
-def render_term(term: Term | ColumnRef) -> str:
+def render_term(term: Term | ColumnRef | FieldSelection | ElementSelection) -> str:
     """A term (or a selector's column argument) as CQL text."""
     match term:
+        case FieldSelection():
+            return ".".join(quote_identifier(n) for n in (term.column, *term.path))
+        case ElementSelection():
+            return f"{quote_identifier(term.column)}[{render_term(term.key)}]"
         case Constant(kind="string"):
             return quote_string(term.text)
         case Constant():
@@ -220,7 +224,7 @@ def render_term(term: Term | ColumnRef) -> str:
             assert_never(term)
 
 
-def _terms(items: tuple[Term | ColumnRef, ...]) -> str:
+def _terms(items: tuple[Term | ColumnRef | FieldSelection | ElementSelection, ...]) -> str:
     return ", ".join(render_term(item) for item in items)
 
 
@@ -496,13 +500,7 @@ def _render_batch(node: Batch) -> str:
 
 
 def _render_selector(selector: Selector) -> str:
-    expr = selector.expr
-    if isinstance(expr, FieldSelection):
-        text = f"{quote_identifier(expr.column)}.{quote_identifier(expr.field)}"
-    elif isinstance(expr, ElementSelection):
-        text = f"{quote_identifier(expr.column)}[{render_term(expr.key)}]"
-    else:
-        text = render_term(expr)
+    text = render_term(selector.expr)
     if selector.alias is not None:
         text += f" AS {quote_identifier(selector.alias)}"
     return text

@@ -618,7 +618,7 @@ def _set_element(
             if len(a.key.args) != 1:
                 raise InvalidRequest("SCYLLA_TIMEUUID_LIST_INDEX takes one timeuuid argument")
             arg = a.key.args[0]
-            if isinstance(arg, ast.ColumnRef):
+            if isinstance(arg, ast.ColumnArg):
                 raise InvalidRequest("SCYLLA_TIMEUUID_LIST_INDEX takes a timeuuid literal")
             key = native_type("timeuuid").parse_literal(arg, col.name, ctx)
             cell = Cell(ts, None) if v is None else _live(ts, v, ttl, ctx)
