@@ -334,6 +334,7 @@ class ColumnDef:
     name: str
     type: TypeRef
     static: bool = False
+    ttl: bool = False  # ScyllaDB's per-row TTL column: ``e timestamp TTL``
 
 
 # An option value: a constant, a map literal (``cdc = {...}``), or for YDB-style changefeed
@@ -399,6 +400,13 @@ class DropChangefeed:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class SetTtlColumn:
+    """``ALTER TABLE t TTL col`` (ScyllaDB's per-row TTL); ``TTL NULL``: column None."""
+
+    column: str | None
+
+
 AlterTableAction: TypeAlias = (
     AddColumns
     | DropColumns
@@ -407,6 +415,7 @@ AlterTableAction: TypeAlias = (
     | SetOptions
     | AddChangefeed
     | DropChangefeed
+    | SetTtlColumn
 )
 
 

@@ -75,6 +75,7 @@ from cqlcdc.cql.ast import (
     SetField,
     SetLiteral,
     SetOptions,
+    SetTtlColumn,
     Statement,
     Term,
     Truncate,
@@ -311,8 +312,9 @@ def _renames(renames: tuple[tuple[str, str], ...]) -> str:
 
 
 def _column_def(column: ColumnDef) -> str:
+    ttl = " TTL" if column.ttl else ""
     static = " static" if column.static else ""
-    return f"{quote_identifier(column.name)} {render_type(column.type)}{static}"
+    return f"{quote_identifier(column.name)} {render_type(column.type)}{ttl}{static}"
 
 
 def _render_create_table(node: CreateTable) -> str:
@@ -373,6 +375,10 @@ def _render_alter_action(action: AlterTableAction) -> str:
             return f"ADD CHANGEFEED {quote_identifier(action.name)} WITH ({options})"
         case DropChangefeed():
             return f"DROP CHANGEFEED {quote_identifier(action.name)}"
+        case SetTtlColumn(column=None):
+            return "TTL NULL"
+        case SetTtlColumn():
+            return f"TTL {quote_identifier(action.column or '')}"
         case _:
             assert_never(action)
 

@@ -131,6 +131,9 @@ class TableSchema:
     feed_topics: tuple[tuple[str, str], ...] = ()
     indexes: tuple[SecondaryIndex, ...] = ()  # CREATE INDEX, in creation order
     dropped: tuple[DroppedColumn, ...] = ()  # the last drop of each dropped name
+    # ScyllaDB's per-row TTL: the regular timestamp/bigint/int column whose value is the
+    # row's expiration time (None: none); see cqlcdc.schema.row_ttl
+    ttl_column: str | None = None
     # init=False: dataclasses.replace() must build a fresh index, not share the original's
     _by_name: dict[str, Column] = field(default_factory=dict, init=False, compare=False, repr=False)
     # the key views, computed once (they are on every write's path)

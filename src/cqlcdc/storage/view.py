@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.schema.row_ttl import is_expired
 from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
 from cqlcdc.storage.partition import Partition, Row
@@ -119,6 +120,9 @@ class PartitionView:
         self.order = order or ClusteringOrder(schema)
         self.statics = schema.static_columns
         self.regulars = schema.regular_columns
+        ttl = None if schema.ttl_column is None else schema.column(schema.ttl_column)
+        # the per-row TTL column and its type name (cqlcdc.schema.row_ttl)
+        self.row_ttl = None if ttl is None else (ttl.name, ttl.type.cql_name)
 
     def static_row(
         self, part: Partition, now_s: int, *, lists_as_maps: bool = False
@@ -152,6 +156,11 @@ class PartitionView:
         values, cells = row_values(
             row, self.regulars, shadow, now_s, lists_as_maps=lists_as_maps, elements=elements
         )
+        if self.row_ttl is not None and is_expired(
+            values.get(self.row_ttl[0]), self.row_ttl[1], now_s
+        ):
+            # past its per-row TTL: gone, as ScyllaDB's expiration scanner deletes it
+            return None
         return LiveRow(ck, values, cells, elements)
 
     def clustering_rows(self, part: Partition, now_s: int) -> Iterator[LiveRow]:
