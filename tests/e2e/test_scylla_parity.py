@@ -5,6 +5,7 @@ result rows, null inside a bound ``IN ?`` of a condition."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -117,3 +118,36 @@ def test_compact_storage_ttl_log_and_a_clustering_prefix(cql: Any) -> None:
     assert rows == [(1, 1, None, 7), (1, 1, 0, 6)]
     log = cql.execute('SELECT "cdc$operation", c1, c2, v FROM dense_scylla_cdc_log')
     assert [tuple(r) for r in log][-3:] == [(0, 1, None, 5), (1, 1, None, 7), (9, 1, None, 7)]
+
+
+def test_writetime_and_ttl_of_elements_and_fields_over_the_wire(cql: Any) -> None:
+    cql.execute("CREATE TYPE inner_t (a int, b text)")
+    cql.execute("CREATE TYPE outer_t (x frozen<inner_t>, y int)")
+    cql.execute("CREATE TABLE wt (p int PRIMARY KEY, m map<int, int>, u inner_t, b outer_t)")
+    cql.execute("INSERT INTO wt (p, m) VALUES (1, {1: 10, 2: 20}) USING TIMESTAMP 1000")
+    cql.execute("UPDATE wt USING TIMESTAMP 2000 AND TTL 3600 SET m = m + {2: 30} WHERE p = 1")
+    cql.execute("UPDATE wt USING TIMESTAMP 3000 SET u.a = 42, b = {x: {a: 5}, y: 7} WHERE p = 1")
+    select = cql.prepare(
+        "SELECT WRITETIME(m[1]), writetime(m[2]), ttl(m[2]), writetime(u.a), b.x.a "
+        "FROM wt WHERE p = ?"
+    )
+    rows = cql.execute(select, [1])
+    assert rows.column_names == [
+        "writetime(m[1])", "writetime(m[2])", "ttl(m[2])", "writetime(u.a)", "b.x.a"
+    ]  # fmt: skip
+    wt1, wt2, ttl2, wta, nested = rows.one()
+    assert (wt1, wt2, wta, nested) == (1000, 2000, 3000, 5)
+    assert 3500 < ttl2 <= 3600
+
+
+def test_a_per_row_ttl_column_over_the_wire(cql: Any) -> None:
+    cql.execute("CREATE TABLE rt (p int PRIMARY KEY, x int, e bigint TTL)")
+    described = cql.execute("DESCRIBE TABLE rt").one().create_statement
+    assert "\n    e bigint TTL,\n" in described
+    now_s = int(time.time())
+    cql.execute(f"INSERT INTO rt (p, x, e) VALUES (1, 1, {now_s - 60})")
+    cql.execute(f"INSERT INTO rt (p, x, e) VALUES (2, 2, {now_s + 3600})")
+    cql.execute("INSERT INTO rt (p, x) VALUES (3, 3)")
+    assert sorted(r.p for r in cql.execute("SELECT p FROM rt")) == [2, 3]
+    cql.execute("ALTER TABLE rt TTL NULL")
+    assert sorted(r.p for r in cql.execute("SELECT p FROM rt")) == [1, 2, 3]
