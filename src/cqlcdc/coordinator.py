@@ -498,7 +498,10 @@ class Coordinator:
         appended = 0
         with self.lock:
             for schema in self._catalog.tables():
-                if not any(f.options.ttl_expiry_events for f in table_feeds(schema)):
+                # feeds with EXPIRY_EVENTS, and per-row TTL tables (their expiration deletes)
+                if schema.ttl_column is None and not any(
+                    f.options.ttl_expiry_events for f in table_feeds(schema)
+                ):
                     continue
                 output = expiry_output(schema.table_id)
                 if snap.version_of(output) is None:

@@ -250,6 +250,8 @@ def bulk_records(
     if plans is None:
         return None
     schema, bulk_statements = plans
+    if schema.ttl_column is not None:  # its rows' expirations are scheduled row by row
+        return None
     tables = []
     for i, plan in enumerate(bulk_statements):
         positions = np.flatnonzero(which == i)

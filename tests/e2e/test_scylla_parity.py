@@ -24,9 +24,17 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
 
 
 @pytest.fixture(scope="module")
-def cql(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def engine(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The session behind the server (its coordinator's sweeps are run by hand)."""
     session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("parity"), master="local[2]")
-    server = CqlServer(session.coordinator, port=0)
+    session.coordinator.sweep_interval_s = 3600.0
+    yield session
+    session.close()
+
+
+@pytest.fixture(scope="module")
+def cql(engine: Any) -> Iterator[Any]:
+    server = CqlServer(engine.coordinator, port=0)
     server.start_in_thread()
     cluster = Cluster([server.host], port=server.port, load_balancing_policy=RoundRobinPolicy())
     try:
@@ -37,7 +45,6 @@ def cql(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     finally:
         cluster.shutdown()
         server.stop_thread()
-        session.close()
 
 
 def test_prepends_in_one_batch_keep_every_element(cql: Any) -> None:
@@ -151,3 +158,28 @@ def test_a_per_row_ttl_column_over_the_wire(cql: Any) -> None:
     assert sorted(r.p for r in cql.execute("SELECT p FROM rt")) == [2, 3]
     cql.execute("ALTER TABLE rt TTL NULL")
     assert sorted(r.p for r in cql.execute("SELECT p FROM rt")) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("has_ck", [True, False])
+def test_a_row_past_its_ttl_column_is_deleted_and_logged(
+    cql: Any, engine: Any, has_ck: bool
+) -> None:
+    """test_row_ttl.py's test_row_ttl_expiration_cdc_event: insert, preimage, then -3/-4."""
+    table = f"rx{int(has_ck)}"
+    key = "PRIMARY KEY (p, c)" if has_ck else "PRIMARY KEY (p)"
+    cql.execute(
+        f"CREATE TABLE {table} (p int, c int, x int, e bigint TTL, {key}) "
+        "WITH cdc = {'enabled': true, 'preimage': true}"
+    )
+    expiration = int(time.time()) - 60
+    cql.execute(f"INSERT INTO {table} (p, c, x, e) VALUES (1, 2, 3, {expiration})")
+    cql.execute(f"INSERT INTO {table} (p, c, x) VALUES (2, 2, 3)")
+    engine.flush()  # the sweep schedule is the committed one
+    assert engine.sweep_expired(int(time.time()) + 5) >= 1
+    engine.flush()
+    log = cql.execute(f'SELECT "cdc$operation", p, c, x, e FROM {table}_scylla_cdc_log')
+    rows = sorted((tuple(r) for r in log if r.p == 1), key=lambda r: r[0] != 2)
+    assert rows[:2] == [(2, 1, 2, 3, expiration), (0, 1, 2, 3, expiration)]
+    assert rows[2][:3] == ((-3, 1, 2) if has_ck else (-4, 1, None))
+    cql.execute(f"ALTER TABLE {table} TTL NULL")  # deleted for good, not hidden
+    assert [r.p for r in cql.execute(f"SELECT p FROM {table}")] == [2]

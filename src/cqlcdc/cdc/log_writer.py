@@ -47,6 +47,9 @@ class WriteInfo:
     seed: int
     # distinguishes the partitions of one multi-partition write (they share the seed)
     record: int = 0
+    # the deletion of rows past their per-row TTL: logged as -3 / -4 (ScyllaDB's
+    # service_row_delete / service_partition_delete), not as a user's 3 / 4
+    expiration: bool = False
 
 
 class _Builder:
@@ -101,7 +104,8 @@ class LogWriter:
         self.pk = pk
         self.stream_of = stream_of
         self.order = order or ClusteringOrder(schema)
-        self.view = PartitionView(schema, self.order)
+        self.view = PartitionView(schema, self.order, expire_rows=False)
+        self._expiration = False
         self.opts = schema.cdc
         self.delta_values = self.opts.delta == "full"
         self.statics = tuple(sorted(schema.static_columns, key=lambda c: c.name))
@@ -136,6 +140,7 @@ class LogWriter:
         if mutation.is_empty():
             return []
         bits = CdcTimeBits(info.seed, info.record)
+        self._expiration = info.expiration
         self._static_state, self._row_states = self._load_state(mutation, prior, info.now_s)
         self._touched_static = False
         preimage = self.opts.preimage != "false"
@@ -357,7 +362,7 @@ class LogWriter:
         return ttl
 
     def _row_delete(self, b: _Builder, ck: ClusteringKey) -> None:
-        b.new_row(OP_ROW_DELETE, ck)
+        b.new_row(-OP_ROW_DELETE if self._expiration else OP_ROW_DELETE, ck)
         if self._updating:
             self._row_states.pop(ck, None)
 
@@ -371,7 +376,7 @@ class LogWriter:
                 del self._row_states[ck]
 
     def _partition_delete(self, b: _Builder) -> None:
-        b.new_row(OP_PARTITION_DELETE)
+        b.new_row(-OP_PARTITION_DELETE if self._expiration else OP_PARTITION_DELETE)
         if self._updating:
             # ScyllaDB clears only the clustering rows here, so a static postimage of the
             # same group can show data the partition tombstone deleted; we clear both

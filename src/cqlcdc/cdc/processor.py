@@ -69,6 +69,8 @@ from cqlcdc.storage.codec import (
 from cqlcdc.storage.conditions import evaluate
 from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.partition import Partition
+from cqlcdc.storage.row_expiry import expiration_sweeps, row_ttl_deletion
+from cqlcdc.storage.uuids import splitmix64
 from cqlcdc.storage.vectorized import BULK_TYPES, timeuuid_ticks
 
 # the outcome of each conditional write (read back by the writer waiting for it): whether it
@@ -485,7 +487,15 @@ class CoreProcessor:
             return current
         if isinstance(payload, SweepRequest):
             self._sweep(ctx, rec, pk, current, payload)
-            return current
+            expired = row_ttl_deletion(schema, current, payload.at_s)
+            if expired is None:
+                return current
+            # the rows past their per-row TTL go, as ScyllaDB's expiration scanner deletes
+            # them: applied and logged like a write (seeded by the sweep's seq)
+            write = WritePayload(expired, (), payload.at_s * 1_000_000, splitmix64(rec["seq"]))
+            return self._apply(
+                ctx, writer, {**rec, "decoded": write, "expiration": True}, pk, current
+            )
         if isinstance(payload, TickRequest):  # handled per bucket; never keyed by partition
             return current
         if isinstance(payload, ConditionalWrite):  # decided here, in seq order
@@ -514,7 +524,7 @@ class CoreProcessor:
         if mutation.is_empty():
             return current
         if schema.cdc.enabled:
-            info = WriteInfo(now_s, payload.seed, rec["seq"])
+            info = WriteInfo(now_s, payload.seed, rec["seq"], expiration="expiration" in rec)
             rows: list[LogRow] = writer.write(mutation, current, info)
             expiry = now_s + schema.cdc.ttl_s if schema.cdc.ttl_s else 0
             for row in rows:
@@ -528,6 +538,16 @@ class CoreProcessor:
         if current is None:
             current = Partition(mutation.pk)
         current.apply(mutation)
+        for sweep_s in sorted(expiration_sweeps(schema, mutation, now_s)):
+            ctx.expiries.append(  # the partition's sweep when a row's TTL column is due
+                {
+                    "bucket": ctx.bucket,
+                    "pk": rec["pk"],
+                    "token": rec["token"],
+                    "expiry_s": sweep_s,
+                    "seq": rec["seq"],
+                }
+            )
         if ctx.stager.feeds:
             self._feed_change(ctx, rec, pk, before, mutation, current, payload.now_us)
             if any(f.options.ttl_expiry_events for f in ctx.stager.feeds):

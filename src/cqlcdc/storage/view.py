@@ -115,8 +115,13 @@ def row_is_live(row: Row, shadow: int | None, now_s: int) -> bool:
 class PartitionView:
     """Reads a partition's live content for one table schema at one moment."""
 
-    def __init__(self, schema: TableSchema, order: ClusteringOrder | None = None) -> None:
+    def __init__(
+        self, schema: TableSchema, order: ClusteringOrder | None = None, expire_rows: bool = True
+    ) -> None:
+        """``expire_rows``: hide rows past their per-row TTL (reads do; the log's images
+        show them until the expiration deletion, as ScyllaDB's do)."""
         self.schema = schema
+        self.expire_rows = expire_rows
         self.order = order or ClusteringOrder(schema)
         self.statics = schema.static_columns
         self.regulars = schema.regular_columns
@@ -156,8 +161,10 @@ class PartitionView:
         values, cells = row_values(
             row, self.regulars, shadow, now_s, lists_as_maps=lists_as_maps, elements=elements
         )
-        if self.row_ttl is not None and is_expired(
-            values.get(self.row_ttl[0]), self.row_ttl[1], now_s
+        if (
+            self.expire_rows
+            and self.row_ttl is not None
+            and is_expired(values.get(self.row_ttl[0]), self.row_ttl[1], now_s)
         ):
             # past its per-row TTL: gone, as ScyllaDB's expiration scanner deletes it
             return None

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
 from cqlcdc.errors import CqlSyntaxError, InvalidRequest
 from cqlcdc.schema import persist
 from cqlcdc.schema.row_ttl import FIVE_YEARS_S, is_expired
+from cqlcdc.storage.row_expiry import expiration_sweeps, row_ttl_deletion
 from tests.core_model import CoreModel, parse_qualified
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
@@ -133,3 +135,32 @@ def test_the_five_year_window() -> None:
     assert not is_expired(NOW_S - FIVE_YEARS_S, "int", NOW_S)
     assert is_expired((NOW_S - FIVE_YEARS_S + 1) * 1000, "timestamp", NOW_S)
     assert not is_expired(None, "timestamp", NOW_S)
+
+
+@pytest.mark.parametrize("has_ck", [True, False])
+def test_the_expiration_deletion_and_its_log_rows(has_ck: bool) -> None:
+    """ScyllaDB's scanner deletes an expired row (a partition without clustering key) and
+    logs it as -3 (-4), after its preimage (test_row_ttl_expiration_cdc_event)."""
+    m = _model()
+    key = "PRIMARY KEY (p, c)" if has_ck else "PRIMARY KEY (p)"
+    m.run(
+        f"CREATE TABLE ks.t (p int, c int, x int, e bigint TTL, {key}) "
+        "WITH cdc = {'enabled': true, 'preimage': true}"
+    )
+    m.run(f"INSERT INTO ks.t (p, c, x, e) VALUES (1, 2, 3, {NOW_S - 60})")
+    m.run("INSERT INTO ks.t (p, c, x) VALUES (2, 2, 3)")  # no expiration
+    schema = m.table(parse_qualified("ks.t"))
+    state = m.states[schema.table_id]
+    write_ts = m.clock_us
+    # a row written already expired is swept at the next second
+    assert expiration_sweeps(schema, state[(1,)], NOW_S) == {NOW_S + 1}
+    assert expiration_sweeps(schema, state[(2,)], NOW_S) == set()
+    assert row_ttl_deletion(schema, state[(2,)], NOW_S + 1) is None
+    deletion = row_ttl_deletion(schema, state[(1,)], NOW_S + 1)
+    assert deletion is not None
+    ts = max((NOW_S + 1) * 1_000_000, write_ts + 1)
+    assert (deletion.rows[(2,)].deletion if has_ck else deletion.deletion) == ts
+    writer = LogWriter(schema, (1,), lambda _: b"\x00" * 16)
+    rows = writer.write(deletion, state[(1,)], WriteInfo(NOW_S + 1, 7, expiration=True))
+    ops = [(r["cdc$operation"], r.get("x"), r.get("e")) for r in rows]
+    assert ops == [(0, 3, NOW_S - 60), (-3 if has_ck else -4, None, None)]
