@@ -183,3 +183,18 @@ def test_a_row_past_its_ttl_column_is_deleted_and_logged(
     assert rows[2][:3] == ((-3, 1, 2) if has_ck else (-4, 1, None))
     cql.execute(f"ALTER TABLE {table} TTL NULL")  # deleted for good, not hidden
     assert [r.p for r in cql.execute(f"SELECT p FROM {table}")] == [2]
+
+
+def test_execute_many_list_writes_agree_with_single_statements(cql: Any, engine: Any) -> None:
+    """execute_many of list prepends and appends (the row path: lists are not bulk
+    columns) keeps every element, in timestamp order, as single statements do."""
+    cql.execute("CREATE TABLE ks.lm (k int PRIMARY KEY, l list<int>, v int)")
+    prepend = engine.prepare("UPDATE ks.lm SET l = ? + l WHERE k = ?")
+    append = engine.prepare("UPDATE ks.lm SET l = l + ?, v = ? WHERE k = ?")
+    results = engine.execute_many(
+        [prepend, prepend, append, prepend],
+        [([1], 1), ([2], 1), ([9], 0, 1), ([3], 1)],
+    )
+    assert not [r for r in results if isinstance(r, Exception)]
+    engine.flush()
+    assert cql.execute("SELECT l FROM ks.lm WHERE k = 1").one().l == [3, 2, 1, 9]
