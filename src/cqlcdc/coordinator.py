@@ -219,6 +219,14 @@ class Coordinator:
             catalog = self._catalog.copy()
             text = catalog.execute(stmt, keyspace)
             self._catalog = catalog
+        ttl_on = (
+            isinstance(stmt, ast.AlterTable)
+            and isinstance(stmt.action, ast.SetTtlColumn)
+            and stmt.action.column is not None
+        )
+        if ttl_on:
+            assert isinstance(stmt, ast.AlterTable)
+            self._sweep_every_partition(self.table(stmt.name, keyspace))
         if scan is not None:
             # writes validated before the ADD (appended by other connections after the flush
             # above) are not changes of the new feed: commit them so the scan's snapshot holds
@@ -228,6 +236,29 @@ class Coordinator:
             if self.autoscan:
                 scanner.run_in_background()
         return text
+
+    def _sweep_every_partition(self, schema: TableSchema) -> None:
+        """After ``ALTER TABLE ... TTL e``: a sweep of every partition at the next second,
+        so rows written before (no write scheduled them) expire as ScyllaDB's scanner
+        expires them; each sweep schedules its partition's next expiration."""
+        snap = self.engine.snapshot()
+        output = base_output(schema)
+        if snap.version_of(output) is None:
+            return
+        truncated = self.processor.truncations.upto(schema.table_id)
+        rows = snap.read(output, [("seq", ">", truncated)], ["pk", "token"])
+        pks = sorted(set(zip(rows["pk"].to_pylist(), rows["token"].to_pylist(), strict=True)))
+        if not pks:
+            return
+        payload = encode_payload(SweepRequest(int(time.time())))
+        with self.lock:
+            records = [
+                self.record(schema, token, pk, payload, self.next_seq + i)
+                for i, (pk, token) in enumerate(pks)
+            ]
+            self.append(records)
+            last = self.next_seq - 1
+        self.make_durable(last)
 
     def truncate(self, stmt: ast.Truncate, keyspace: str | None) -> None:
         """Empty the base table (not its CDC log), after every earlier write."""

@@ -198,3 +198,25 @@ def test_execute_many_list_writes_agree_with_single_statements(cql: Any, engine:
     assert not [r for r in results if isinstance(r, Exception)]
     engine.flush()
     assert cql.execute("SELECT l FROM ks.lm WHERE k = 1").one().l == [3, 2, 1, 9]
+
+
+def test_rows_written_before_alter_table_ttl_expire_too(cql: Any, engine: Any) -> None:
+    """test_row_ttl_expiration's row 1: a row already expired when TTL is turned on is
+    deleted; one that expires later is swept when it does (the sweep schedules it)."""
+    cql.execute(
+        "CREATE TABLE rb (p int PRIMARY KEY, e bigint, x int) "
+        "WITH cdc = {'enabled': true, 'preimage': true}"
+    )
+    now_s = int(time.time())
+    cql.execute(f"INSERT INTO rb (p, e) VALUES (1, {now_s - 60})")
+    cql.execute(f"INSERT INTO rb (p, e) VALUES (2, {now_s + 3600})")
+    cql.execute("INSERT INTO rb (p, x) VALUES (3, 3)")
+    cql.execute("ALTER TABLE rb TTL e")  # sweeps every partition
+    engine.flush()
+    deleted = [r.p for r in cql.execute('SELECT "cdc$operation", p FROM rb_scylla_cdc_log')
+               if r[0] == -4]  # fmt: skip
+    assert deleted == [1]
+    assert engine.sweep_expired(now_s + 3605) >= 1  # partition 2's next expiration
+    engine.flush()
+    cql.execute("ALTER TABLE rb TTL NULL")  # gone for good, not hidden
+    assert [r.p for r in cql.execute("SELECT p FROM rb")] == [3]

@@ -69,7 +69,7 @@ from cqlcdc.storage.codec import (
 from cqlcdc.storage.conditions import evaluate
 from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.partition import Partition
-from cqlcdc.storage.row_expiry import expiration_sweeps, row_ttl_deletion
+from cqlcdc.storage.row_expiry import expiration_sweeps, next_expiration, row_ttl_deletion
 from cqlcdc.storage.uuids import splitmix64
 from cqlcdc.storage.vectorized import BULK_TYPES, timeuuid_ticks
 
@@ -488,14 +488,24 @@ class CoreProcessor:
         if isinstance(payload, SweepRequest):
             self._sweep(ctx, rec, pk, current, payload)
             expired = row_ttl_deletion(schema, current, payload.at_s)
-            if expired is None:
-                return current
-            # the rows past their per-row TTL go, as ScyllaDB's expiration scanner deletes
-            # them: applied and logged like a write (seeded by the sweep's seq)
-            write = WritePayload(expired, (), payload.at_s * 1_000_000, splitmix64(rec["seq"]))
-            return self._apply(
-                ctx, writer, {**rec, "decoded": write, "expiration": True}, pk, current
-            )
+            if expired is not None:
+                # the rows past their per-row TTL go, as ScyllaDB's expiration scanner
+                # deletes them: applied and logged like a write (seeded by the sweep's seq)
+                write = WritePayload(expired, (), payload.at_s * 1_000_000, splitmix64(rec["seq"]))
+                expiring = {**rec, "decoded": write, "expiration": True}
+                current = self._apply(ctx, writer, expiring, pk, current)
+            upcoming = next_expiration(schema, current, payload.at_s)
+            if upcoming is not None:
+                ctx.expiries.append(
+                    {
+                        "bucket": ctx.bucket,
+                        "pk": rec["pk"],
+                        "token": rec["token"],
+                        "expiry_s": upcoming,
+                        "seq": rec["seq"],
+                    }
+                )
+            return current
         if isinstance(payload, TickRequest):  # handled per bucket; never keyed by partition
             return current
         if isinstance(payload, ConditionalWrite):  # decided here, in seq order

@@ -60,6 +60,22 @@ def row_ttl_deletion(schema: TableSchema, part: Partition | None, at_s: int) -> 
     return out
 
 
+def next_expiration(schema: TableSchema, part: Partition | None, after_s: int) -> int | None:
+    """The earliest expiration second after ``after_s`` of a live row of ``part``: a sweep
+    schedules the partition's next one, so rows that were there before ``ALTER TABLE ...
+    TTL e`` (no write scheduled them) are swept in turn."""
+    view = PartitionView(schema, expire_rows=False)
+    if view.row_ttl is None or part is None:
+        return None
+    name, type_name = view.row_ttl
+    due = [
+        at
+        for live in view.clustering_rows(part, after_s)
+        if (at := expiration_s(live.values.get(name), type_name)) is not None and at > after_s
+    ]
+    return min(due, default=None)
+
+
 def expiration_sweeps(schema: TableSchema, mutation: Partition, now_s: int) -> set[int]:
     """The seconds at which a write's TTL-column values call for a sweep (an expiration
     already past is swept at the next second; one more than five years past never)."""
@@ -79,4 +95,4 @@ def expiration_sweeps(schema: TableSchema, mutation: Partition, now_s: int) -> s
     return out
 
 
-__all__ = ["expiration_sweeps", "row_ttl_deletion"]
+__all__ = ["expiration_sweeps", "next_expiration", "row_ttl_deletion"]
