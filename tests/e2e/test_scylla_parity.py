@@ -39,6 +39,7 @@ def cql(engine: Any) -> Iterator[Any]:
     cluster = Cluster([server.host], port=server.port, load_balancing_policy=RoundRobinPolicy())
     try:
         client = cluster.connect()
+        client.default_timeout = 120  # a shared machine's first writes can be slow
         client.execute(KS)
         client.set_keyspace("ks")
         yield client
