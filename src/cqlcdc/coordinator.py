@@ -224,6 +224,14 @@ class Coordinator:
             catalog = self._catalog.copy()
             text = catalog.execute(stmt, keyspace)
             self._catalog = catalog
+        ttl_on = (
+            isinstance(stmt, ast.AlterTable)
+            and isinstance(stmt.action, ast.SetTtlColumn)
+            and stmt.action.column is not None
+        )
+        if ttl_on:
+            assert isinstance(stmt, ast.AlterTable)
+            self._sweep_every_partition(self.table(stmt.name, keyspace))
         if scan is not None:
             # writes validated before the ADD (appended by other connections after the flush
             # above) are not changes of the new feed: commit them so the scan's snapshot holds
@@ -233,6 +241,29 @@ class Coordinator:
             if self.autoscan:
                 scanner.run_in_background()
         return text
+
+    def _sweep_every_partition(self, schema: TableSchema) -> None:
+        """After ``ALTER TABLE ... TTL e``: a sweep of every partition at the next second,
+        so rows written before (no write scheduled them) expire as ScyllaDB's scanner
+        expires them; each sweep schedules its partition's next expiration."""
+        snap = self.engine.snapshot()
+        output = base_output(schema)
+        if snap.version_of(output) is None:
+            return
+        truncated = self.processor.truncations.upto(schema.table_id)
+        rows = snap.read(output, [("seq", ">", truncated)], ["pk", "token"])
+        pks = sorted(set(zip(rows["pk"].to_pylist(), rows["token"].to_pylist(), strict=True)))
+        if not pks:
+            return
+        payload = encode_payload(SweepRequest(int(time.time())))
+        with self.lock:
+            records = [
+                self.record(schema, token, pk, payload, self.next_seq + i)
+                for i, (pk, token) in enumerate(pks)
+            ]
+            self.append(records)
+            last = self.next_seq - 1
+        self.make_durable(last)
 
     def truncate(self, stmt: ast.Truncate, keyspace: str | None) -> None:
         """Empty the base table (not its CDC log), after every earlier write."""
@@ -435,7 +466,7 @@ class Coordinator:
         statements = stmt.statements if isinstance(stmt, ast.Batch) else (stmt,)
         writes = [s for s in statements if isinstance(s, ast.Insert | ast.Update | ast.Delete)]
         schema = self.table(writes[0].table, keyspace)
-        names = list(result_columns(schema, writes))
+        names = list(result_columns(schema, writes, isinstance(stmt, ast.Batch)))
         types = [c.type.frozen() for n in names if (c := schema.column(n)) is not None]
         snap = self.engine.snapshot()
         if snap.version_of(OUTCOMES) is None:
@@ -527,7 +558,10 @@ class Coordinator:
         appended = 0
         with self.lock:
             for schema in self._catalog.tables():
-                if not any(f.options.ttl_expiry_events for f in table_feeds(schema)):
+                # feeds with EXPIRY_EVENTS, and per-row TTL tables (their expiration deletes)
+                if schema.ttl_column is None and not any(
+                    f.options.ttl_expiry_events for f in table_feeds(schema)
+                ):
                     continue
                 output = expiry_output(schema.table_id)
                 if snap.version_of(output) is None:

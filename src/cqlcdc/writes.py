@@ -158,7 +158,10 @@ def plan_write(
     if conditional:
         if len(merged) > 1:
             raise InvalidRequest("Batch with conditions cannot span multiple partitions")
-        condition = Conditional(tuple(checked), result_columns(targets[0], statements))
+        condition = Conditional(
+            tuple(checked),
+            result_columns(targets[0], statements, isinstance(stmt, ast.Batch)),
+        )
     stateful = conditional or any(m.list_ops for m in mutations)
     return PlannedWrite(merged, schemas, condition, stateful)
 
@@ -247,6 +250,8 @@ def bulk_records(
     if plans is None:
         return None
     schema, bulk_statements = plans
+    if schema.ttl_column is not None:  # its rows' expirations are scheduled row by row
+        return None
     tables = []
     for i, plan in enumerate(bulk_statements):
         positions = np.flatnonzero(which == i)

@@ -17,6 +17,7 @@ from cqlcdc.cdc.changes import ChangeGroup, RowChange, extract_changes, find_tim
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.cells import Cell, CollectionCells
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
+from cqlcdc.storage.mutations import COMPACT_VALUE
 from cqlcdc.storage.partition import ColumnData, Partition, RangeTombstone
 from cqlcdc.storage.uuids import CdcTimeBits, random_time_uuid
 from cqlcdc.storage.view import PartitionView, collection_value, list_map_type
@@ -46,6 +47,9 @@ class WriteInfo:
     seed: int
     # distinguishes the partitions of one multi-partition write (they share the seed)
     record: int = 0
+    # the deletion of rows past their per-row TTL: logged as -3 / -4 (ScyllaDB's
+    # service_row_delete / service_partition_delete), not as a user's 3 / 4
+    expiration: bool = False
 
 
 class _Builder:
@@ -100,7 +104,8 @@ class LogWriter:
         self.pk = pk
         self.stream_of = stream_of
         self.order = order or ClusteringOrder(schema)
-        self.view = PartitionView(schema, self.order)
+        self.view = PartitionView(schema, self.order, expire_rows=False)
+        self._expiration = False
         self.opts = schema.cdc
         self.delta_values = self.opts.delta == "full"
         self.statics = tuple(sorted(schema.static_columns, key=lambda c: c.name))
@@ -135,6 +140,7 @@ class LogWriter:
         if mutation.is_empty():
             return []
         bits = CdcTimeBits(info.seed, info.record)
+        self._expiration = info.expiration
         self._static_state, self._row_states = self._load_state(mutation, prior, info.now_s)
         self._touched_static = False
         preimage = self.opts.preimage != "false"
@@ -293,6 +299,11 @@ class LogWriter:
         for name in sorted(ch.columns):
             col = self.schema.column(name)
             if col is None:
+                hidden = ch.atomic.get(name) if name == COMPACT_VALUE else None
+                if hidden is not None and hidden.ttl_s:
+                    # a key-only COMPACT STORAGE row is its hidden cell: its TTL is the
+                    # write's (cdc_compact_storage_test: cdc$ttl 2222, op 1)
+                    ttl = hidden.ttl_s
                 continue
             if name in ch.atomic:
                 cell = ch.atomic[name]
@@ -351,7 +362,7 @@ class LogWriter:
         return ttl
 
     def _row_delete(self, b: _Builder, ck: ClusteringKey) -> None:
-        b.new_row(OP_ROW_DELETE, ck)
+        b.new_row(-OP_ROW_DELETE if self._expiration else OP_ROW_DELETE, ck)
         if self._updating:
             self._row_states.pop(ck, None)
 
@@ -365,7 +376,7 @@ class LogWriter:
                 del self._row_states[ck]
 
     def _partition_delete(self, b: _Builder) -> None:
-        b.new_row(OP_PARTITION_DELETE)
+        b.new_row(-OP_PARTITION_DELETE if self._expiration else OP_PARTITION_DELETE)
         if self._updating:
             # ScyllaDB clears only the clustering rows here, so a static postimage of the
             # same group can show data the partition tombstone deleted; we clear both

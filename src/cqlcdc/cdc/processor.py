@@ -70,6 +70,8 @@ from cqlcdc.storage.codec import (
 from cqlcdc.storage.conditions import evaluate
 from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.partition import Partition
+from cqlcdc.storage.row_expiry import expiration_sweeps, next_expiration, row_ttl_deletion
+from cqlcdc.storage.uuids import splitmix64
 from cqlcdc.storage.vectorized import BULK_TYPES, timeuuid_ticks
 from cqlcdc.types.arrow import NullColumns, none_array
 
@@ -496,6 +498,24 @@ class CoreProcessor:
             return current
         if isinstance(payload, SweepRequest):
             self._sweep(ctx, rec, pk, current, payload)
+            expired = row_ttl_deletion(schema, current, payload.at_s)
+            if expired is not None:
+                # the rows past their per-row TTL go, as ScyllaDB's expiration scanner
+                # deletes them: applied and logged like a write (seeded by the sweep's seq)
+                write = WritePayload(expired, (), payload.at_s * 1_000_000, splitmix64(rec["seq"]))
+                expiring = {**rec, "decoded": write, "expiration": True}
+                current = self._apply(ctx, writer, expiring, pk, current)
+            upcoming = next_expiration(schema, current, payload.at_s)
+            if upcoming is not None:
+                ctx.expiries.append(
+                    {
+                        "bucket": ctx.bucket,
+                        "pk": rec["pk"],
+                        "token": rec["token"],
+                        "expiry_s": upcoming,
+                        "seq": rec["seq"],
+                    }
+                )
             return current
         if isinstance(payload, TickRequest):  # handled per bucket; never keyed by partition
             return current
@@ -525,7 +545,7 @@ class CoreProcessor:
         if mutation.is_empty():
             return current
         if schema.cdc.enabled:
-            info = WriteInfo(now_s, payload.seed, rec["seq"])
+            info = WriteInfo(now_s, payload.seed, rec["seq"], expiration="expiration" in rec)
             rows: list[LogRow] = writer.write(mutation, current, info)
             expiry = now_s + schema.cdc.ttl_s if schema.cdc.ttl_s else 0
             out.log.extend(rows)
@@ -535,6 +555,16 @@ class CoreProcessor:
         if current is None:
             current = Partition(mutation.pk)
         current.apply(mutation)
+        for sweep_s in sorted(expiration_sweeps(schema, mutation, now_s)):
+            ctx.expiries.append(  # the partition's sweep when a row's TTL column is due
+                {
+                    "bucket": ctx.bucket,
+                    "pk": rec["pk"],
+                    "token": rec["token"],
+                    "expiry_s": sweep_s,
+                    "seq": rec["seq"],
+                }
+            )
         if ctx.stager.feeds:
             self._feed_change(ctx, rec, pk, before, mutation, current, payload.now_us)
             if any(f.options.ttl_expiry_events for f in ctx.stager.feeds):

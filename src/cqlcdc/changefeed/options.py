@@ -16,6 +16,7 @@ from typing import Literal, TypeAlias, cast
 
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.errors import CqlSyntaxError, InvalidRequest
+from cqlcdc.types.terms import term_text
 
 Mode: TypeAlias = Literal["KEYS_ONLY", "UPDATES", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"]
 Format: TypeAlias = Literal["JSON", "DEBEZIUM_JSON", "DYNAMODB_STREAMS_JSON"]
@@ -250,7 +251,7 @@ def _term_text(term: ast.Term) -> str:
         return f"'{term.text}'" if term.kind == "string" else term.text
     if isinstance(term, ast.FunctionCall):
         args = ", ".join(
-            _term_text(a) if not isinstance(a, ast.ColumnRef) else a.name for a in term.args
+            term_text(a) if isinstance(a, ast.ColumnArg) else _term_text(a) for a in term.args
         )
         return f"{term.name}({args})"
     return repr(term)

@@ -85,11 +85,12 @@ class FunctionCall:
 
     ``name`` is lower-cased unless quoted. ``args`` are Terms, except in a SELECT selector,
     where an argument may also name a column (``writetime(v)``: ``ColumnRef('v')``;
-    ``count(*)``: ``ColumnRef('*')``).
+    ``count(*)``: ``ColumnRef('*')``) or a field or element of one (``writetime(u.f)``,
+    ``ttl(m[k])``).
     """
 
     name: str
-    args: tuple[Term | ColumnRef, ...]
+    args: tuple[Term | ColumnArg, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +334,7 @@ class ColumnDef:
     name: str
     type: TypeRef
     static: bool = False
+    ttl: bool = False  # ScyllaDB's per-row TTL column: ``e timestamp TTL``
 
 
 # An option value: a constant, a map literal (``cdc = {...}``), or for YDB-style changefeed
@@ -398,6 +400,13 @@ class DropChangefeed:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class SetTtlColumn:
+    """``ALTER TABLE t TTL col`` (ScyllaDB's per-row TTL); ``TTL NULL``: column None."""
+
+    column: str | None
+
+
 AlterTableAction: TypeAlias = (
     AddColumns
     | DropColumns
@@ -406,6 +415,7 @@ AlterTableAction: TypeAlias = (
     | SetOptions
     | AddChangefeed
     | DropChangefeed
+    | SetTtlColumn
 )
 
 
@@ -572,10 +582,17 @@ class Selector:
 
 @dataclass(frozen=True, slots=True)
 class FieldSelection:
-    """``u.f`` in a SELECT list: one field of a UDT column."""
+    """``u.f`` in a SELECT list: one field of a UDT column; ``more`` names the fields of
+    nested UDTs below it (``b.x.a``: column ``b``, field ``x``, more ``('a',)``)."""
 
     column: str
     field: str
+    more: tuple[str, ...] = ()
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The field names from the column down."""
+        return (self.field, *self.more)
 
 
 @dataclass(frozen=True, slots=True)
@@ -584,6 +601,10 @@ class ElementSelection:
 
     column: str
     key: Term
+
+
+# a selector argument that reads a column: the column, a field of it, an element of it
+ColumnArg: TypeAlias = ColumnRef | FieldSelection | ElementSelection
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,15 +93,7 @@ class SelectMixin(ClausesMixin):
         ):
             expr = self._parse_selector_call()
         else:
-            name = self._parse_identifier()
-            if self._match(TokenType.DOT):  # u.f
-                expr = FieldSelection(name, self._parse_identifier())
-            elif self._match(TokenType.LBRACKET):  # m[k]
-                key = self._parse_term()
-                self._expect(TokenType.RBRACKET)
-                expr = ElementSelection(name, key)
-            else:
-                expr = ColumnRef(name)
+            expr = self._parse_selectable(self._parse_identifier())
         alias = self._parse_identifier() if self._match_word("as") else None
         return Selector(expr, alias)
 

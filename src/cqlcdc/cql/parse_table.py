@@ -20,6 +20,7 @@ from cqlcdc.cql.ast import (
     OptionValue,
     RenameColumns,
     SetOptions,
+    SetTtlColumn,
     Truncate,
 )
 from cqlcdc.cql.parse_terms import TermsMixin
@@ -37,6 +38,7 @@ class TableMixin(TermsMixin):
         "rename": lambda self: self._parse_alter_rename(),
         "alter": lambda self: self._parse_alter_type(),
         "with": lambda self: self._parse_alter_with(),
+        "ttl": lambda self: self._parse_alter_ttl(),
     }
 
     # -- CREATE TABLE ------------------------------------------------------------------------
@@ -99,13 +101,15 @@ class TableMixin(TermsMixin):
     def _multiple_primary_keys(self, token: Token) -> CqlSyntaxError:
         return self._error("Multiple PRIMARY KEYs specified (exactly one required)", token)
 
-    def _parse_column_definition(self) -> tuple[ColumnDef, bool]:
-        """``name type [STATIC] [PRIMARY KEY]`` -> (the column, whether it is the key)."""
+    def _parse_column_definition(self, allow_ttl: bool = True) -> tuple[ColumnDef, bool]:
+        """``name type [TTL] [STATIC] [PRIMARY KEY]`` -> (the column, whether it is the key);
+        ``TTL`` only in CREATE TABLE, as in ScyllaDB's grammar."""
         name = self._parse_identifier()
         column_type = self._parse_type()
+        ttl = allow_ttl and self._match_word("ttl")
         static = self._match_word("static")
         inline_key = self._match_words("primary", "key")
-        return ColumnDef(name, column_type, static), inline_key
+        return ColumnDef(name, column_type, static, ttl), inline_key
 
     def _parse_primary_key(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``((pk1, pk2), ck1, ck2)`` or ``(pk, ck1, ...)`` (PRIMARY KEY already consumed)."""
@@ -169,12 +173,12 @@ class TableMixin(TermsMixin):
             self._advance()
             return self._parse_add_changefeed()
         if self._match(TokenType.LPAREN):
-            columns = [self._parse_column_definition()[0]]
+            columns = [self._parse_column_definition(allow_ttl=False)[0]]
             while self._match(TokenType.COMMA):
-                columns.append(self._parse_column_definition()[0])
+                columns.append(self._parse_column_definition(allow_ttl=False)[0])
             self._expect(TokenType.RPAREN)
             return AddColumns(tuple(columns))
-        return AddColumns((self._parse_column_definition()[0],))
+        return AddColumns((self._parse_column_definition(allow_ttl=False)[0],))
 
     def _parse_add_changefeed(self) -> AddChangefeed:
         """``name WITH (MODE = 'UPDATES', FORMAT = 'JSON', ...)``: option names upper-cased."""
@@ -230,6 +234,13 @@ class TableMixin(TermsMixin):
         column = self._parse_identifier()
         self._expect_word("type")
         return AlterColumnType(column, self._parse_type())
+
+    def _parse_alter_ttl(self) -> SetTtlColumn:
+        """``TTL column`` or ``TTL NULL`` (ScyllaDB's per-row TTL)."""
+        self._expect_word("ttl")
+        if self._match_word("null"):
+            return SetTtlColumn(None)
+        return SetTtlColumn(self._parse_identifier())
 
     def _parse_alter_with(self) -> SetOptions:
         self._expect_word("with")

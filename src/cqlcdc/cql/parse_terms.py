@@ -10,6 +10,8 @@ from cqlcdc.cql.ast import (
     BindMarker,
     ColumnRef,
     Constant,
+    ElementSelection,
+    FieldSelection,
     FunctionCall,
     ListLiteral,
     MapLiteral,
@@ -226,8 +228,9 @@ class TermsMixin(ParserBase):
         self._expect(TokenType.RPAREN)
         return TupleLiteral(tuple(items))
 
-    def _parse_column_or_term(self) -> Term | ColumnRef:
-        """A selector argument: ``*``, a column, a nested function call, or a term."""
+    def _parse_column_or_term(self) -> Term | ColumnRef | FieldSelection | ElementSelection:
+        """A selector argument: ``*``, a column (or a field or an element of one), a nested
+        function call, or a term."""
         if self._match(TokenType.STAR):
             return ColumnRef("*")
         if self._at_qualified_call() or (
@@ -236,15 +239,29 @@ class TermsMixin(ParserBase):
         ):
             return self._parse_selector_call()
         if self._is_field_name():
-            return ColumnRef(self._parse_identifier())
+            return self._parse_selectable(self._parse_identifier())
         return self._parse_term()
+
+    def _parse_selectable(self, name: str) -> ColumnRef | FieldSelection | ElementSelection:
+        """What follows a column name in a selector: ``.f`` (``.f.g`` into nested UDTs),
+        ``[k]``, or nothing."""
+        if self._match(TokenType.DOT):  # u.f, b.x.a
+            path = [self._parse_identifier()]
+            while self._match(TokenType.DOT):
+                path.append(self._parse_identifier())
+            return FieldSelection(name, path[0], tuple(path[1:]))
+        if self._match(TokenType.LBRACKET):  # m[k]
+            key = self._parse_term()
+            self._expect(TokenType.RBRACKET)
+            return ElementSelection(name, key)
+        return ColumnRef(name)
 
     def _parse_selector_call(self) -> FunctionCall:
         """``f(args)`` in a SELECT list: args may be columns (``writetime(v)``, ``count(*)``)."""
         self._enter()
         name = self._parse_function_name()
         self._expect(TokenType.LPAREN)
-        args: list[Term | ColumnRef] = []
+        args: list[Term | ColumnRef | FieldSelection | ElementSelection] = []
         if not self._match(TokenType.RPAREN):
             args.append(self._parse_column_or_term())
             while self._match(TokenType.COMMA):

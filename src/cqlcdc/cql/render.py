@@ -75,6 +75,7 @@ from cqlcdc.cql.ast import (
     SetField,
     SetLiteral,
     SetOptions,
+    SetTtlColumn,
     Statement,
     Term,
     Truncate,
@@ -184,9 +185,13 @@ def _render_create_index(node: CreateIndex) -> str:
 # Terms and types
 
 
-def render_term(term: Term | ColumnRef) -> str:
+def render_term(term: Term | ColumnRef | FieldSelection | ElementSelection) -> str:
     """A term (or a selector's column argument) as CQL text."""
     match term:
+        case FieldSelection():
+            return ".".join(quote_identifier(n) for n in (term.column, *term.path))
+        case ElementSelection():
+            return f"{quote_identifier(term.column)}[{render_term(term.key)}]"
         case Constant(kind="string"):
             return quote_string(term.text)
         case Constant():
@@ -220,7 +225,7 @@ def render_term(term: Term | ColumnRef) -> str:
             assert_never(term)
 
 
-def _terms(items: tuple[Term | ColumnRef, ...]) -> str:
+def _terms(items: tuple[Term | ColumnRef | FieldSelection | ElementSelection, ...]) -> str:
     return ", ".join(render_term(item) for item in items)
 
 
@@ -307,8 +312,9 @@ def _renames(renames: tuple[tuple[str, str], ...]) -> str:
 
 
 def _column_def(column: ColumnDef) -> str:
+    ttl = " TTL" if column.ttl else ""
     static = " static" if column.static else ""
-    return f"{quote_identifier(column.name)} {render_type(column.type)}{static}"
+    return f"{quote_identifier(column.name)} {render_type(column.type)}{ttl}{static}"
 
 
 def _render_create_table(node: CreateTable) -> str:
@@ -369,6 +375,10 @@ def _render_alter_action(action: AlterTableAction) -> str:
             return f"ADD CHANGEFEED {quote_identifier(action.name)} WITH ({options})"
         case DropChangefeed():
             return f"DROP CHANGEFEED {quote_identifier(action.name)}"
+        case SetTtlColumn(column=None):
+            return "TTL NULL"
+        case SetTtlColumn():
+            return f"TTL {quote_identifier(action.column or '')}"
         case _:
             assert_never(action)
 
@@ -496,13 +506,7 @@ def _render_batch(node: Batch) -> str:
 
 
 def _render_selector(selector: Selector) -> str:
-    expr = selector.expr
-    if isinstance(expr, FieldSelection):
-        text = f"{quote_identifier(expr.column)}.{quote_identifier(expr.field)}"
-    elif isinstance(expr, ElementSelection):
-        text = f"{quote_identifier(expr.column)}[{render_term(expr.key)}]"
-    else:
-        text = render_term(expr)
+    text = render_term(selector.expr)
     if selector.alias is not None:
         text += f" AS {quote_identifier(selector.alias)}"
     return text

@@ -37,6 +37,7 @@ from cqlcdc.schema.log_table import (
 )
 from cqlcdc.schema.log_table import log_table_schema as derive_log_schema
 from cqlcdc.schema.model import Column, DroppedColumn, Keyspace, TableSchema
+from cqlcdc.schema.row_ttl import set_ttl_column
 from cqlcdc.schema.table_options import merge_options, validate_table_options
 from cqlcdc.schema.typeshape import (
     references_udt,
@@ -416,6 +417,8 @@ class Catalog:
             new = table_ddl.alter_column_type(table, action, resolve)
         elif isinstance(action, ast.SetOptions):
             new = self._set_options(table, action, attached)
+        elif isinstance(action, ast.SetTtlColumn):
+            new = set_ttl_column(table, action)
         elif isinstance(action, ast.AddChangefeed):
             if any(name == action.name for name, _ in table.changefeeds):
                 raise InvalidRequest(

@@ -54,7 +54,9 @@ def create_table_statement(table: TableSchema, internals: bool = False) -> str:
     for column in table.select_star_columns:
         if column.name in readded:
             continue  # made as the dropped column below, then dropped and added again
-        parts.append(f"\n    {_column_definition(column)},")
+        # the per-row TTL column is marked after its type (ScyllaDB's schema::describe)
+        ttl = " TTL" if column.name == table.ttl_column else ""
+        parts.append(f"\n    {_column_definition(column)}{ttl},")
     for d in dropped:
         parts.append(f"\n    {maybe_quote(d.name)} {d.type.cql_name},")
     pk = ", ".join(maybe_quote(c.name) for c in table.partition_key)

@@ -134,6 +134,9 @@ class TableSchema:
     # how its outputs name columns and type values (schema.physical): 2 for every table made
     # since physical names, 1 for a table made before (its names as written)
     physical_layout: int = 2
+    # ScyllaDB's per-row TTL: the regular timestamp/bigint/int column whose value is the
+    # row's expiration time (None: none); see cqlcdc.schema.row_ttl
+    ttl_column: str | None = None
     # init=False: dataclasses.replace() must build a fresh index, not share the original's
     _by_name: dict[str, Column] = field(default_factory=dict, init=False, compare=False, repr=False)
     # the key views, computed once (they are on every write's path)

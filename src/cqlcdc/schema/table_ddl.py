@@ -22,6 +22,7 @@ from cqlcdc.cql.ast import (
 )
 from cqlcdc.errors import ConfigurationError, InvalidRequest
 from cqlcdc.schema.model import Column, DroppedColumn, TableSchema
+from cqlcdc.schema.row_ttl import ttl_column_of_create
 from cqlcdc.schema.typeshape import is_counter, references_duration, subtypes
 from cqlcdc.types import UserType
 from cqlcdc.types.base import CqlType
@@ -134,6 +135,7 @@ def build_table(
             raise InvalidRequest(f"Multiple definition of identifier {c.name}")
         seen.add(c.name)
     types = {c.name: resolve(c.type) for c in stmt.columns}
+    ttl_column = ttl_column_of_create(stmt.columns, types, stmt.partition_key, stmt.clustering_key)
     for c in stmt.columns:
         if default_ttl_s > 0 and is_counter(types[c.name]):
             raise InvalidRequest("Cannot set default_time_to_live on a table with counters")
@@ -165,7 +167,13 @@ def build_table(
             )
         else:
             columns.append(Column(c.name, types[c.name], "static" if c.static else "regular"))
-    table = TableSchema(keyspace, name, tuple(columns), compact_storage=stmt.compact_storage)
+    table = TableSchema(
+        keyspace,
+        name,
+        tuple(columns),
+        compact_storage=stmt.compact_storage,
+        ttl_column=ttl_column,
+    )
     check_counter_mix(table)
     return table
 
@@ -309,6 +317,8 @@ def drop_columns(table: TableSchema, action: DropColumns) -> TableSchema:
         table,
         columns=tuple(c for c in table.columns if c.name not in dropped),
         dropped=tuple(records),
+        # dropping the TTL column turns the per-row TTL off for good (test_ttl_row.py)
+        ttl_column=None if table.ttl_column in dropped else table.ttl_column,
     )
 
 

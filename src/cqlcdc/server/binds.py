@@ -20,6 +20,7 @@ from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.mutations import ARITHMETIC_TYPES
 from cqlcdc.storage.where import check_relation_operator
 from cqlcdc.types import (
+    InValuesType,
     ListType,
     MapType,
     SetType,
@@ -202,17 +203,27 @@ def _where(out: list[Receiver], where: tuple[ast.Relation, ...], table: TableSch
 
 
 def _relation_value(
-    out: list[Receiver], op: str, value: ast.Term, name: str, ctype: CqlType, table: TableSchema
+    out: list[Receiver],
+    op: str,
+    value: ast.Term,
+    name: str,
+    ctype: CqlType,
+    table: TableSchema,
+    condition: bool = False,
 ) -> None:
     """The markers of a relation's right-hand side, received as ``get_rhs_receiver`` says:
-    ``IN(c)`` for the list of an IN, the element for CONTAINS, the key for CONTAINS KEY.
+    ``IN(c)`` for the list of an IN (in an LWT condition, a list that may hold nulls), the
+    element for CONTAINS, the key for CONTAINS KEY.
 
     Raises:
         InvalidRequest: CONTAINS of a column that is no collection, CONTAINS KEY of one
             that is no map (ScyllaDB's messages, at PREPARE).
     """
     if op in ("IN", "NOT IN"):
-        _term(out, value, f"{op}({name})", ListType(ctype.frozen(), frozen=True), table)
+        values = (
+            InValuesType(ctype.frozen()) if condition else ListType(ctype.frozen(), frozen=True)
+        )
+        _term(out, value, f"{op}({name})", values, table)
     elif op == "CONTAINS":
         if isinstance(ctype, ListType | SetType):
             _term(out, value, f"value({name})", ctype.elem, table)
@@ -249,7 +260,7 @@ def _conditions(
             if cond.field in ctype.field_names:
                 ctype = ctype.field_types[ctype.field_names.index(cond.field)]
             name = cond.field
-        _relation_value(out, cond.operator.upper(), cond.value, name, ctype, table)
+        _relation_value(out, cond.operator.upper(), cond.value, name, ctype, table, True)
 
 
 def _term(out: list[Receiver], t: object, spec: str, ctype: CqlType, table: TableSchema) -> None:

@@ -30,7 +30,7 @@ from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.view import PartitionView, row_is_live
 from cqlcdc.storage.where import analyse_where
-from cqlcdc.types import ListType, MapType, SetType, UserType
+from cqlcdc.types import InValuesType, ListType, MapType, SetType, UserType
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.values import UdtValue
 
@@ -114,11 +114,15 @@ def is_conditional(stmt: ast.Insert | ast.Update | ast.Delete) -> bool:
 
 
 def result_columns(
-    schema: TableSchema, statements: Sequence[ast.Insert | ast.Update | ast.Delete]
+    schema: TableSchema,
+    statements: Sequence[ast.Insert | ast.Update | ast.Delete],
+    batch: bool = False,
 ) -> tuple[str, ...]:
     """The columns after ``[applied]`` (``build_cas_result_set_metadata``): every column
-    for IF EXISTS / IF NOT EXISTS, else those the conditions name, in select-star order."""
-    wanted: set[str] = set()
+    for IF EXISTS / IF NOT EXISTS, else those the conditions name, in select-star order;
+    a batch's rows carry the primary key columns too (``batch_statement``'s), so each row
+    tells which row it is about."""
+    wanted: set[str] = {c.name for c in schema.primary_key} if batch else set()
     for stmt in statements:
         if isinstance(stmt, ast.Insert) or stmt.if_exists:
             if is_conditional(stmt):
@@ -258,7 +262,7 @@ def _check(
     name = col.name
     if op in ("IN", "NOT IN"):
         if isinstance(cond.value, ast.BindMarker):
-            bound = ListType(ctype, frozen=True).parse_literal(cond.value, name, ctx)
+            bound = InValuesType(ctype).parse_literal(cond.value, name, ctx)
             values: tuple[Any, ...] = () if bound is None else tuple(bound)
         elif isinstance(cond.value, ast.TupleLiteral):
             values = tuple(_bound(ctype, t, name, ctx) for t in cond.value.items)
@@ -313,27 +317,42 @@ _INT = _int_type()
 def old_row(
     schema: TableSchema, cond: StatementCondition, part: Partition | None, now_s: int
 ) -> dict[str, Any] | None:
-    """The row a statement's conditions are checked against, as ScyllaDB finds it
-    (``cas_request::find_old_row``): the named clustering row with the partition's static
-    values; else, for column conditions, the static row; None when there is none."""
+    """The row a statement's result shows, as ScyllaDB finds it (``cas_request::find_old_row``):
+    the named clustering row with the partition's static values; else, unless the statement
+    checks existence, the partition's static row, which ScyllaDB's read holds whenever the
+    partition has live content and the table has static columns; None when there is none."""
     if part is None:
         return None
     view = PartitionView(schema, ClusteringOrder(schema))
     static = view.static_row(part, now_s)
     static_values = dict(static.values) if static is not None else {}
     keys = {c.name: v for c, v in zip(schema.partition_key, part.pk, strict=True)}
-    if cond.ck is not None and not cond.static_only:
+    if cond.ck is not None and (cond.ck or not schema.clustering_key):
         live = view.clustering_row(part, cond.ck, now_s)
         if live is not None:
             ck_values = dict(zip((c.name for c in schema.clustering_key), cond.ck, strict=True))
             return {**keys, **ck_values, **static_values, **live.values}
         if cond.kind in ("exists", "not_exists") or not cond.ck:
             return None
-    if static is not None:
+    if not any(c.kind == "static" for c in schema.columns):
+        return None
+    if static is not None or (cond.ck is None and _any_live_row(schema, part, now_s)):
         return {**keys, **static_values}
-    if cond.static_only and cond.kind != "columns" and _any_live_row(schema, part, now_s):
-        return dict(keys)  # the partition exists without static content
     return None
+
+
+def _decisive_row(
+    schema: TableSchema, cond: StatementCondition, part: Partition | None, now_s: int
+) -> dict[str, Any] | None:
+    """The row a statement's condition is decided on (``modification_statement::applies_to``):
+    its ``old_row``, except that a statement that checks only static columns sees no row
+    when the partition has no live static content, so a static-only ``INSERT ... IF NOT
+    EXISTS`` applies beside existing clustering rows."""
+    row = old_row(schema, cond, part, now_s)
+    if row is None or not cond.static_only or part is None:
+        return row
+    static = PartitionView(schema, ClusteringOrder(schema)).static_row(part, now_s)
+    return row if static is not None else None
 
 
 def _any_live_row(schema: TableSchema, part: Partition, now_s: int) -> bool:
@@ -350,12 +369,13 @@ def evaluate(
     rows: list[tuple[Any, ...]] = []
     for cond in conditional.statements:
         row = old_row(schema, cond, part, now_s)
+        decisive = _decisive_row(schema, cond, part, now_s)
         if cond.kind == "exists":
-            applies = applies and row is not None
+            applies = applies and decisive is not None
         elif cond.kind == "not_exists":
-            applies = applies and row is None
+            applies = applies and decisive is None
         elif cond.kind == "columns":
-            applies = applies and all(check.holds(row, schema) for check in cond.checks)
+            applies = applies and all(check.holds(decisive, schema) for check in cond.checks)
         rows.append(tuple(None if row is None else row.get(c) for c in conditional.result_columns))
     return applies, rows
 

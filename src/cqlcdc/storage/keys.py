@@ -62,12 +62,21 @@ class ClusteringOrder:
         return _Reversed(k) if self._desc[index] else k
 
     def key(self, ck: Sequence[Any]) -> tuple[Any, ...]:
-        """Sort key of a full clustering key or a prefix (a prefix sorts before extensions)."""
-        return tuple(self.component_key(i, v) for i, v in enumerate(ck))
+        """Sort key of a full clustering key or a prefix (a prefix sorts before extensions,
+        whatever the order; a null component ends the prefix: a dense COMPACT STORAGE row
+        written under a prefix of its clustering key)."""
+        out = []
+        for i, v in enumerate(ck):
+            if v is None:
+                break
+            out.append(self.component_key(i, v))
+        return tuple(out)
 
     def compare_prefix(self, ck: Sequence[Any], prefix: Sequence[Any]) -> int:
         """-1/0/1: ``ck`` restricted to len(prefix) components vs the prefix."""
         for i, pv in enumerate(prefix):
+            if i >= len(ck) or ck[i] is None:
+                return -1  # a dense table's row under a shorter prefix sorts first
             a = self.component_key(i, ck[i])
             b = self.component_key(i, pv)
             if a < b:

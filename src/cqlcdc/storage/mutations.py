@@ -23,10 +23,13 @@ from cqlcdc.storage.keys import Bound, ClusteringKey
 from cqlcdc.storage.partition import Partition, RangeTombstone, Row
 from cqlcdc.storage.token import check_clustering_key, serialize_partition_key
 from cqlcdc.storage.uuids import (
-    PREPEND_REFERENCE_MS,
+    LIST_SEQ_LIMIT,
+    PREPEND_REFERENCE_US,
     UUID_EPOCH_OFFSET,
     SeededBits,
+    list_key,
     random_uuid,
+    splitmix64,
     timeuuid_from_ticks,
 )
 from cqlcdc.storage.where import KeyRestrictions, analyse_where, require_partition_key
@@ -94,6 +97,10 @@ class WriteContext:
         self._clock_seq = (seed >> 16) & 0x3FFF
         self._node = node
         self._last_ticks = 0
+        self._list_seq = 0  # list keys' sub-microsecond sequence: one per write (a batch)
+        # list keys' node: ScyllaDB's is random per shard; one per write keeps two writes
+        # with the same timestamp (client timestamps) from sharing keys
+        self._list_node = splitmix64(seed) & 0xFFFF_FFFF_FFFF
 
     @property
     def now_us(self) -> int:
@@ -130,16 +137,39 @@ class WriteContext:
     def new_uuid(self) -> uuid.UUID:
         return random_uuid(self._bits)
 
-    def append_keys(self, n: int) -> list[uuid.UUID]:
-        """Keys for ``l = l + [...]``: increasing, at the session's current time."""
-        return [self.new_timeuuid() for _ in range(n)]
+    def append_keys(self, n: int, timestamp_us: int) -> list[uuid.UUID]:
+        """Keys for ``l = l + [...]`` (and a whole-list write): the statement's timestamp and
+        the next sub-microsecond sequence numbers of the write, shared by every statement of
+        a batch (ScyllaDB's ``lists::do_append``, ``query_options::next_list_append_seq``).
 
-    def prepend_keys(self, n: int) -> list[uuid.UUID]:
-        """Keys for ``l = [...] + l``: before every key made so far (Cassandra's scheme)."""
-        now_ms = self._now_us // 1000
-        base_ms = 2 * PREPEND_REFERENCE_MS - now_ms
-        base_ticks = base_ms * 10_000 + UUID_EPOCH_OFFSET
-        return [timeuuid_from_ticks(base_ticks + i, self._low_bits()) for i in range(n)]
+        Raises:
+            InvalidRequest: the write's sequence is exhausted (ScyllaDB's message).
+        """
+        first = self._list_seq
+        self._list_seq += n
+        return [list_key(timestamp_us, first + i, self._list_node) for i in range(n)]
+
+    def prepend_keys(self, n: int, timestamp_us: int) -> list[uuid.UUID]:
+        """Keys for ``l = [...] + l``: at the timestamp mirrored about 2010-01-01, so they
+        sort before every appended key, and from the top of the sub-microsecond range down,
+        so each prepend of a batch lands before the previous one (ScyllaDB's
+        ``lists::prepender``, ``query_options::next_list_prepend_seq``).
+
+        Raises:
+            InvalidRequest: the timestamp is before 2010, or the write's sequence is
+                exhausted (ScyllaDB's messages).
+        """
+        if timestamp_us <= PREPEND_REFERENCE_US:
+            raise InvalidRequest(
+                "List prepend custom timestamp must be greater than Jan 1 2010 00:00:00"
+            )
+        micros = 2 * PREPEND_REFERENCE_US - timestamp_us
+        if self._list_seq + n < LIST_SEQ_LIMIT:
+            self._list_seq += n
+            first = LIST_SEQ_LIMIT - self._list_seq
+        else:
+            first = LIST_SEQ_LIMIT
+        return [list_key(micros, first + i, self._list_node) for i in range(n)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,7 +227,8 @@ def _element_cells(
     if isinstance(ctype, MapType):
         return {k: _live(ts, v, ttl, ctx) for k, v in value.items()}
     if isinstance(ctype, ListType):
-        keys = ctx.prepend_keys(len(value)) if prepend else ctx.append_keys(len(value))
+        n = len(value)
+        keys = ctx.prepend_keys(n, ts) if prepend else ctx.append_keys(n, ts)
         return {k: _live(ts, v, ttl, ctx) for k, v in zip(keys, value, strict=True)}
     if isinstance(ctype, UserType):
         out: dict[Any, Cell] = {}
@@ -305,7 +336,10 @@ def build_insert(
                 f'PRIMARY KEY column "{later[0].name}" cannot be restricted as preceding column '
                 f'"{missing.name}" is not restricted'
             )
-        raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing.name}")
+        if not schema.compact_storage:
+            raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing.name}")
+        if not ck_given:  # a dense table writes under a clustering prefix, never an empty one
+            raise InvalidRequest(f"Missing PRIMARY KEY part {missing.name}")
     for c in ck_given:
         if values[c.name] is None:
             raise InvalidRequest(f"Invalid null value in condition for column {c.name}")
@@ -322,7 +356,9 @@ def build_insert(
     part = Partition(pk)
     target_row: _Target | None = None
     if ck_given or not schema.clustering_key:
-        ck = tuple(values[c.name] for c in schema.clustering_key)
+        # a dense table's may be a prefix: the columns after it are null (as ScyllaDB's
+        # clustering prefix has no component for them)
+        ck = tuple(values.get(c.name) for c in schema.clustering_key)
         row = part.row(ck)
         if not schema.compact_storage:
             row.marker = RowMarker(ts, ttl, ctx.now_s + ttl if ttl else 0)
@@ -387,10 +423,17 @@ def build_update(
     if schema.clustering_key and only_static:
         cks: list[ClusteringKey | None] = [None]
     else:
-        if res.ck_restricted_columns < len(schema.clustering_key):
-            missing = schema.clustering_key[res.ck_restricted_columns].name
-            raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
-        cks = list(res.ck_prefixes)
+        given = res.ck_restricted_columns
+        if given < len(schema.clustering_key):
+            missing = schema.clustering_key[given].name
+            if not schema.compact_storage:
+                raise InvalidRequest(f"Missing mandatory PRIMARY KEY part {missing}")
+            if not given:  # a dense table writes under a prefix, never an empty one
+                raise InvalidRequest(f"Missing PRIMARY KEY part {missing}")
+        # a dense COMPACT STORAGE table's row may sit under a prefix (update_statement's
+        # is_dense()): the clustering columns after it are null
+        pad = (None,) * (len(schema.clustering_key) - given)
+        cks = [prefix + pad for prefix in res.ck_prefixes]
     conditional = stmt.if_exists or bool(stmt.conditions)
     out = []
     for pk in pks:
@@ -576,7 +619,7 @@ def _set_element(
             if len(a.key.args) != 1:
                 raise InvalidRequest("SCYLLA_TIMEUUID_LIST_INDEX takes one timeuuid argument")
             arg = a.key.args[0]
-            if isinstance(arg, ast.ColumnRef):
+            if isinstance(arg, ast.ColumnArg):
                 raise InvalidRequest("SCYLLA_TIMEUUID_LIST_INDEX takes a timeuuid literal")
             key = native_type("timeuuid").parse_literal(arg, col.name, ctx)
             cell = Cell(ts, None) if v is None else _live(ts, v, ttl, ctx)

@@ -23,7 +23,7 @@ from cqlcdc.storage.attributes import timeout_ms
 from cqlcdc.storage.cells import Cell
 from cqlcdc.storage.keys import ClusteringOrder, compare
 from cqlcdc.storage.partition import Partition
-from cqlcdc.storage.selection import CELLS, Selection, plan_selection
+from cqlcdc.storage.selection import CELLS, ELEMENTS, Selection, plan_selection
 from cqlcdc.storage.subscripts import element_of, subscript_types
 from cqlcdc.storage.view import PartitionView
 from cqlcdc.storage.where import ELEMENT, KeyRestrictions, analyse_where
@@ -66,16 +66,20 @@ def base_partition_rows(
         assert live.ck is not None
         row.update({c.name: v for c, v in zip(schema.clustering_key, live.ck, strict=True)})
         cells: dict[str, Cell] = dict(live.cells)
+        elements = live.elements
         if static is not None:
             row.update(static.values)
             cells.update(static.cells)
+            elements = {**static.elements, **live.elements}
         row.update(live.values)
         row[CELLS] = cells
+        row[ELEMENTS] = elements
         rows.append(row)
     if not rows and static is not None:
         row = dict(pk_values)
         row.update(static.values)
         row[CELLS] = dict(static.cells)
+        row[ELEMENTS] = static.elements
         row["__static_only__"] = True
         rows.append(row)
     return PartitionRows(token, part.pk, rows)

@@ -19,7 +19,7 @@ from cqlcdc.errors import CqlSyntaxError, InvalidRequest
 from cqlcdc.schema.model import Column, TableSchema
 from cqlcdc.storage.aggregates import AGGREGATES, Accumulator, Aggregate, aggregate
 from cqlcdc.storage.subscripts import element_of, subscript_types
-from cqlcdc.types import UserType, native_type
+from cqlcdc.types import MapType, SetType, UserType, native_type
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.json_codec import json_name, to_json
 from cqlcdc.types.terms import (
@@ -32,6 +32,7 @@ from cqlcdc.types.terms import (
 )
 
 CELLS = "__cells__"
+ELEMENTS = "__elements__"  # a row's live element cells, by column then key
 JSON_COLUMN = "[json]"
 
 
@@ -259,7 +260,7 @@ class _Planner:
             )
         (expr,) = call.args
         if not _reads_columns(expr):
-            assert not isinstance(expr, ast.ColumnRef)
+            assert not isinstance(expr, ast.ColumnArg)
             type_name, value = evaluate_function(call, None)
             return Node(
                 "constant", f"system.{name}({term_text(expr)})", native_type(type_name), value=value
@@ -281,23 +282,21 @@ class _Planner:
         return Node("call", f"system.{name}({arg.name})", result, arg=arg, value=function)
 
     def _field(self, expr: ast.FieldSelection) -> Node:
-        """``u.f``: a field of a UDT column (null where the value or the field is)."""
+        """``u.f``: a field of a UDT column, ``b.x.a`` one of a nested UDT (null where the
+        value or a field on the way is)."""
         col = self._use(expr.column)
-        ctype = col.type
-        if not isinstance(ctype, UserType):
-            raise InvalidRequest(
-                f"Invalid field selection: {col.name} of type {ctype.cql_name} is not a user type"
-            )
-        if expr.field not in ctype.field_names:
-            raise InvalidRequest(f"{ctype.name} has no field {expr.field}")
-        index = ctype.field_names.index(expr.field)
-        return Node(
-            "field",
-            f"{col.name}.{expr.field}",
-            ctype.field_types[index],
-            column=col.name,
-            value=expr.field,
-        )
+        ctype: CqlType = col.type
+        name = col.name
+        for field_name in expr.path:
+            if not isinstance(ctype, UserType):
+                raise InvalidRequest(
+                    f"Invalid field selection: {name} of type {ctype.cql_name} is not a user type"
+                )
+            if field_name not in ctype.field_names:
+                raise InvalidRequest(f"{ctype.name} has no field {field_name}")
+            ctype = ctype.field_types[ctype.field_names.index(field_name)]
+            name = f"{name}.{field_name}"
+        return Node("field", name, ctype, column=col.name, value=expr.path)
 
     def _element(self, expr: ast.ElementSelection) -> Node:
         """``m[k]``, ``l[i]``, ``s[e]``: an element of a collection column (the set's own
@@ -316,6 +315,10 @@ class _Planner:
         )
 
     def _attribute(self, name: str, call: ast.FunctionCall) -> Node:
+        if len(call.args) == 1 and isinstance(
+            call.args[0], ast.FieldSelection | ast.ElementSelection
+        ):
+            return self._member_attribute(name, call.args[0])
         args = [a.name for a in call.args if isinstance(a, ast.ColumnRef)]
         if len(args) != 1 or len(call.args) != 1 or self.schema.column(args[0]) is None:
             raise InvalidRequest(f"Invalid arguments for {name}")
@@ -331,6 +334,32 @@ class _Planner:
             )
         ctype = native_type("bigint" if name == "writetime" else "int")
         return Node(name, f"{name}({col.name})", ctype, column=col.name)
+
+    def _member_attribute(self, name: str, arg: ast.FieldSelection | ast.ElementSelection) -> Node:
+        """``WRITETIME(m[k])``, ``TTL(s[e])``, ``WRITETIME(u.f)``: the time or TTL of one
+        element cell of a non-frozen map or set, or one field cell of a non-frozen UDT
+        (ScyllaDB's ``prepare_column_mutation_attribute``, its checks in its order)."""
+        member = self._field(arg) if isinstance(arg, ast.FieldSelection) else self._element(arg)
+        col = self.schema.column(arg.column)
+        assert col is not None
+        kind = name.upper()
+        if col.is_key:
+            raise InvalidRequest(f"{kind} is not legal on primary key component {col.name}")
+        if isinstance(arg, ast.ElementSelection):
+            context, allowed = "subscript", "non-frozen map or set columns"
+            ok = isinstance(col.type, MapType | SetType) and col.type.multicell
+            key = member.value
+        else:
+            if arg.more:  # ScyllaDB takes a column's field, not a field's field
+                inner = ".".join((arg.column, *arg.path[:-1]))
+                raise InvalidRequest(f"{kind} on a field selection expects a column, got {inner}")
+            context, allowed = "field selection", "non-frozen UDT columns"
+            ok = isinstance(col.type, UserType) and col.type.multicell
+            key = col.type.field_names.index(arg.field) if isinstance(col.type, UserType) else None
+        if not ok:
+            raise InvalidRequest(f"{kind} on a {context} is only valid for {allowed}")
+        ctype = native_type("bigint" if name == "writetime" else "int")
+        return Node(name, f"{name}({member.name})", ctype, column=col.name, value=(key,))
 
     def _aggregate(self, name: str, call: ast.FunctionCall) -> Node:
         args = call.args
@@ -380,7 +409,7 @@ class _Planner:
         return node
 
 
-def _reads_columns(expr: ast.Term | ast.ColumnRef) -> bool:
+def _reads_columns(expr: ast.Term | ast.ColumnArg) -> bool:
     """Whether a selector argument reads the row (a column, or a call of one)."""
     if isinstance(expr, ast.ColumnRef | ast.FieldSelection | ast.ElementSelection):
         return True
@@ -401,9 +430,13 @@ def _row_value(node: Node, schema: TableSchema, row: dict[str, Any], now_s: int)
     kind = node.kind
     if kind == "column":
         return row.get(node.column)
-    if kind == "field":  # a UDT value is a mapping of its fields
+    if kind == "field":  # a UDT value is a mapping of its fields, down the path
         value = row.get(node.column)
-        return None if value is None else value.get(node.value)
+        for field_name in node.value:
+            if value is None:
+                return None
+            value = value.get(field_name)
+        return value
     if kind == "element":
         return element_of(row.get(node.column), node.value)
     if kind == "constant":
@@ -417,7 +450,11 @@ def _row_value(node: Node, schema: TableSchema, row: dict[str, Any], now_s: int)
     if kind == "call":
         assert node.arg is not None
         return node.value(_row_value(node.arg, schema, row, now_s))
-    cell = row.get(CELLS, {}).get(node.column)
+    if node.value is not None:  # of one element or field: (its key,)
+        (key,) = node.value
+        cell = row.get(ELEMENTS, {}).get(node.column, {}).get(key) if key is not None else None
+    else:
+        cell = row.get(CELLS, {}).get(node.column)
     if cell is None:
         return None
     if kind == "writetime":
@@ -436,4 +473,4 @@ def _final_value(node: Node, results: Sequence[Any]) -> Any:
     return to_json(node.arg.type, _final_value(node.arg, results))
 
 
-__all__ = ["CELLS", "JSON_COLUMN", "Node", "Output", "Selection", "plan_selection"]
+__all__ = ["CELLS", "ELEMENTS", "JSON_COLUMN", "Node", "Output", "Selection", "plan_selection"]

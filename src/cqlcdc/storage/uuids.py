@@ -13,10 +13,14 @@ import hashlib
 import uuid
 from typing import Any
 
+from cqlcdc.errors import InvalidRequest
+
 # 100-ns intervals between 1582-10-15 and 1970-01-01 (the v1 uuid epoch offset)
 UUID_EPOCH_OFFSET = 0x01B21DD213814000
-# Cassandra's list prepend reference time (2010-01-01, milliseconds)
-PREPEND_REFERENCE_MS = 1262304000000
+# the list prepend reference time (2010-01-01, microseconds; ScyllaDB's lists::prepender)
+PREPEND_REFERENCE_US = 1262304000 * 1_000_000
+# a write's list keys take sub-microsecond sequence numbers below this (UUID_gen::SUBMICRO_LIMIT)
+LIST_SEQ_LIMIT = 1 << 17
 
 
 def timeuuid_from_ticks(ticks: int, clock_seq_and_node: int) -> uuid.UUID:
@@ -32,6 +36,22 @@ def timeuuid_from_micros(micros: int, clock_seq: int, node: int) -> uuid.UUID:
     """An RFC 4122 version-1 uuid for ``micros`` (variant bits set on the clock sequence)."""
     low = ((0x8000 | (clock_seq & 0x3FFF)) << 48) | (node & 0xFFFFFFFFFFFF)
     return timeuuid_from_ticks(micros * 10 + UUID_EPOCH_OFFSET, low)
+
+
+def list_key(micros: int, submicros: int, node: int) -> uuid.UUID:
+    """A list element's key: ``micros`` plus a sub-microsecond sequence number, 3 bits of it
+    in the time and 14 in the clock sequence, its low byte's sign bit flipped so signed-byte
+    comparison keeps the order (ScyllaDB's ``get_time_UUID_bytes_from_micros_and_submicros``).
+
+    Raises:
+        InvalidRequest: ``submicros`` is out of range (ScyllaDB's message for a statement or
+            batch that writes too many list values).
+    """
+    if not 0 <= submicros < LIST_SEQ_LIMIT:
+        raise InvalidRequest("Too many list values per single CQL statement or batch")
+    ticks = micros * 10 + UUID_EPOCH_OFFSET + ((submicros >> 14) & 0b111)
+    clock_seq = (submicros & 0x3FFF) ^ 0x80
+    return timeuuid_from_ticks(ticks, ((clock_seq | 0x8000) << 48) | (node & 0xFFFFFFFFFFFF))
 
 
 def ticks_of(u: uuid.UUID) -> int:

@@ -8,10 +8,11 @@ CDC images show lists (preimages spec, "Preimages and non-atomic columns").
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cqlcdc.schema.model import Column, TableSchema
+from cqlcdc.schema.row_ttl import is_expired
 from cqlcdc.storage.cells import Cell, CollectionCells, CounterCell
 from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder
 from cqlcdc.storage.partition import Partition, Row
@@ -27,6 +28,9 @@ class LiveRow:
     ck: ClusteringKey | None  # None: the static row
     values: dict[str, Any]
     cells: dict[str, Cell]  # the live atomic cells (for writetime()/ttl())
+    # the live element cells of non-frozen collections and UDTs, by key (a UDT's by field
+    # index), for WRITETIME(m[k]) / TTL(u.f)
+    elements: dict[str, dict[Any, Cell]] = field(default_factory=dict)
 
 
 def collection_value(
@@ -65,8 +69,10 @@ def row_values(
     now_s: int,
     *,
     lists_as_maps: bool = False,
+    elements: dict[str, dict[Any, Cell]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Cell]]:
-    """The live values of ``columns`` in ``row`` given the covering tombstone ``shadow``."""
+    """The live values of ``columns`` in ``row`` given the covering tombstone ``shadow``
+    (and, into ``elements`` when given, the live element cells of each collection)."""
     values: dict[str, Any] = {}
     cells: dict[str, Cell] = {}
     for col in columns:
@@ -84,6 +90,8 @@ def row_values(
             live = data.live_elements(now_s, shadow)
             if live:
                 values[col.name] = collection_value(col.type, live, lists_as_maps=lists_as_maps)
+                if elements is not None:
+                    elements[col.name] = live
     return values, cells
 
 
@@ -107,11 +115,19 @@ def row_is_live(row: Row, shadow: int | None, now_s: int) -> bool:
 class PartitionView:
     """Reads a partition's live content for one table schema at one moment."""
 
-    def __init__(self, schema: TableSchema, order: ClusteringOrder | None = None) -> None:
+    def __init__(
+        self, schema: TableSchema, order: ClusteringOrder | None = None, expire_rows: bool = True
+    ) -> None:
+        """``expire_rows``: hide rows past their per-row TTL (reads do; the log's images
+        show them until the expiration deletion, as ScyllaDB's do)."""
         self.schema = schema
+        self.expire_rows = expire_rows
         self.order = order or ClusteringOrder(schema)
         self.statics = schema.static_columns
         self.regulars = schema.regular_columns
+        ttl = None if schema.ttl_column is None else schema.column(schema.ttl_column)
+        # the per-row TTL column and its type name (cqlcdc.schema.row_ttl)
+        self.row_ttl = None if ttl is None else (ttl.name, ttl.type.cql_name)
 
     def static_row(
         self, part: Partition, now_s: int, *, lists_as_maps: bool = False
@@ -119,12 +135,18 @@ class PartitionView:
         """The static row if it has a live static cell (the static row spec)."""
         if not self.statics:
             return None
+        elements: dict[str, dict[Any, Cell]] = {}
         values, cells = row_values(
-            part.static, self.statics, part.deletion, now_s, lists_as_maps=lists_as_maps
+            part.static,
+            self.statics,
+            part.deletion,
+            now_s,
+            lists_as_maps=lists_as_maps,
+            elements=elements,
         )
         if not values:
             return None
-        return LiveRow(None, values, cells)
+        return LiveRow(None, values, cells, elements)
 
     def clustering_row(
         self, part: Partition, ck: ClusteringKey, now_s: int, *, lists_as_maps: bool = False
@@ -135,8 +157,18 @@ class PartitionView:
         shadow = part.row_shadow(ck, self.order)
         if not row_is_live(row, shadow, now_s):
             return None
-        values, cells = row_values(row, self.regulars, shadow, now_s, lists_as_maps=lists_as_maps)
-        return LiveRow(ck, values, cells)
+        elements: dict[str, dict[Any, Cell]] = {}
+        values, cells = row_values(
+            row, self.regulars, shadow, now_s, lists_as_maps=lists_as_maps, elements=elements
+        )
+        if (
+            self.expire_rows
+            and self.row_ttl is not None
+            and is_expired(values.get(self.row_ttl[0]), self.row_ttl[1], now_s)
+        ):
+            # past its per-row TTL: gone, as ScyllaDB's expiration scanner deletes it
+            return None
+        return LiveRow(ck, values, cells, elements)
 
     def clustering_rows(self, part: Partition, now_s: int) -> Iterator[LiveRow]:
         for ck in self.order.sorted(list(part.rows)):

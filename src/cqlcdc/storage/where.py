@@ -263,7 +263,7 @@ def _aggregates(term: ast.Term) -> bool:
     """Whether an aggregate function is called in the term."""
     if isinstance(term, ast.FunctionCall):
         return term.name.lower() in AGGREGATES or any(
-            _aggregates(a) for a in term.args if not isinstance(a, ast.ColumnRef)
+            _aggregates(a) for a in term.args if not isinstance(a, ast.ColumnArg)
         )
     if isinstance(term, ast.TupleLiteral | ast.ListLiteral | ast.SetLiteral):
         return any(_aggregates(t) for t in term.items)
@@ -370,7 +370,7 @@ def _token_value(schema: TableSchema, term: ast.Term, ctx: TermContext | None) -
             )
         values = []
         for column, arg in zip(pk, term.args, strict=True):
-            if isinstance(arg, ast.ColumnRef):
+            if isinstance(arg, ast.ColumnArg):
                 raise InvalidRequest(
                     "The token function cannot be used in WHERE clauses for a column"
                 )

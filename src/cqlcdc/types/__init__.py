@@ -13,7 +13,7 @@ from typing import Any
 from cqlcdc.cql.ast import Term
 from cqlcdc.types.arrow import to_pylist
 from cqlcdc.types.base import CqlType, TermContext
-from cqlcdc.types.collections import ListType, MapType, SetType, VectorType
+from cqlcdc.types.collections import InValuesType, ListType, MapType, SetType, VectorType
 from cqlcdc.types.dates import DateType, TimestampType, TimeType
 from cqlcdc.types.native import (
     AsciiType,
@@ -69,6 +69,7 @@ __all__ = [
     "Duration",
     "DurationType",
     "FloatType",
+    "InValuesType",
     "InetType",
     "IntType",
     "ListType",

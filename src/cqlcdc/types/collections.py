@@ -36,8 +36,14 @@ def _pack_elements(elements: Iterable[bytes], count: int) -> bytes:
 
 
 def _unpack_elements(data: bytes, per_entry: int, kind: str) -> list[bytes]:
+    """``_unpack_nullable`` where no element may be null."""
+    return [v for v in _unpack_nullable(data, per_entry, kind, nulls=False) if v is not None]
+
+
+def _unpack_nullable(data: bytes, per_entry: int, kind: str, nulls: bool) -> list[bytes | None]:
     """Read an int32 count then count * per_entry int32-length-prefixed values (the
-    messages say what was short, as ScyllaDB's ``Not enough bytes to read ...``)."""
+    messages say what was short, as ScyllaDB's ``Not enough bytes to read ...``); a null
+    element (length -1) is None where ``nulls`` allows it."""
     if len(data) < 4:
         raise InvalidRequest(f"Not enough bytes to read a {kind}'s element count")
     count = int32_unpack(data)
@@ -46,12 +52,15 @@ def _unpack_elements(data: bytes, per_entry: int, kind: str) -> list[bytes]:
     if 4 * count * per_entry > len(data) - 4:  # not even their sizes fit
         raise InvalidRequest(f"Not enough bytes to read a {kind} of {count} elements")
     offset = 4
-    values: list[bytes] = []
+    values: list[bytes | None] = []
     for _ in range(count * per_entry):
         if offset + 4 > len(data):
             raise InvalidRequest(f"Not enough bytes to read a {kind} element's size")
         length = int32_unpack(data, offset)
         offset += 4
+        if length < 0 and nulls:
+            values.append(None)
+            continue
         if length < 0:
             raise InvalidRequest(f"Null value read when not allowed in a {kind}")
         if offset + length > len(data):
@@ -178,6 +187,42 @@ class ListType(_Bracketed, _OneElementType):
 
     def _from_arrow(self, value: Any) -> Any:
         return tuple(self.elem.from_arrow(v) for v in value)
+
+
+@dataclass(frozen=True, init=False)
+class InValuesType(ListType):
+    """The values bound to ``IF v IN ?``: a frozen list whose elements may be null, as
+    ScyllaDB takes them (``IF v IN ?`` with ``[1, null, 3]`` holds for v = 3, and for a
+    null v); its name on the wire is the list's."""
+
+    def __init__(self, elem: CqlType) -> None:
+        super().__init__(elem, frozen=True)
+
+    def _validate(self, value: Any, column: str) -> Any:
+        if not _sequence(value):
+            raise self._invalid_value(value, column)
+        spec = f"value({column})"
+        return tuple(None if v is None else self.elem.validate(v, spec) for v in value)
+
+    def serialize(self, value: Any) -> bytes:
+        raise TypeError("the values of an IN condition are never sent back")
+
+    def deserialize(self, data: bytes) -> Any:
+        """The values; an empty (zero-byte) element of a type that has no empty value here
+        is left out: it is ScyllaDB's "empty" value, equal to no value a column holds, so
+        it can make no ``IN`` hold and no ``NOT IN`` fail (drivers send it for a None
+        element, as the python driver does)."""
+        out: list[Any] = []
+        for v in _unpack_nullable(bytes(data), 1, "list", nulls=True):
+            if v is None:
+                out.append(None)
+                continue
+            try:
+                out.append(self.elem.deserialize(v))
+            except InvalidRequest:
+                if v:
+                    raise
+        return tuple(out)
 
 
 @dataclass(frozen=True, init=False)
@@ -423,4 +468,4 @@ class VectorType(_Bracketed, CqlType):
         return tuple(self.elem.from_arrow(v) for v in value)
 
 
-__all__ = ["NULL_IN_COLLECTION", "ListType", "MapType", "SetType", "VectorType"]
+__all__ = ["NULL_IN_COLLECTION", "InValuesType", "ListType", "MapType", "SetType", "VectorType"]

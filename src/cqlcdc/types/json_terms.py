@@ -42,7 +42,7 @@ def json_function(
 
 
 def json_text_argument(
-    arg: ast.Term | ast.ColumnRef, function: str, ctx: TermContext | None
+    arg: ast.Term | ast.ColumnArg, function: str, ctx: TermContext | None
 ) -> str | None:
     """The text a JSON function's argument holds: a string constant, a bound value, or null.
 

@@ -32,10 +32,14 @@ CONSTANT_KIND_NAMES = {
 }
 
 
-def term_text(term: ast.Term | ast.ColumnRef) -> str:
+def term_text(term: ast.Term | ast.ColumnArg) -> str:
     """The term as ScyllaDB prints it inside error messages."""
     if isinstance(term, ast.ColumnRef):
         return term.name
+    if isinstance(term, ast.FieldSelection):
+        return ".".join((term.column, *term.path))
+    if isinstance(term, ast.ElementSelection):
+        return f"{term.column}[{term_text(term.key)}]"
     if isinstance(term, ast.Constant):
         return f"'{term.text}'" if term.kind == "string" else term.text
     if isinstance(term, ast.BindMarker):
@@ -218,9 +222,9 @@ def evaluate_function(call: ast.FunctionCall, ctx: TermContext | None) -> tuple[
             )
         return return_type, _nullary(name, ctx)
     if convert is not None:
-        if isinstance(call.args[0], ast.ColumnRef):
+        if isinstance(call.args[0], ast.ColumnArg):
             raise InvalidRequest(
-                f"Type error: {call.args[0].name} cannot be passed as argument 0 of function "
+                f"Type error: {term_text(call.args[0])} cannot be passed as argument 0 of function "
                 f"system.{name} of type {convert.source.cql_name}"
             )
         value = convert.source.parse_literal(call.args[0], f"system.{name}", ctx)
@@ -242,7 +246,7 @@ def _nullary(name: str, ctx: TermContext) -> Any:
 
 
 def _argument(
-    name: str, term: ast.Term | ast.ColumnRef, ctx: TermContext | None
+    name: str, term: ast.Term | ast.ColumnArg, ctx: TermContext | None
 ) -> tuple[str, Any]:
     """The typed value of a function argument, picking the overload as ScyllaDB would."""
     if isinstance(term, ast.FunctionCall):

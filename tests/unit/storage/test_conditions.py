@@ -76,6 +76,19 @@ def test_an_expired_row_does_not_exist(model: CoreModel) -> None:
     assert _decide(model, "INSERT INTO ks.t (pk, ck, v) VALUES (1, 1, 1) IF NOT EXISTS")[0]
 
 
+def test_a_static_only_insert_checks_only_the_static_row(model: CoreModel) -> None:
+    """ScyllaDB's applies_to: beside clustering rows and no static row, a static-only
+    INSERT ... IF NOT EXISTS applies (its result row still shows the partition key)."""
+    model.run("INSERT INTO ks.t (pk, ck, v) VALUES (1, 1, 5)")
+    insert = "INSERT INTO ks.t (pk, s) VALUES (1, 1) IF NOT EXISTS"
+    assert _decide(model, insert) == (True, [(1, None, None, None, None, None)])
+    assert _decide(model, "UPDATE ks.t SET s = 2 WHERE pk = 1 IF EXISTS")[0] is False
+    model.run(insert)
+    assert model.run("SELECT pk, ck, s, v FROM ks.t") == [(1, 1, 1, 5)]
+    assert _decide(model, insert) == (False, [(1, None, 1, None, None, None)])
+    assert _decide(model, "UPDATE ks.t SET s = 2 WHERE pk = 1 IF EXISTS")[0] is True
+
+
 def test_column_conditions_fall_back_to_the_static_row(model: CoreModel) -> None:
     model.run("INSERT INTO ks.t (pk, s) VALUES (1, 1)")
     assert _decide(model, "UPDATE ks.t SET v = 1 WHERE pk = 1 AND ck = 9 IF s = 1") == (
@@ -116,3 +129,35 @@ def test_a_condition_on_contradicting_key_restrictions_is_refused(model: CoreMod
 
     with pytest.raises(InvalidRequest, match="selects no row"):
         model.run("UPDATE ks.t SET v = 1 WHERE pk = 1 AND ck = 2 AND ck = 2000 IF v = 3")
+
+
+def test_a_bound_in_list_may_hold_null(model: CoreModel) -> None:
+    """``IF v IN ?`` bound to ``[1, null, 3]`` (insert_update_if_condition_test's
+    testConditionalUpdate): null is a value there, as in ``IN (1, null, 3)``."""
+    model.run("INSERT INTO ks.t (pk, ck, v) VALUES (1, 1, 3)")
+    schema = model.table(parse_qualified("ks.t"))
+    part = model.states[schema.table_id][(1,)]
+    stmt = parse_statement("UPDATE ks.t SET v = 4 WHERE pk = 1 AND ck = ? IF v IN ?")
+    assert isinstance(stmt, ast.Update)
+
+    def decide(ck: int, values: list[Any]) -> bool:
+        ctx = WriteContext(1, NOW_S * 1_000_000, 1, bindings=[ck, values])
+        cond = build_condition(schema, stmt, ctx)
+        return evaluate(schema, Conditional((cond,), ("v",)), part, NOW_S)[0]
+
+    assert decide(1, [1, None, 3])
+    assert not decide(1, [1, None])
+    assert decide(2, [1, None])  # no row: v is null
+    assert not decide(2, [1, 3])
+
+
+def test_the_wire_form_of_a_bound_in_list() -> None:
+    """A null element (-1) is null; an empty int (what the python driver sends for None) is
+    ScyllaDB's empty value, equal to nothing, so it is left out."""
+    from cqlcdc.types import InValuesType
+
+    t = InValuesType(native_type("int"))
+    count, size, one, null, empty = (n.to_bytes(4, "big", signed=True) for n in (3, 4, 1, -1, 0))
+    data = count + size + one + null + empty
+    assert t.deserialize(data) == (1, None)
+    assert t.cql_name == "frozen<list<int>>"
