@@ -58,6 +58,8 @@ class Coordinator:
         num_buckets: token buckets of a new data directory.
         driver_max_rows: micro-batches up to this many writes run the core in the driver.
         verbose: let Spark's console output through (default: ``<data_dir>/spark.log``).
+        aws_region: ``awsRegion`` of DynamoDB Streams feeds that set no ``AWS_REGION``
+            (YDB's server-wide ``SetAwsRegion``).
 
     Raises:
         DataDirLocked: another process (or another coordinator here) owns ``data_dir``.
@@ -70,8 +72,10 @@ class Coordinator:
         num_buckets: int = DEFAULT_BUCKETS,
         driver_max_rows: int | None = None,
         verbose: bool = False,
+        aws_region: str = "",
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
+        self.aws_region = aws_region
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # taken before Spark starts, so a second process is told at once who owns the data
         lock = DataDirLock(self.data_dir)
@@ -103,7 +107,7 @@ class Coordinator:
         # who this node is to clients (system.local); the server sets where it listens
         self.node = NodeInfo(host_id=_host_id(self.data_dir))
         # the core reads schemas through this coordinator: always the current snapshot
-        self.processor = CoreProcessor(self.data_dir, self)
+        self.processor = CoreProcessor(self.data_dir, self, self.aws_region)
         self.spark = get_spark(master, log_file=None if verbose else self.data_dir / "spark.log")
         self.engine = Engine(self.data_dir, self.processor, self.spark, lock=lock)
         if driver_max_rows is not None:
@@ -208,6 +212,8 @@ class Coordinator:
             options = parse_feed_options(stmt.action)  # YDB's defaults, limits and messages
             if options.initial_scan:
                 scan = (stmt.name, stmt.action.name)
+        if isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.DisableChangefeed):
+            self._check_not_scanning(stmt.name, stmt.action.name, keyspace)
         with self.lock:
             if (
                 isinstance(stmt, ast.AlterTable)
@@ -228,6 +234,23 @@ class Coordinator:
             if self.autoscan:
                 scanner.run_in_background()
         return text
+
+    def _check_not_scanning(
+        self, table: ast.QualifiedName, feed: str, keyspace: str | None
+    ) -> None:
+        """YDB disables only a Ready feed: one whose initial scan is still appending its scan
+        records (state Scan) is refused, as YDB refuses it. (Once they are all appended, the
+        flush before the DDL has applied them.)"""
+        from cqlcdc.cdc.feeds import table_feeds
+
+        schema = self.table(table, keyspace)
+        for f in table_feeds(schema):
+            scan = self.processor.scans.get(schema.table_id, f.topic)
+            if f.name == feed and scan is not None and scan["last_seq"] is None:
+                raise InvalidRequest(
+                    f"Cannot switch state of changefeed {feed}: from Scan to Disabled "
+                    f"(its initial scan is not finished)"
+                )
 
     def truncate(self, stmt: ast.Truncate, keyspace: str | None) -> None:
         """Empty the base table (not its CDC log), after every earlier write."""
@@ -487,7 +510,7 @@ class Coordinator:
 
         Returns the number of sweep records appended.
         """
-        from cqlcdc.cdc.feeds import table_feeds
+        from cqlcdc.cdc.feeds import active_feeds
         from cqlcdc.cdc.processor import expiry_output
 
         now = int(time.time()) if now_s is None else now_s
@@ -498,7 +521,7 @@ class Coordinator:
         appended = 0
         with self.lock:
             for schema in self._catalog.tables():
-                if not any(f.options.ttl_expiry_events for f in table_feeds(schema)):
+                if not any(f.options.ttl_expiry_events for f in active_feeds(schema)):
                     continue
                 output = expiry_output(schema.table_id)
                 if snap.version_of(output) is None:
@@ -537,7 +560,7 @@ class Coordinator:
     def tick_idle_feeds(self, now_ms: int | None = None) -> int:
         """Let feeds with BARRIERS_INTERVAL emit barriers while their table is idle: one clock
         tick record per table that had no write for an interval. Returns ticks appended."""
-        from cqlcdc.cdc.feeds import table_feeds
+        from cqlcdc.cdc.feeds import active_feeds
         from cqlcdc.cdc.processor import TICK_PK
         from cqlcdc.storage.token import MIN_TOKEN
 
@@ -547,7 +570,7 @@ class Coordinator:
             for schema in self._catalog.tables():
                 intervals = [
                     f.options.barriers_interval_ms
-                    for f in table_feeds(schema)
+                    for f in active_feeds(schema)
                     if f.options.barriers_interval_ms
                 ]
                 if not intervals:

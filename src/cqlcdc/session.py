@@ -436,6 +436,7 @@ def connect(
     num_buckets: int = DEFAULT_BUCKETS,
     driver_max_rows: int | None = None,
     verbose: bool = False,
+    aws_region: str = "",
 ) -> Session:
     """Open a session on an embedded engine (Spark in ``master`` mode, data in ``data_dir``).
 
@@ -448,6 +449,8 @@ def connect(
             larger ones on executors (None: the engine's default; 0: always executors).
         verbose: let Spark's and the JVM's console output through to stderr (default: it
             goes to ``<data_dir>/spark.log``).
+        aws_region: ``awsRegion`` of the DynamoDB Streams records of feeds that set no
+            ``AWS_REGION`` (YDB's server-wide default, ``SetAwsRegion``).
 
     Returns:
         A Session shaped like the cassandra-driver's (``execute()``, ``close()``); closing it
@@ -458,6 +461,11 @@ def connect(
         DataDirLocked: another process owns ``data_dir``.
     """
     coordinator = Coordinator(
-        data_dir or Path.cwd() / "cqlcdc-data", master, num_buckets, driver_max_rows, verbose
+        data_dir or Path.cwd() / "cqlcdc-data",
+        master,
+        num_buckets,
+        driver_max_rows,
+        verbose,
+        aws_region=aws_region,
     )
     return Session(coordinator, keyspace, owns=True)

@@ -398,6 +398,14 @@ class DropChangefeed:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class DisableChangefeed:
+    """``ALTER CHANGEFEED name DISABLE`` (YQL): the feed stops taking records; its topic stays
+    readable until the feed is dropped. YDB has no way back (no ENABLE)."""
+
+    name: str
+
+
 AlterTableAction: TypeAlias = (
     AddColumns
     | DropColumns
@@ -406,6 +414,7 @@ AlterTableAction: TypeAlias = (
     | SetOptions
     | AddChangefeed
     | DropChangefeed
+    | DisableChangefeed
 )
 
 

@@ -39,6 +39,7 @@ from cqlcdc.cql.ast import (
     Delete,
     DeleteTarget,
     Describe,
+    DisableChangefeed,
     DropChangefeed,
     DropColumns,
     DropIndex,
@@ -369,6 +370,8 @@ def _render_alter_action(action: AlterTableAction) -> str:
             return f"ADD CHANGEFEED {quote_identifier(action.name)} WITH ({options})"
         case DropChangefeed():
             return f"DROP CHANGEFEED {quote_identifier(action.name)}"
+        case DisableChangefeed():
+            return f"ALTER CHANGEFEED {quote_identifier(action.name)} DISABLE"
         case _:
             assert_never(action)
 

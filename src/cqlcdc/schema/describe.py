@@ -129,10 +129,10 @@ def describe_table(
     )
     for feed, options in table.changefeeds:
         with_clause = ", ".join(f"{k} = {v}" for k, v in options)
-        alter = (
-            f"ALTER TABLE {maybe_quote(table.keyspace)}.{maybe_quote(table.name)} "
-            f"ADD CHANGEFEED {maybe_quote(feed)} WITH ({with_clause});"
-        )
+        name = f"{maybe_quote(table.keyspace)}.{maybe_quote(table.name)}"
+        alter = f"ALTER TABLE {name} ADD CHANGEFEED {maybe_quote(feed)} WITH ({with_clause});"
+        if feed in table.disabled_feeds:  # its state (YDB's Disabled), as the DDL that made it
+            alter += f"\nALTER TABLE {name} ALTER CHANGEFEED {maybe_quote(feed)} DISABLE;"
         out.append(Described(ks, "changefeed", feed, alter))
     if log is not None:
         alter = (
