@@ -171,3 +171,56 @@ def _strip(node: Any, key: str) -> None:
     elif isinstance(node, list):
         for value in node:
             _strip(value, key)
+
+
+def test_over_the_wire_with_the_cassandra_driver(session: Any) -> None:
+    """``cqlcdc serve``'s path: the driver disables a feed (an ALTER TABLE schema change)
+    and its later writes give no records; the server's awsRegion reaches DynamoDB records."""
+    from cassandra import InvalidRequest as DriverInvalidRequest
+    from cassandra.cluster import Cluster
+    from cassandra.policies import RoundRobinPolicy
+
+    from cqlcdc.server import CqlServer
+
+    srv = CqlServer(session.coordinator, port=0)
+    srv.start_in_thread()
+    cluster = Cluster(
+        [srv.host], port=srv.port, load_balancing_policy=RoundRobinPolicy(), connect_timeout=10
+    )
+    try:
+        cql = cluster.connect("ks")
+        cql.execute(
+            "ALTER TABLE kv ADD CHANGEFEED d WITH (MODE = 'KEYS_ONLY', "
+            "FORMAT = 'DYNAMODB_STREAMS_JSON')"
+        )
+        insert = cql.prepare(INSERT)
+        cql.execute(insert, (1, 1))
+        cql.execute("ALTER TABLE kv ALTER CHANGEFEED d DISABLE")
+        cql.execute(insert, (2, 2))
+        with pytest.raises(DriverInvalidRequest, match="from Disabled to Disabled"):
+            cql.execute("ALTER TABLE kv ALTER CHANGEFEED d DISABLE")
+        with pytest.raises(DriverInvalidRequest, match="MODE alter is not supported"):
+            cql.execute("ALTER TABLE kv ALTER CHANGEFEED d SET (MODE = 'UPDATES')")
+        session.flush()
+        msgs = list(FeedReader(session.data_dir, "ks.kv/d").read())
+        assert [(m.key, m.value["awsRegion"]) for m in msgs] == [({"pk": {"N": "1"}}, "eu-north-1")]
+        assert len(cql.execute("SELECT * FROM kv").all()) == 2
+    finally:
+        cluster.shutdown()
+        srv.stop_thread()
+
+
+def test_the_commands_take_aws_region(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cqlcdc serve --aws-region`` (and every command opening an engine) passes it to
+    ``connect()``; ``$CQLCDC_AWS_REGION`` is its default."""
+    import cqlcdc.session
+    from cqlcdc import cli
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(cqlcdc.session, "connect", lambda **kwargs: seen.update(kwargs))
+    args = cli.build_parser().parse_args(["serve", "--aws-region", "ap-south-1"])
+    cli._connect(args)
+    assert seen["aws_region"] == "ap-south-1"
+    monkeypatch.setenv("CQLCDC_AWS_REGION", "sa-east-1")
+    cli._connect(cli.build_parser().parse_args(["shell"]))
+    assert seen["aws_region"] == "sa-east-1"
