@@ -600,9 +600,13 @@ def _set_element(
         )
         target.collection(col.name)
         return
-    raise InvalidRequest(
-        f"Invalid operation ({col.name}[?] = ?) for non collection column {col.name}"
-    )
+    # operation.cc set_element::prepare: what the column is not, in ScyllaDB's words
+    shown = f"{col.name}[{render_term(a.key)}] = {render_term(a.value)}"
+    if not isinstance(ctype, MapType | ListType | SetType):
+        raise InvalidRequest(f"Invalid operation ({shown}) for non collection column {col.name}")
+    if not ctype.multicell:
+        raise InvalidRequest(f"Invalid operation ({shown}) for frozen collection column {col.name}")
+    raise InvalidRequest(f"Invalid operation ({shown}) for set column {col.name}")
 
 
 def build_delete(schema: TableSchema, stmt: ast.Delete, ctx: WriteContext) -> list[Mutation]:
