@@ -26,11 +26,12 @@ from typing import Any
 from cqlcdc.auth import RoleStore
 from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
 from cqlcdc.cdc.system_local import NodeInfo
-from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_table
+from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_listing, system_table
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.schema.catalog import Catalog
+from cqlcdc.schema.describe import describe_statement
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_payload
 from cqlcdc.storage.select import ResultSet
@@ -214,6 +215,9 @@ class Coordinator:
                 scan = (stmt.name, stmt.action.name)
         if isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.DisableChangefeed):
             self._check_not_scanning(stmt.name, stmt.action.name, keyspace)
+        if isinstance(stmt, ast.Describe) and stmt.kind in ("KEYSPACES", "TABLES", "TYPES"):
+            # listings include the system keyspaces and tables, which the catalog does not hold
+            return describe_statement(self._catalog, stmt, keyspace, system_listing())
         with self.lock:
             if (
                 isinstance(stmt, ast.AlterTable)

@@ -65,6 +65,8 @@ SYSTEM_KEYSPACES = frozenset(
     }
 )
 _STRATEGIES = ("SimpleStrategy", "NetworkTopologyStrategy", "EverywhereStrategy", "LocalStrategy")
+# the one data centre of this node (system.local's data_center, as ScyllaDB's SimpleSnitch)
+DATACENTER = "datacenter1"
 _NO_KEYSPACE = (
     "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"
 )
@@ -668,7 +670,14 @@ def _replication(options: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str],
             )
     if short == "NetworkTopologyStrategy" and "replication_factor" in values:
         # one simulated datacenter: the shorthand expands to it, as ScyllaDB does
-        values = {"datacenter1": values.pop("replication_factor"), **values}
+        values = {DATACENTER: values.pop("replication_factor"), **values}
+    if short == "NetworkTopologyStrategy":
+        # network_topology_strategy.cc validate_options: every option names a known DC
+        for dc in values:
+            if dc != DATACENTER:
+                raise ConfigurationError(
+                    f"Unrecognized strategy option {{{dc}}} passed to NetworkTopologyStrategy"
+                )
     return (("class", short), *sorted(values.items()))
 
 

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -225,30 +225,66 @@ def listing_text(names_by_keyspace: Sequence[tuple[str, Sequence[str]]], current
     )
 
 
-def _listing(catalog: Catalog, current: str | None, names_of: str) -> str:
-    keyspaces = [current] if current is not None else [k.name for k in catalog.keyspaces()]
-    blocks: list[tuple[str, Sequence[str]]] = []
+def listing(
+    catalog: Catalog,
+    current: str | None,
+    names_of: str,
+    system: Mapping[str, Sequence[str]] | None = None,
+) -> list[tuple[str, list[str]]]:
+    """DESC KEYSPACES / TABLES / TYPES as ScyllaDB lists them (describe_statement.cc
+    ``listing_describe_statement``): the USEd keyspace's names, else those of every keyspace,
+    system ones included, keyspaces and names sorted; CDC logs are left out of tables.
+
+    Args:
+        system: the system keyspaces and their tables' names (``cqlcdc.cdc.system_tables``;
+            the catalog holds only user keyspaces).
+
+    Returns:
+        ``(keyspace, names)`` per keyspace; for KEYSPACES one entry per keyspace with its name.
+
+    Raises:
+        InvalidRequest: the USEd keyspace does not exist.
+    """
+    system = system or {}
+    if names_of == "KEYSPACES" or current is None:
+        keyspaces = sorted({k.name for k in catalog.keyspaces()} | set(system))
+    else:
+        keyspaces = [current]
+    if names_of == "KEYSPACES":
+        return [(ks, [ks]) for ks in keyspaces]
+    blocks: list[tuple[str, list[str]]] = []
     for ks in keyspaces:
-        if catalog.keyspace(ks) is None:
+        if ks in system:
+            names = sorted(system[ks]) if names_of == "TABLES" else []
+        elif catalog.keyspace(ks) is None:
             raise InvalidRequest(f"'{ks}' not found in keyspaces")
-        if names_of == "TABLES":
+        elif names_of == "TABLES":
             names = [t.name for t in catalog.tables(ks) if not catalog.is_attached_log(ks, t.name)]
         else:
             names = [t.name for t in catalog.user_types(ks)]
-        blocks.append((ks, names))
-    return listing_text(blocks, current is not None)
+        if names or current is not None:  # a row per name: a keyspace without any is not shown
+            blocks.append((ks, names))
+    return blocks
 
 
-def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) -> str:
+def describe_statement(
+    catalog: Catalog,
+    stmt: Describe,
+    current: str | None,
+    system: Mapping[str, Sequence[str]] | None = None,
+) -> str:
     """The text of a DESCRIBE statement (``describe_statement.cc`` + cqlsh's layout).
+
+    Args:
+        system: the system keyspaces and their tables' names, which listings include.
 
     Raises:
         InvalidRequest: an unknown keyspace, table or type (ScyllaDB's messages).
     """
     if stmt.kind == "KEYSPACES":
-        return describe_names([k.name for k in catalog.keyspaces()])
+        return describe_names([ks for ks, _ in listing(catalog, None, "KEYSPACES", system)])
     if stmt.kind in ("TABLES", "TYPES"):
-        return _listing(catalog, current, stmt.kind)
+        return listing_text(listing(catalog, current, stmt.kind, system), current is not None)
     if stmt.kind == "CLUSTER":
         return "Cluster: cqlcdc\nPartitioner: Murmur3Partitioner\n"
     if stmt.kind in ("FUNCTIONS", "AGGREGATES"):  # there are no user-defined ones
@@ -321,6 +357,7 @@ __all__ = [
     "describe_table",
     "describe_type",
     "described_text",
+    "listing",
     "listing_text",
     "maybe_quote",
 ]

@@ -7,7 +7,13 @@ import pytest
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.catalog import Catalog
-from cqlcdc.schema.describe import CDC_LOG_DESC_PREFIX, CDC_LOG_DESC_SUFFIX, maybe_quote
+from cqlcdc.schema.describe import (
+    CDC_LOG_DESC_PREFIX,
+    CDC_LOG_DESC_SUFFIX,
+    describe_statement,
+    listing,
+    maybe_quote,
+)
 
 from .helpers import T, cdc, create_table, new_catalog, pkck, qn, s
 
@@ -201,6 +207,38 @@ def test_listings_hide_attached_logs() -> None:
     assert "CREATE TABLE ks.a_scylla_cdc_log" not in keyspace
     assert "ALTER TABLE ks.a_scylla_cdc_log WITH" in keyspace
     assert desc(cat, "SCHEMA") == keyspace
+
+
+def test_listings_include_the_system_keyspaces_and_tables_sorted_and_quoted() -> None:
+    """ScyllaDB's listing_describe_statement: every keyspace, system ones too, sorted; each
+    keyspace's tables sorted; a name that needs it quoted (cqlsh's layout)."""
+    cat = new_catalog()
+    simple = (("class", "SimpleStrategy"), ("replication_factor", "1"))
+    cat.execute(ast.CreateKeyspace("aa", simple), None)
+    cat.execute(create_table("Zed", pkck()), None)
+    cat.execute(create_table("select", pkck()), None)
+    cat.execute(create_table("b", pkck()), None)
+    system = {"system": ["peers", "local", "IndexInfo"], "system_auth": []}
+    keyspaces = describe_statement(cat, ast.Describe("KEYSPACES", None), None, system)
+    assert keyspaces == "aa  ks  system  system_auth\n"
+    tables = describe_statement(cat, ast.Describe("TABLES", None), None, system)
+    # a keyspace without tables (aa, system_auth) has no row, so no block
+    assert tables == (
+        'Keyspace ks\n-----------\n"Zed"  b  "select"\n\n'
+        'Keyspace system\n---------------\n"IndexInfo"  local  peers\n'
+    )
+    used = describe_statement(cat, ast.Describe("TABLES", None), "system", system)
+    assert used == '"IndexInfo"  local  peers\n'
+    assert describe_statement(cat, ast.Describe("TABLES", None), "aa", system) == "\n"
+
+
+def test_the_real_system_tables_are_listed() -> None:
+    from cqlcdc.cdc.system_tables import system_listing
+
+    listed = dict(listing(new_catalog(), None, "TABLES", system_listing()))
+    assert {"local", "peers"} <= set(listed["system"])
+    assert {"tables", "columns", "keyspaces"} <= set(listed["system_schema"])
+    assert listed["system_distributed"] == sorted(listed["system_distributed"])
 
 
 def test_describe_errors() -> None:
