@@ -15,6 +15,7 @@ from cqlcdc.cql.ast import Describe
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, Keyspace, SecondaryIndex, TableSchema, table_uuid
 from cqlcdc.schema.table_options import describe_options, format_map, single_quote
+from cqlcdc.types import SetType
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.text import RESERVED_KEYWORDS, maybe_quote
 
@@ -147,6 +148,11 @@ def create_index_statement(table: TableSchema, index: SecondaryIndex) -> str:
     """An index as ScyllaDB's DESCRIBE prints it after its table."""
     column = maybe_quote(index.column)
     target = column if index.kind == "regular" else f"{index.kind}({column})"
+    indexed = table.column(index.column)
+    if index.kind == "keys" and indexed is not None and isinstance(indexed.type, SetType):
+        # a set's elements are kept as keys(s), but only values(s) (or s) creates the index:
+        # ScyllaDB's schema.cc describes it as values(s)
+        target = f"values({column})"
     if index.local_key:
         target = f"({', '.join(maybe_quote(c) for c in index.local_key)}), {target}"
     return (

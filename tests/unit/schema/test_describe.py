@@ -337,3 +337,24 @@ def test_with_internals_shows_the_id_and_the_dropped_columns() -> None:
     assert "ALTER TABLE ks.t DROP u USING TIMESTAMP 5;\nALTER TABLE ks.t ADD u text;" in base
     keyspace = run("DESCRIBE KEYSPACE ks WITH INTERNALS")
     assert keyspace is not None and "ALTER TABLE ks.t DROP u USING TIMESTAMP 5;" in keyspace
+
+
+@pytest.mark.parametrize("target", ["values(s)", "s"])
+def test_an_index_on_a_sets_values_is_described_as_values(target: str) -> None:
+    """ScyllaDB keeps it as keys(s) (a set's elements are its keys) but describes it as
+    values(s), the only form that creates it (schema.cc); the described DDL runs again."""
+    from cqlcdc.cql import parse_statement
+
+    table = "CREATE TABLE ks.t (p int PRIMARY KEY, s set<int>, m map<int, int>)"
+    cat = new_catalog()
+    cat.execute(parse_statement(table), None)
+    cat.execute(parse_statement(f"CREATE INDEX si ON ks.t ({target})"), None)
+    cat.execute(parse_statement("CREATE INDEX mk ON ks.t (keys(m))"), None)
+    index = desc(cat, "INDEX", "si")
+    assert index == "CREATE INDEX si ON ks.t(values(s));\n"
+    assert desc(cat, "INDEX", "mk") == "CREATE INDEX mk ON ks.t(keys(m));\n"
+    assert "CREATE INDEX si ON ks.t(values(s));" in desc(cat, "TABLE", "t")
+    again = new_catalog()
+    again.execute(parse_statement(table), None)
+    again.execute(parse_statement(index.strip()), None)
+    assert desc(again, "INDEX", "si") == index
