@@ -66,7 +66,13 @@ class TableMixin(TermsMixin):
                     if primary_key is not None:
                         raise self._multiple_primary_keys(token)
                     primary_key = ((column.name,), ())
-            if not self._match(TokenType.COMMA) or self._at(TokenType.RPAREN):
+            if not self._match(TokenType.COMMA):
+                break
+            # Cql.g cfamDefinition: '(' cfamColumns ( ',' cfamColumns? )* ')': an entry after
+            # a comma may be empty (``a int, , b int``, a trailing comma), the first may not
+            while self._match(TokenType.COMMA):
+                pass
+            if self._at(TokenType.RPAREN):
                 break
         closing = self._expect(TokenType.RPAREN)
         if primary_key is None:
