@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.mutations import ARITHMETIC_TYPES
+from cqlcdc.storage.conditions import check_no_duration_slice
+from cqlcdc.storage.mutations import ARITHMETIC_TYPES, check_set_element
 from cqlcdc.types import ListType, MapType, SetType, TupleType, UserType, native_type
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.terms import conversion
@@ -90,6 +91,9 @@ def _statement(
                     ctype = SetType(ctype.key, frozen=True)
                 term(a.value, a.column, ctype)
             elif isinstance(a, ast.SetElement):
+                assigned = table.column(a.column)
+                assert assigned is not None  # column() found it
+                check_set_element(assigned, a)
                 if isinstance(ctype, MapType):
                     term(a.key, f"key({a.column})", ctype.key)
                     term(a.value, f"value({a.column})", ctype.value)
@@ -182,6 +186,8 @@ def _conditions(
                 ctype = ctype.field_types[ctype.field_names.index(cond.field)]
             name = f"{name}.{cond.field}"
         op = cond.operator.upper()
+        if op in ("<", "<=", ">", ">="):
+            check_no_duration_slice(col.type)  # ScyllaDB refuses it at PREPARE
         if op in ("IN", "NOT IN"):
             _term(out, cond.value, f"in({name})", ListType(ctype.frozen(), frozen=True), table)
         elif op == "CONTAINS" and isinstance(ctype, ListType | SetType):

@@ -257,7 +257,7 @@ def _check(
     op = cond.operator
     name = col.name
     if op in _ORDERED:
-        _check_no_duration_slice(col.type)
+        check_no_duration_slice(col.type)
     if op in ("IN", "NOT IN"):
         if isinstance(cond.value, ast.BindMarker):
             bound = ListType(ctype, frozen=True).parse_literal(cond.value, name, ctx)
@@ -285,7 +285,7 @@ def _check(
     return ConditionCheck(name, op, value, ctype, element, has_element, cond.field)
 
 
-def _check_no_duration_slice(ctype: CqlType) -> None:
+def check_no_duration_slice(ctype: CqlType) -> None:
     """Durations have no order: ScyllaDB refuses a slice condition on a column whose type
     holds one (column_condition.cc ``validate_operation_on_durations``, on the column's
     whole type even with an element access)."""

@@ -558,6 +558,7 @@ def _set_element(
     ctx: WriteContext,
     list_ops: list[ListOp],
 ) -> None:
+    check_set_element(col, a)  # a non-frozen map or list from here on
     ctype = col.type
     if isinstance(ctype, MapType) and ctype.multicell:
         k = ctype.key.frozen().parse_literal(a.key, col.name, ctx)
@@ -600,7 +601,14 @@ def _set_element(
         )
         target.collection(col.name)
         return
-    # operation.cc set_element::prepare: what the column is not, in ScyllaDB's words
+
+
+def check_set_element(col: Column, a: ast.SetElement) -> None:
+    """``c[k] = v`` needs a non-frozen map or list: otherwise ScyllaDB's message naming the
+    operation as written (operation.cc ``set_element::prepare``; PREPARE checks it too)."""
+    ctype = col.type
+    if isinstance(ctype, MapType | ListType) and ctype.multicell:
+        return
     shown = f"{col.name}[{render_term(a.key)}] = {render_term(a.value)}"
     if not isinstance(ctype, MapType | ListType | SetType):
         raise InvalidRequest(f"Invalid operation ({shown}) for non collection column {col.name}")
