@@ -224,3 +224,22 @@ def test_the_commands_take_aws_region(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CQLCDC_AWS_REGION", "sa-east-1")
     cli._connect(cli.build_parser().parse_args(["shell"]))
     assert seen["aws_region"] == "sa-east-1"
+
+
+def test_a_feed_still_scanning_cannot_be_disabled(session: Any) -> None:
+    """YDB disables only a Ready feed: during its initial scan (state Scan) it refuses."""
+    from cqlcdc.cql import ast
+
+    session.execute_many([f"INSERT INTO ks.kv (pk, v) VALUES ({i}, {i})" for i in range(3)])
+    session.coordinator.autoscan = False
+    session.execute(
+        "ALTER TABLE ks.kv ADD CHANGEFEED s WITH (MODE = 'KEYS_ONLY', FORMAT = 'JSON', "
+        "INITIAL_SCAN = TRUE)"
+    )
+    scanner = session.start_initial_scan(ast.QualifiedName("ks", "kv"), "s")
+    with pytest.raises(InvalidRequest, match="from Scan to Disabled"):
+        session.execute("ALTER TABLE ks.kv ALTER CHANGEFEED s DISABLE")
+    scanner.run()
+    session.execute("ALTER TABLE ks.kv ALTER CHANGEFEED s DISABLE")
+    session.execute("INSERT INTO ks.kv (pk, v) VALUES (9, 9)")
+    assert keys(session, "ks.kv/s") == [[0], [1], [2]]  # the scan's rows, nothing after
