@@ -20,6 +20,7 @@ compare its rows with ``FeedStager``'s for every mode and every format.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -39,7 +40,7 @@ from cqlcdc.changefeed.json_columns import (
     sparse_objects,
 )
 from cqlcdc.changefeed.options import FeedOptions, with_aws_region
-from cqlcdc.changefeed.partitioner import MD5, md5_partition, ydb_partition_key
+from cqlcdc.changefeed.partitioner import MD5
 from cqlcdc.changefeed.records import (
     CONNECTOR,
     CONNECTOR_VERSION,
@@ -126,7 +127,7 @@ def stage_rows(
         json_keys = key_texts if render is json_texts else None
         if json_keys is None:
             json_keys = [json_texts(c.type, v) for c, v in zip(keys, key_values, strict=True)]
-        partitions = _md5_partitions(json_arrays(json_keys, count), options.partitions)
+        partitions = md5_partitions(json_arrays(json_keys, count), options.partitions)
     else:
         partitions = _partitions(keys, key_values, options.partitions, count)
     existed = changes.live_before[ks]
@@ -291,13 +292,27 @@ def _where(mask: npt.NDArray[np.bool_], texts: pa.Array) -> pa.Array:
     return pc.if_else(pa.array(mask), texts, pa.scalar("", pa.string()))
 
 
-def _md5_partitions(key_texts: pa.Array, partitions: int) -> npt.NDArray[np.int32]:
-    """``md5_partition(ydb_partition_key(text))`` of every row's JSON key text."""
-    return np.fromiter(
-        (md5_partition(ydb_partition_key(text), partitions) for text in key_texts.to_pylist()),
-        np.int32,
-        len(key_texts),
-    )
+def md5_partitions(key_texts: pa.Array, partitions: int) -> npt.NDArray[np.int32]:
+    """``md5_partition(ydb_partition_key(text), partitions)`` of every row's JSON key text,
+    exactly, with the 128-bit arithmetic done column-wise: a digest's (high, low) 64-bit
+    halves are placed among the slice boundaries ``k * ((2^128 - 1) // partitions)``."""
+    md5 = hashlib.md5
+    texts = key_texts.cast(pa.binary()).to_pylist()
+    halves = np.frombuffer(b"".join([md5(t).digest() for t in texts]), ">u8")
+    high, low = halves[0::2], halves[1::2]
+    width = ((1 << 128) - 1) // partitions
+    bounds = [k * width for k in range(1, partitions)]
+    bound_high = np.array([b >> 64 for b in bounds], np.uint64)
+    bound_low = np.array([b & ((1 << 64) - 1) for b in bounds], np.uint64)
+    shard = np.searchsorted(bound_high, high, side="right")
+    # a digest whose high half is a boundary's: below that boundary if its low half is
+    first = np.searchsorted(bound_high, high, side="left")
+    tied = first < len(bound_high)
+    tied[tied] = bound_high[first[tied]] == high[tied]
+    below = tied.copy()
+    below[tied] = low[tied] < bound_low[first[tied]]
+    shard = np.where(below, first, shard)
+    return np.minimum(shard, partitions - 1).astype(np.int32)
 
 
 def _partitions(

@@ -63,7 +63,7 @@ class FeedRecord:
     def partition(self, partitions: int, partitioner: str = MURMUR3) -> int:
         """The topic partition of this record among ``partitions`` by the feed's
         ``partitioner`` (``MD5``, YDB's, for feeds made now; ``MURMUR3`` for older ones)."""
-        if partitioner == MD5:
+        if partitioner == MD5 and partitions != 1:  # one partition takes every key
             return md5_partition(ydb_partition_key(self.key_text), partitions)
         return partition_for(self.partition_key, partitions)
 

@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from cqlcdc.cdc.bulk_feeds import stage_rows
+from cqlcdc.cdc.bulk_feeds import md5_partitions, stage_rows
 from cqlcdc.cdc.bulk_images import bulk_changes
 from cqlcdc.cdc.feeds import STAGE_SCHEMA, FeedStager, stage_output, table_feeds
 from cqlcdc.changefeed.json_columns import attribute_texts, json_texts, sparse_objects
-from cqlcdc.changefeed.partitioner import MD5, MURMUR3
+from cqlcdc.changefeed.partitioner import MD5, MURMUR3, md5_partition, ydb_partition_key
 from cqlcdc.changefeed.records import encode
 from cqlcdc.changefeed.values import to_attribute_value, to_json
 from cqlcdc.cql import ast, parse_statement
@@ -272,3 +273,31 @@ def test_feeds_of_one_table_sharing_rendered_texts_get_their_own_records(
         alone = stage_rows(feed, schema, table, plans, changes)
         assert shared.equals(alone), feed.topic
     assert rendered  # the texts were shared
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3, 7, 1024])
+def test_md5_partitions_column_wise_equal_ydbs_rule(partitions: int) -> None:
+    texts = [f'[{i},"é{i}"]' for i in range(3000)]
+    expected = [md5_partition(ydb_partition_key(t), partitions) for t in texts]
+    assert md5_partitions(pa.array(texts), partitions).tolist() == expected
+
+
+def test_md5_partitions_at_the_slice_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Digests whose high half equals a boundary's: the low half decides, as 128-bit
+    arithmetic does (the digests are put on the boundaries by a stand-in MD5)."""
+    from cqlcdc.cdc import bulk_feeds
+
+    width = ((1 << 128) - 1) // 3
+    cases = [width - 1, width, width + 1, 2 * width - 1, 2 * width, (1 << 128) - 1, 0]
+    digests = [v.to_bytes(16, "big") for v in cases]
+
+    class OnBoundaries:
+        def __init__(self, data: bytes) -> None:
+            self.data = data
+
+        def digest(self) -> bytes:
+            return digests[int(self.data)]
+
+    monkeypatch.setattr(bulk_feeds.hashlib, "md5", OnBoundaries)
+    got = md5_partitions(pa.array([str(i) for i in range(len(cases))]), 3).tolist()
+    assert got == [min(v // width, 2) for v in cases] == [0, 1, 1, 1, 2, 2, 0]
