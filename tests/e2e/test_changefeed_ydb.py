@@ -224,6 +224,9 @@ def test_the_commands_take_aws_region(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CQLCDC_AWS_REGION", "sa-east-1")
     cli._connect(cli.build_parser().parse_args(["shell"]))
     assert seen["aws_region"] == "sa-east-1"
+    for command in (["load", "ks.t", "rows.csv"], ["replay", "ks.t_scylla_cdc_log", "ks.c"]):
+        args = cli.build_parser().parse_args([*command, "--aws-region", "me-south-1"])
+        assert args.aws_region == "me-south-1"
 
 
 def test_a_feed_still_scanning_cannot_be_disabled(session: Any) -> None:
