@@ -19,6 +19,7 @@ from cqlcdc.server import CqlServer
 
 pytestmark = pytest.mark.spark
 
+SERVED: dict[str, Any] = {}  # the module's server's coordinator, for embedded sessions
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 
 
@@ -27,9 +28,11 @@ def cql(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("valid"), master="local[2]")
     srv = CqlServer(session.coordinator, port=0)
     srv.start_in_thread()
+    SERVED["coordinator"] = session.coordinator
     cluster = Cluster([srv.host], port=srv.port, load_balancing_policy=RoundRobinPolicy())
     try:
         driver = cluster.connect()
+        driver.default_timeout = 60  # DDL waits for the pipeline; the test machine is shared
         driver.execute(KS)
         driver.set_keyspace("ks")
         yield driver
@@ -95,6 +98,31 @@ def test_desc_listings_show_the_system_keyspaces_and_tables(cql: Any) -> None:
     other = cqlcdc_driver_session(cql)
     listed = {(r.keyspace_name, r.name) for r in other.execute("DESC TABLES")}
     assert {("system", "local"), ("system_schema", "tables")} <= listed
+
+
+def test_desc_rows_quote_names_as_scylla_and_the_printers_agree(cql: Any) -> None:
+    """description::serialize quotes keyspace_name and name where needed (cqlsh prints them
+    as they come); ``cqlcdc shell --connect`` prints what the embedded engine prints."""
+    from cqlcdc.remote.session import RemoteSession
+    from cqlcdc.session import Session
+
+    cql.execute('CREATE TABLE "Odd" (k int PRIMARY KEY)')
+    cql.execute('CREATE TABLE "select" (k int PRIMARY KEY)')
+    rows = {(r.keyspace_name, r.name) for r in cql.execute("DESC TABLES")}
+    assert {("ks", '"Odd"'), ("ks", '"select"')} <= rows
+    (row,) = cql.execute('DESC TABLE ks."Odd"')
+    assert (row.keyspace_name, row.type, row.name) == ("ks", "table", '"Odd"')
+    host, port = cql.cluster.contact_points[0], cql.cluster.port
+    remote = RemoteSession(host, port)
+    local = Session(SERVED["coordinator"])
+    try:
+        for text in ("DESC TABLES", "DESC KEYSPACES", 'DESC TABLE ks."Odd"'):
+            for s in (remote, local):
+                s.execute("USE ks")
+            assert remote.execute(text).one()[0] == local.execute(text).one()[0]
+    finally:
+        remote.close()
+        local.close()
 
 
 def cqlcdc_driver_session(cql: Any) -> Any:

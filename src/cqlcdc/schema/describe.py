@@ -226,7 +226,7 @@ def listing_text(names_by_keyspace: Sequence[tuple[str, Sequence[str]]], current
     if current:
         return "".join(describe_names(names) for _, names in names_by_keyspace)
     return "\n".join(
-        f"Keyspace {ks}\n{'-' * (len(ks) + 9)}\n{describe_names(names)}"
+        f"Keyspace {maybe_quote(ks)}\n{'-' * (len(maybe_quote(ks)) + 9)}\n{describe_names(names)}"
         for ks, names in names_by_keyspace
     )
 

@@ -18,7 +18,7 @@ from typing import Any
 from cqlcdc.cdc.system_tables import system_listing
 from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest, Unprepared
-from cqlcdc.schema.describe import describe_elements
+from cqlcdc.schema.describe import describe_elements, maybe_quote
 from cqlcdc.schema.describe import listing as describe_listing
 from cqlcdc.server.binds import Receiver, bind_receivers
 from cqlcdc.server.notations import UNSET, Value
@@ -516,7 +516,12 @@ def describe_rows(session: Session, stmt: ast.Describe, rows: Rows) -> RowsResul
         ColumnSpec("system", "describe", n, TEXT)
         for n in ("keyspace_name", "type", "name", "create_statement")
     )
-    cells = tuple(tuple(v.encode() for v in row) for row in listing)
+    # names as ScyllaDB's description::serialize sends them: quoted where needed (cqlsh
+    # prints them as they come)
+    cells = tuple(
+        (maybe_quote(ks).encode(), kind.encode(), maybe_quote(name).encode(), text.encode())
+        for ks, kind, name, text in listing
+    )
     return RowsResult(RowsMetadata(columns), cells)
 
 
