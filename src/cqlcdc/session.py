@@ -244,7 +244,8 @@ class Session:
                 c.flush()  # a read sees every earlier write, committed
             return Rows(select(c, schema, stmt, parameters))
         if isinstance(stmt, ast.UseKeyspace):
-            if c.catalog.keyspace(stmt.name) is None:
+            # the system keyspaces can be USEd too (their tables read, DESC TABLES listed)
+            if c.catalog.keyspace(stmt.name) is None and stmt.name not in SYSTEM_KEYSPACES:
                 raise InvalidRequest(f"Keyspace '{stmt.name}' does not exist")
             self.keyspace = stmt.name
             return Rows()

@@ -120,6 +120,12 @@ def test_desc_rows_quote_names_as_scylla_and_the_printers_agree(cql: Any) -> Non
             for s in (remote, local):
                 s.execute("USE ks")
             assert remote.execute(text).one()[0] == local.execute(text).one()[0]
+        for s in (remote, local):
+            s.execute("USE system")
+        listed = local.execute("DESC TABLES").one()[0]
+        assert remote.execute("DESC TABLES").one()[0] == listed
+        assert "local  peers" in listed
+        assert local.execute("SELECT data_center FROM local").one()[0] == "datacenter1"
     finally:
         remote.close()
         local.close()
