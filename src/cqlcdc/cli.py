@@ -181,7 +181,12 @@ def _connect(args: argparse.Namespace) -> Any:
         return RemoteSession(host, port, username=args.username, password=_password(args))
     from cqlcdc.session import connect
 
-    return connect(data_dir=args.data_dir, master=args.master, verbose=args.verbose)
+    return connect(
+        data_dir=args.data_dir,
+        master=args.master,
+        verbose=args.verbose,
+        aws_region=getattr(args, "aws_region", ""),
+    )
 
 
 def _password(args: argparse.Namespace) -> str | None:
@@ -392,6 +397,12 @@ def engine_arguments(p: argparse.ArgumentParser) -> None:
         "--verbose",
         action="store_true",
         help="show Spark's and the JVM's console output (default: DATA_DIR/spark.log)",
+    )
+    p.add_argument(
+        "--aws-region",
+        default=os.environ.get("CQLCDC_AWS_REGION", ""),
+        help="awsRegion of DynamoDB Streams feed records whose feed sets no AWS_REGION "
+        "(YDB's server-wide default; default: $CQLCDC_AWS_REGION, else empty)",
     )
 
 

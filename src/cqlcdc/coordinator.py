@@ -27,12 +27,13 @@ from typing import Any
 from cqlcdc.auth import RoleStore
 from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
 from cqlcdc.cdc.system_local import NodeInfo
-from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_table
+from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_listing, system_table
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.pipeline.admission import admit
 from cqlcdc.schema.catalog import Catalog
+from cqlcdc.schema.describe import describe_statement
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_payload
 from cqlcdc.storage.select import ResultSet
@@ -62,6 +63,8 @@ class Coordinator:
         num_buckets: token buckets of a new data directory.
         driver_max_rows: micro-batches up to this many writes run the core in the driver.
         verbose: let Spark's console output through (default: ``<data_dir>/spark.log``).
+        aws_region: ``awsRegion`` of DynamoDB Streams feeds that set no ``AWS_REGION``
+            (YDB's server-wide ``SetAwsRegion``).
 
     Raises:
         DataDirLocked: another process (or another coordinator here) owns ``data_dir``.
@@ -74,8 +77,10 @@ class Coordinator:
         num_buckets: int = DEFAULT_BUCKETS,
         driver_max_rows: int | None = None,
         verbose: bool = False,
+        aws_region: str = "",
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
+        self.aws_region = aws_region
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # taken before Spark starts, so a second process is told at once who owns the data
         lock = DataDirLock(self.data_dir)
@@ -108,7 +113,7 @@ class Coordinator:
         # who this node is to clients (system.local); the server sets where it listens
         self.node = NodeInfo(host_id=_host_id(self.data_dir), data_dir=str(self.data_dir))
         # the core reads schemas through this coordinator: always the current snapshot
-        self.processor = CoreProcessor(self.data_dir, self)
+        self.processor = CoreProcessor(self.data_dir, self, self.aws_region)
         self.spark = get_spark(master, log_file=None if verbose else self.data_dir / "spark.log")
         self.engine = Engine(self.data_dir, self.processor, self.spark, lock=lock)
         if driver_max_rows is not None:
@@ -213,6 +218,11 @@ class Coordinator:
             options = parse_feed_options(stmt.action)  # YDB's defaults, limits and messages
             if options.initial_scan:
                 scan = (stmt.name, stmt.action.name)
+        if isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.DisableChangefeed):
+            self._check_not_scanning(stmt.name, stmt.action.name, keyspace)
+        if isinstance(stmt, ast.Describe) and stmt.kind in ("KEYSPACES", "TABLES", "TYPES"):
+            # listings include the system keyspaces and tables, which the catalog does not hold
+            return describe_statement(self._catalog, stmt, keyspace, system_listing())
         with self.lock:
             if (
                 isinstance(stmt, ast.AlterTable)
@@ -264,6 +274,23 @@ class Coordinator:
             self.append(records)
             last = self.next_seq - 1
         self.make_durable(last)
+
+    def _check_not_scanning(
+        self, table: ast.QualifiedName, feed: str, keyspace: str | None
+    ) -> None:
+        """YDB disables only a Ready feed: one whose initial scan is still appending its scan
+        records (state Scan) is refused, as YDB refuses it. (Once they are all appended, the
+        flush before the DDL has applied them.)"""
+        from cqlcdc.cdc.feeds import table_feeds
+
+        schema = self.table(table, keyspace)
+        for f in table_feeds(schema):
+            scan = self.processor.scans.get(schema.table_id, f.topic)
+            if f.name == feed and scan is not None and scan["last_seq"] is None:
+                raise InvalidRequest(
+                    f"Cannot switch state of changefeed {feed}: from Scan to Disabled "
+                    f"(its initial scan is not finished)"
+                )
 
     def truncate(self, stmt: ast.Truncate, keyspace: str | None) -> None:
         """Empty the base table (not its CDC log), after every earlier write."""
@@ -547,7 +574,7 @@ class Coordinator:
 
         Returns the number of sweep records appended.
         """
-        from cqlcdc.cdc.feeds import table_feeds
+        from cqlcdc.cdc.feeds import active_feeds
         from cqlcdc.cdc.processor import expiry_output
 
         now = int(time.time()) if now_s is None else now_s
@@ -560,7 +587,7 @@ class Coordinator:
             for schema in self._catalog.tables():
                 # feeds with EXPIRY_EVENTS, and per-row TTL tables (their expiration deletes)
                 if schema.ttl_column is None and not any(
-                    f.options.ttl_expiry_events for f in table_feeds(schema)
+                    f.options.ttl_expiry_events for f in active_feeds(schema)
                 ):
                     continue
                 output = expiry_output(schema.table_id)
@@ -600,7 +627,7 @@ class Coordinator:
     def tick_idle_feeds(self, now_ms: int | None = None) -> int:
         """Let feeds with BARRIERS_INTERVAL emit barriers while their table is idle: one clock
         tick record per table that had no write for an interval. Returns ticks appended."""
-        from cqlcdc.cdc.feeds import table_feeds
+        from cqlcdc.cdc.feeds import active_feeds
         from cqlcdc.cdc.processor import TICK_PK
         from cqlcdc.storage.token import MIN_TOKEN
 
@@ -610,7 +637,7 @@ class Coordinator:
             for schema in self._catalog.tables():
                 intervals = [
                     f.options.barriers_interval_ms
-                    for f in table_feeds(schema)
+                    for f in active_feeds(schema)
                     if f.options.barriers_interval_ms
                 ]
                 if not intervals:

@@ -46,7 +46,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from cqlcdc.cdc.replay import read_log, replay, replay_statements
     from cqlcdc.session import connect
 
-    session = connect(data_dir=args.data_dir, master=args.master, verbose=args.verbose)
+    session = connect(
+        data_dir=args.data_dir,
+        master=args.master,
+        verbose=args.verbose,
+        aws_region=args.aws_region,
+    )
     try:
         if args.print_only:
             base, rows = read_log(session, args.log_table)

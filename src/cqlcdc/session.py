@@ -245,7 +245,8 @@ class Session:
                 c.flush()  # a read sees every earlier write, committed
             return Rows(select(c, schema, stmt, parameters))
         if isinstance(stmt, ast.UseKeyspace):
-            if c.catalog.keyspace(stmt.name) is None:
+            # the system keyspaces can be USEd too (their tables read, DESC TABLES listed)
+            if c.catalog.keyspace(stmt.name) is None and stmt.name not in SYSTEM_KEYSPACES:
                 raise InvalidRequest(f"Keyspace '{stmt.name}' does not exist")
             self.keyspace = stmt.name
             return Rows()
@@ -439,6 +440,7 @@ def connect(
     num_buckets: int = DEFAULT_BUCKETS,
     driver_max_rows: int | None = None,
     verbose: bool = False,
+    aws_region: str = "",
 ) -> Session:
     """Open a session on an embedded engine (Spark in ``master`` mode, data in ``data_dir``).
 
@@ -451,6 +453,8 @@ def connect(
             larger ones on executors (None: the engine's default; 0: always executors).
         verbose: let Spark's and the JVM's console output through to stderr (default: it
             goes to ``<data_dir>/spark.log``).
+        aws_region: ``awsRegion`` of the DynamoDB Streams records of feeds that set no
+            ``AWS_REGION`` (YDB's server-wide default, ``SetAwsRegion``).
 
     Returns:
         A Session shaped like the cassandra-driver's (``execute()``, ``close()``); closing it
@@ -461,6 +465,11 @@ def connect(
         DataDirLocked: another process owns ``data_dir``.
     """
     coordinator = Coordinator(
-        data_dir or Path.cwd() / "cqlcdc-data", master, num_buckets, driver_max_rows, verbose
+        data_dir or Path.cwd() / "cqlcdc-data",
+        master,
+        num_buckets,
+        driver_max_rows,
+        verbose,
+        aws_region=aws_region,
     )
     return Session(coordinator, keyspace, owns=True)

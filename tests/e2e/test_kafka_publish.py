@@ -555,3 +555,33 @@ def test_a_feed_added_again_is_published_whole_and_a_follower_of_a_dropped_one_s
     got = oracle(broker, topic, 2)  # the old incarnation's records, then the new one's
     for p in range(2):
         assert got[p] == first[p] + second[p]
+
+
+def test_a_disabled_feed_publishes_what_it_holds_in_ydbs_partitions(
+    session: Any, broker: str
+) -> None:
+    """ALTER CHANGEFEED ... DISABLE: later writes give no records, what the feed holds is
+    still published; each record is in the partition YDB computes from its key."""
+    import hashlib
+
+    session.execute("CREATE TABLE ks.d (pk int PRIMARY KEY, v text)")
+    session.execute(
+        "ALTER TABLE ks.d ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON', "
+        "TOPIC_MIN_ACTIVE_PARTITIONS = 3)"
+    )
+    session.execute_many([f"INSERT INTO ks.d (pk, v) VALUES ({i}, 'a')" for i in range(30)])
+    session.execute("ALTER TABLE ks.d ALTER CHANGEFEED f DISABLE")
+    session.execute_many([f"INSERT INTO ks.d (pk, v) VALUES ({i}, 'b')" for i in range(30, 40)])
+    session.flush()
+    expected = feed_records(session.data_dir, "ks.d/f")
+    assert sum(len(rows) for rows in expected.values()) == 30
+    topic = new_topic()
+    result = publish(PublishConfig(session.data_dir, "ks.d/f", broker, topic))
+    assert result.records == 30
+    published = consume(broker, topic, 3)
+    assert published == expected
+    for partition, rows in published.items():
+        for _, key, _ in rows:
+            assert key is not None
+            value = int(hashlib.md5(key.encode()).hexdigest(), 16)
+            assert partition == min(value // ((2**128 - 1) // 3), 2)

@@ -7,7 +7,8 @@ per-record path turns each into a ``RowEvent``, then a record dict, then JSON te
 records' texts are joined from per-column JSON texts (``cqlcdc.changefeed.json_columns``):
 the key array, the images as objects of every value column (sorted by name), the operation
 (``update``/``erase``), the UPDATES body of the statement's columns, and ``ts``. The
-partition is the same Murmur3 slice of the primary key's bytes, computed for all rows at once.
+partition is the feed's partitioner's: YDB's MD5 of the JSON key array, or (older feeds) the
+same Murmur3 slice of the primary key's bytes, computed for all rows at once.
 
 Debezium records are joined the same way from the same texts (``payload`` with ``before``
 and ``after``: the value columns sorted by name, then the key columns; ``op``; ``source``).
@@ -19,6 +20,7 @@ compare its rows with ``FeedStager``'s for every mode and every format.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -37,7 +39,8 @@ from cqlcdc.changefeed.json_columns import (
     json_texts,
     sparse_objects,
 )
-from cqlcdc.changefeed.options import FeedOptions
+from cqlcdc.changefeed.options import FeedOptions, with_aws_region
+from cqlcdc.changefeed.partitioner import MD5
 from cqlcdc.changefeed.records import (
     CONNECTOR,
     CONNECTOR_VERSION,
@@ -77,14 +80,15 @@ def stage_rows(
     statements: tuple[BulkStatement, ...],
     changes: BulkChanges,
     rendered: dict[tuple[str, str], pa.Array] | None = None,
+    aws_region: str = "",
 ) -> pa.Table:
     """The staged records (``STAGE_SCHEMA``) of a ``feed`` in one of ``FORMATS`` for the
     writes of one bucket: one per write whose row exists before or after it.
 
     ``rendered`` keeps the value columns' texts for the next feed of the same bucket (pass
     one dict to every feed of a table: the texts do not depend on the feed, only on its
-    format's kind)."""
-    options = feed.options
+    format's kind). ``aws_region``: the server's default ``awsRegion`` (``with_aws_region``)."""
+    options = with_aws_region(feed.options, aws_region)
     rendered = {} if rendered is None else rendered
     ks = np.flatnonzero(changes.live_before | changes.live_after)
     count = len(ks)
@@ -118,7 +122,14 @@ def stage_rows(
         step=pa.array(writes.column(NOW).take(positions).to_numpy() // 1000),
         seq=writes.column(SEQ).take(positions).combine_chunks(),
     )
-    partitions = _partitions(keys, key_values, options.partitions, count)
+    if feed.partitioner == MD5 and options.partitions > 1:
+        # YDB's: the MD5 of the JSON key array (the JSON format's key texts)
+        json_keys = key_texts if render is json_texts else None
+        if json_keys is None:
+            json_keys = [json_texts(c.type, v) for c, v in zip(keys, key_values, strict=True)]
+        partitions = md5_partitions(json_arrays(json_keys, count), options.partitions)
+    else:
+        partitions = _partitions(keys, key_values, options.partitions, count)
     existed = changes.live_before[ks]
     if options.format == DYNAMODB:
         key = json_objects([c.name for c in keys], key_texts, count)
@@ -242,7 +253,7 @@ def _dynamodb(
     digits = pc.utf8_lpad(r.seq.cast(pa.string()), TX_DIGITS, "0")
     sequence = join([digits, "0" * INDEX_DIGITS], count)
     pieces: list[str | pa.Array] = [
-        '{"awsRegion":' + _text(options.aws_region) + ',"dynamodb":{',
+        '{"awsRegion":' + _text(options.aws_region or "") + ',"dynamodb":{',
         '"ApproximateCreationDateTime":',
         r.step.cast(pa.string()),
         ',"Keys":',
@@ -279,6 +290,29 @@ def _text(value: str) -> str:
 
 def _where(mask: npt.NDArray[np.bool_], texts: pa.Array) -> pa.Array:
     return pc.if_else(pa.array(mask), texts, pa.scalar("", pa.string()))
+
+
+def md5_partitions(key_texts: pa.Array, partitions: int) -> npt.NDArray[np.int32]:
+    """``md5_partition(ydb_partition_key(text), partitions)`` of every row's JSON key text,
+    exactly, with the 128-bit arithmetic done column-wise: a digest's (high, low) 64-bit
+    halves are placed among the slice boundaries ``k * ((2^128 - 1) // partitions)``."""
+    md5 = hashlib.md5
+    texts = key_texts.cast(pa.binary()).to_pylist()
+    halves = np.frombuffer(b"".join([md5(t).digest() for t in texts]), ">u8")
+    high, low = halves[0::2], halves[1::2]
+    width = ((1 << 128) - 1) // partitions
+    bounds = [k * width for k in range(1, partitions)]
+    bound_high = np.array([b >> 64 for b in bounds], np.uint64)
+    bound_low = np.array([b & ((1 << 64) - 1) for b in bounds], np.uint64)
+    shard = np.searchsorted(bound_high, high, side="right")
+    # a digest whose high half is a boundary's: below that boundary if its low half is
+    first = np.searchsorted(bound_high, high, side="left")
+    tied = first < len(bound_high)
+    tied[tied] = bound_high[first[tied]] == high[tied]
+    below = tied.copy()
+    below[tied] = low[tied] < bound_low[first[tied]]
+    shard = np.where(below, first, shard)
+    return np.minimum(shard, partitions - 1).astype(np.int32)
 
 
 def _partitions(

@@ -25,6 +25,8 @@ import pyarrow.compute as pc
 
 from cqlcdc.changefeed import FeedOptions, barrier_record, feed_options_from_texts
 from cqlcdc.changefeed.events import RowEvent
+from cqlcdc.changefeed.options import with_aws_region
+from cqlcdc.changefeed.partitioner import MURMUR3
 from cqlcdc.changefeed.records import encode, feed_records
 from cqlcdc.schema.model import TableSchema
 
@@ -83,27 +85,56 @@ def scan_output(table_id: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Feed:
     """A changefeed: its name, options, and the topic of this incarnation of it (the key of
-    its topic table, staged rows, scan state and consumer offsets)."""
+    its topic table, staged rows, scan state and consumer offsets).
+
+    ``disabled``: ``ALTER CHANGEFEED ... DISABLE`` ran; the feed takes no more records but
+    its topic stays readable. ``partitioner``: how its records are spread over partitions
+    (``MD5``, YDB's, for feeds made now; ``MURMUR3`` for feeds made before, kept so that a
+    key never moves to another partition of an existing topic)."""
 
     name: str
     options: FeedOptions
     topic: str
+    disabled: bool = False
+    partitioner: str = MURMUR3
 
 
 def table_feeds(schema: TableSchema) -> list[Feed]:
-    """The table's feeds with their options (parsed once per distinct option set: this runs
-    for every bucket of every batch and every second in the session's sweeper)."""
-    return list(_parsed_feeds(schema.changefeeds, schema.feed_topics))
+    """The table's feeds with their options, disabled ones included (their topics are still
+    read); parsed once per distinct option set: this runs for every bucket of every batch and
+    every second in the session's sweeper."""
+    return list(
+        _parsed_feeds(
+            schema.changefeeds,
+            schema.feed_topics,
+            schema.disabled_feeds,
+            schema.feed_partitioners,
+        )
+    )
+
+
+def active_feeds(schema: TableSchema) -> list[Feed]:
+    """The feeds that take records: every write path asks this, never ``table_feeds``."""
+    return [f for f in table_feeds(schema) if not f.disabled]
 
 
 @functools.lru_cache(maxsize=256)
 def _parsed_feeds(
     changefeeds: tuple[tuple[str, tuple[tuple[str, str], ...]], ...],
     feed_topics: tuple[tuple[str, str], ...],
+    disabled_feeds: tuple[str, ...],
+    feed_partitioners: tuple[tuple[str, str], ...],
 ) -> tuple[Feed, ...]:
     topics = dict(feed_topics)
+    partitioners = dict(feed_partitioners)
     return tuple(
-        Feed(name, feed_options_from_texts(texts), topics.get(name, name))
+        Feed(
+            name,
+            feed_options_from_texts(texts),
+            topics.get(name, name),
+            disabled=name in disabled_feeds,
+            partitioner=partitioners.get(name, MURMUR3),
+        )
         for name, texts in changefeeds
     )
 
@@ -171,9 +202,10 @@ class FeedStager:
     ``STAGE_SCHEMA`` column and topic: building the table from them costs a fraction of
     building it from a dict per row)."""
 
-    def __init__(self, schema: TableSchema, feeds: list[Feed]) -> None:
+    def __init__(self, schema: TableSchema, feeds: list[Feed], aws_region: str = "") -> None:
         self.schema = schema
         self.feeds = feeds
+        self.aws_region = aws_region  # the server's default for feeds that set none
         self.columns: dict[str, dict[str, list[Any]]] = {}
 
     def _out(self, topic: str) -> dict[str, list[Any]]:
@@ -200,7 +232,7 @@ class FeedStager:
         if not events:
             return first_index
         records = feed_records(
-            feed.options,
+            with_aws_region(feed.options, self.aws_region),
             self.schema,
             pk,
             events,
@@ -209,12 +241,13 @@ class FeedStager:
             snapshot=snapshot,
             created_ms=created_ms,
             first_index=first_index,
+            partitioner=feed.partitioner,
         )
         out = self._out(feed.topic)
         expiry = created_ms // 1000 + feed.options.retention_ms // 1000
         partitions = feed.options.partitions
         for i, rec in enumerate(records):
-            out["partition"].append(rec.partition(partitions))
+            out["partition"].append(rec.partition(partitions, feed.partitioner))
             out["key"].append(None if rec.key is None else encode(rec.key))
             out["value"].append(encode(rec.value))
             out["created_ms"].append(created_ms)
@@ -330,10 +363,11 @@ def _dense_offsets(partitions: npt.NDArray[np.int32], nxt: dict[str, int]) -> np
 
 
 def _feed(schema: TableSchema | None, topic: str) -> Feed | None:
-    """The feed whose current incarnation is ``topic`` (None: dropped since)."""
+    """The feed whose current incarnation is ``topic`` and that takes records (None: dropped
+    or disabled since; a disabled feed gets no more barriers, as in YDB)."""
     if schema is None:
         return None
-    for feed in table_feeds(schema):
+    for feed in active_feeds(schema):
         if feed.topic == topic:
             return feed
     return None

@@ -30,6 +30,7 @@ from cqlcdc.cdc.feeds import (
     Feed,
     FeedScans,
     FeedStager,
+    active_feeds,
     finalize_feeds,
     scan_output,
     stage_output,
@@ -198,10 +199,14 @@ class CoreProcessor:
     Args:
         data_dir: the data directory (catalog and CDC generations live there).
         catalog: the live catalog when running in the session's process.
+        aws_region: the server's default ``awsRegion`` (``cqlcdc serve --aws-region``).
     """
 
-    def __init__(self, data_dir: str | Path, catalog: SchemaSource | None = None) -> None:
+    def __init__(
+        self, data_dir: str | Path, catalog: SchemaSource | None = None, aws_region: str = ""
+    ) -> None:
         self.data_dir = str(data_dir)
+        self.aws_region = aws_region  # DynamoDB Streams feeds that set no AWS_REGION get it
         self._catalog = catalog
         self._generations: Generations | None = None
         self._generations_mtime = -1
@@ -209,10 +214,11 @@ class CoreProcessor:
         self.scans = FeedScans(self.data_dir)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"data_dir": self.data_dir}
+        return {"data_dir": self.data_dir, "aws_region": self.aws_region}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.data_dir = state["data_dir"]
+        self.aws_region = state["aws_region"]
         self._catalog = None
         self._generations = None
         self._generations_mtime = -1
@@ -321,8 +327,10 @@ class CoreProcessor:
             tokens = sorted({r["token"] for r in recs})
             fragments = self._fragments(state, latest, bucket, pks, tokens)
         partitions = fragments.partitions(latest)
-        feeds = table_feeds(latest)
-        ctx = _BucketContext(latest, bucket, _Outputs([], [], []), FeedStager(latest, feeds))
+        feeds = active_feeds(latest)
+        ctx = _BucketContext(
+            latest, bucket, _Outputs([], [], []), FeedStager(latest, feeds, self.aws_region)
+        )
         ctx.topics[latest.schema_version] = frozenset(f.topic for f in feeds)
         if any(f.options.initial_scan for f in feeds):
             scanned = state.read(scan_output(table_id), bucket, pks)
@@ -412,8 +420,10 @@ class CoreProcessor:
                 changes,
             )
         rendered: dict[tuple[str, str], pa.Array] = {}  # value texts, shared by the feeds
-        for feed in table_feeds(schema):  # every format column-wise (cdc/bulk_feeds.py)
-            staged = stage_rows(feed, schema, writes, statements, changes, rendered)
+        for feed in active_feeds(schema):  # every format column-wise (cdc/bulk_feeds.py)
+            staged = stage_rows(
+                feed, schema, writes, statements, changes, rendered, self.aws_region
+            )
             if staged.num_rows:
                 result[stage_output(schema.table_id, feed.topic)] = staged
         return result
@@ -797,7 +807,7 @@ def bulk_log_applies(schema: TableSchema) -> bool:
     """Whether bulk writes to ``schema`` are logged column-wise: their log rows and feed
     records must not depend on the state (no images, no ``delta: 'keys'``, no feeds)."""
     cdc = schema.cdc
-    if table_feeds(schema):
+    if active_feeds(schema):
         return False
     return not cdc.enabled or (
         cdc.delta == "full" and cdc.preimage == "false" and not cdc.postimage
@@ -811,7 +821,7 @@ def changes_apply(schema: TableSchema) -> bool:
     non-key columns are all of the bulk types (their values become the records' Python
     values as the row path holds them)."""
     cdc = schema.cdc
-    feeds = table_feeds(schema)
+    feeds = active_feeds(schema)
     if cdc.enabled and cdc.delta != "full":
         return False
     if feeds and (

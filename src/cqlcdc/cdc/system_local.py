@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from cqlcdc.schema.catalog import DATACENTER
 from cqlcdc.schema.model import Column, ColumnKind, TableSchema
 from cqlcdc.storage.token import MIN_TOKEN
 from cqlcdc.types import MapType, SetType, native_type
@@ -141,7 +142,7 @@ def local_rows(
         "broadcast_port": None,
         "cluster_name": CLUSTER_NAME,
         "cql_version": CQL_VERSION,
-        "data_center": "datacenter1",
+        "data_center": DATACENTER,
         "gossip_generation": None,
         "host_id": node.host_id,
         "listen_address": address,

@@ -151,6 +151,15 @@ SYSTEM_TABLES: tuple[TableSchema, ...] = (
 )
 
 
+def system_listing() -> dict[str, list[str]]:
+    """The system keyspaces and their tables' names, as DESC KEYSPACES / TABLES list them
+    (ScyllaDB lists its system keyspaces and tables there too)."""
+    listed: dict[str, list[str]] = {ks.name: [] for ks in SYSTEM_KEYSPACE_SCHEMAS}
+    for table in SYSTEM_TABLES:
+        listed.setdefault(table.keyspace, []).append(table.name)
+    return listed
+
+
 @dataclass(frozen=True, slots=True)
 class SystemView:
     """What the virtual system tables are computed from: the CDC generations, the catalog

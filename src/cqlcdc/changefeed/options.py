@@ -10,7 +10,7 @@ so DDL and the pipeline agree on what a feed means.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Literal, TypeAlias, cast
 
@@ -74,7 +74,9 @@ class FeedOptions:
         retention_ms: how long the topic keeps a record.
         partitions: the topic's fixed partition count.
         initial_scan: export the rows that exist when the feed is created.
-        aws_region: ``awsRegion`` of DynamoDB Streams records.
+        aws_region: ``awsRegion`` of DynamoDB Streams records; None when the feed sets
+            none: the server's default then (YDB's ``SetAwsRegion``, ``cqlcdc serve
+            --aws-region``), see ``with_aws_region``.
         ttl_expiry_events: our extension (``EXPIRY_EVENTS``): emit erase records for rows removed
             by TTL expiry, marked as expiry; off, such rows leave the feed silently.
     """
@@ -86,7 +88,7 @@ class FeedOptions:
     retention_ms: int = DEFAULT_RETENTION_MS
     partitions: int = DEFAULT_PARTITIONS
     initial_scan: bool = False
-    aws_region: str = ""
+    aws_region: str | None = None
     ttl_expiry_events: bool = False
 
     @property
@@ -150,7 +152,7 @@ def parse_feed_options(stmt: ast.AddChangefeed) -> FeedOptions:
                 f"Invalid TOPIC_MIN_ACTIVE_PARTITIONS {partitions}: "
                 f"must be between 1 and {MAX_PARTITIONS}"
             )
-    aws_region = ""
+    aws_region = None
     if "AWS_REGION" in given:
         aws_region = _string("AWS_REGION", given["AWS_REGION"])
         if fmt != "DYNAMODB_STREAMS_JSON":
@@ -207,11 +209,20 @@ def to_texts(options: FeedOptions) -> tuple[tuple[str, str], ...]:
         texts.append(("TOPIC_MIN_ACTIVE_PARTITIONS", str(options.partitions)))
     if options.initial_scan:
         texts.append(("INITIAL_SCAN", "true"))
-    if options.aws_region:
+    if options.aws_region is not None:
         texts.append(("AWS_REGION", "'" + options.aws_region.replace("'", "''") + "'"))
     if options.ttl_expiry_events:
         texts.append(("EXPIRY_EVENTS", "true"))
     return tuple(texts)
+
+
+def with_aws_region(options: FeedOptions, default: str) -> FeedOptions:
+    """The options a record is made with: a DynamoDB Streams feed that sets no AWS_REGION
+    takes the server's ``default`` (YDB: ``stream.AwsRegion.GetOrElse(<config region>)``);
+    an explicit ``AWS_REGION = ''`` stays empty."""
+    if options.aws_region is None and options.format == "DYNAMODB_STREAMS_JSON":
+        return replace(options, aws_region=default)
+    return options
 
 
 def parse_iso_duration_ms(text: str) -> int | None:
@@ -326,4 +337,5 @@ __all__ = [
     "parse_feed_options",
     "parse_iso_duration_ms",
     "to_texts",
+    "with_aws_region",
 ]

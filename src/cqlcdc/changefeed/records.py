@@ -10,13 +10,20 @@ One record per row event, shaped exactly as YDB's serializers shape theirs
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import Any
 
 from cqlcdc.changefeed.events import RowEvent
 from cqlcdc.changefeed.options import FeedOptions
-from cqlcdc.changefeed.partitioner import partition_for, primary_key_bytes
+from cqlcdc.changefeed.partitioner import (
+    MD5,
+    MURMUR3,
+    md5_partition,
+    partition_for,
+    primary_key_bytes,
+    ydb_partition_key,
+)
 from cqlcdc.changefeed.values import to_attribute_value, to_json
 from cqlcdc.schema.model import Column, TableSchema
 
@@ -42,17 +49,28 @@ class FeedRecord:
         key: the message key: JSON the ``key`` array; Debezium ``{"payload": {pk...}}``;
             DynamoDB the ``Keys`` AttributeValue map; None for a barrier.
         value: the record body (a JSON object; ``encode`` gives its bytes).
-        partition_key: the bytes the partitioner hashes (``primary_key_bytes``); empty for
-            a barrier, which goes to every partition.
+        partition_key: the bytes the Murmur3 partitioner hashes (``primary_key_bytes``);
+            empty for a barrier, which goes to every partition.
+        key_text: the key as YDB's JSON format writes it (the compact JSON array of the key
+            values), whose MD5 is YDB's partition key; empty for a barrier.
     """
 
     key: dict[str, Any] | list[Any] | None
     value: dict[str, Any]
     partition_key: bytes
+    key_text: str = ""
 
-    def partition(self, partitions: int) -> int:
-        """The topic partition of this record among ``partitions``."""
+    def partition(self, partitions: int, partitioner: str = MURMUR3) -> int:
+        """The topic partition of this record among ``partitions`` by the feed's
+        ``partitioner`` (``MD5``, YDB's, for feeds made now; ``MURMUR3`` for older ones)."""
+        if partitioner == MD5 and partitions != 1:  # one partition takes every key
+            return md5_partition(ydb_partition_key(self.key_text), partitions)
         return partition_for(self.partition_key, partitions)
+
+    @property
+    def ydb_partition_key(self) -> str:
+        """The MD5 hex YDB puts in the message's partition key (the record's key hashed)."""
+        return ydb_partition_key(self.key_text)
 
 
 def encode(value: dict[str, Any] | list[Any]) -> str:
@@ -115,6 +133,7 @@ def feed_records(
     snapshot: bool = False,
     created_ms: int | None = None,
     first_index: int = 0,
+    partitioner: str = MURMUR3,
 ) -> list[FeedRecord]:
     """The feed's records of one write to one partition (or of one initial-scan batch).
 
@@ -131,6 +150,8 @@ def feed_records(
         first_index: the index of the first event within the transaction; a transaction
             spanning several partitions gives each call a distinct range so that sequence
             numbers stay unique.
+        partitioner: the feed's partitioner (``MD5`` or ``MURMUR3``): DynamoDB's
+            ``eventID`` names the record's partition.
 
     Returns:
         One record per event, except that TTL-expiry events are dropped unless the feed
@@ -145,15 +166,26 @@ def feed_records(
         if event.expired and not feed.ttl_expiry_events:
             continue
         row = _row(feed, schema, pk, event, snapshot)
-        key_bytes = primary_key_bytes(schema, pk, event.ck)
+        key = _Key(
+            primary_key_bytes(schema, pk, event.ck),
+            encode([to_json(c.type, v) for c, v in row.key]),
+        )
         if feed.format == "JSON":
-            records.append(_ydb_json(feed, row, key_bytes, step, tx_id))
+            records.append(_ydb_json(feed, row, key, step, tx_id))
         elif feed.format == "DEBEZIUM_JSON":
-            records.append(_debezium(feed, row, key_bytes, step, tx_id, created_ms, snapshot))
+            records.append(_debezium(feed, row, key, step, tx_id, created_ms, snapshot))
         else:
             seq = sequence_number(step, tx_id, first_index + offset)
-            records.append(_dynamodb(feed, row, key_bytes, seq, created_ms))
+            records.append(_dynamodb(feed, row, key, seq, created_ms, partitioner))
     return records
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    """What the partitioners hash: the CQL key bytes (Murmur3) and YDB's key text (MD5)."""
+
+    data: bytes
+    text: str
 
 
 def _columns(schema: TableSchema, static: bool) -> tuple[Column, ...]:
@@ -213,7 +245,7 @@ def _json_columns(columns: tuple[Column, ...], values: dict[str, Any]) -> dict[s
     return {name: to_json(by_name[name].type, v) for name, v in values.items()}
 
 
-def _ydb_json(feed: FeedOptions, row: _Row, key_bytes: bytes, step: int, tx_id: int) -> FeedRecord:
+def _ydb_json(feed: FeedOptions, row: _Row, key_hash: _Key, step: int, tx_id: int) -> FeedRecord:
     key = [to_json(c.type, v) for c, v in row.key]
     value: dict[str, Any] = {"key": key}
     if row.erase:
@@ -230,13 +262,13 @@ def _ydb_json(feed: FeedOptions, row: _Row, key_bytes: bytes, step: int, tx_id: 
         value["expired"] = True  # ours: an erase by TTL expiry, not by a statement
     if feed.virtual_timestamps:
         value["ts"] = [step, tx_id]
-    return FeedRecord(key, value, key_bytes)
+    return FeedRecord(key, value, key_hash.data, key_hash.text)
 
 
 def _debezium(
     feed: FeedOptions,
     row: _Row,
-    key_bytes: bytes,
+    key: _Key,
     step: int,
     tx_id: int,
     created_ms: int,
@@ -268,7 +300,7 @@ def _debezium(
     if row.expired:
         source["expired"] = True  # ours: a delete by TTL expiry
     payload["source"] = source
-    return FeedRecord({"payload": key_payload}, {"payload": payload}, key_bytes)
+    return FeedRecord({"payload": key_payload}, {"payload": payload}, key.data, key.text)
 
 
 def _attribute_map(columns: tuple[Column, ...], values: dict[str, Any]) -> dict[str, Any]:
@@ -282,7 +314,7 @@ def _attribute_map(columns: tuple[Column, ...], values: dict[str, Any]) -> dict[
 
 
 def _dynamodb(
-    feed: FeedOptions, row: _Row, key_bytes: bytes, seq: str, created_ms: int
+    feed: FeedOptions, row: _Row, key: _Key, seq: str, created_ms: int, partitioner: str
 ) -> FeedRecord:
     keys = {c.name: to_attribute_value(c.type, v) for c, v in row.key}
     view = feed.mode if feed.mode != "UPDATES" else "KEYS_ONLY"  # no UPDATES view in AWS
@@ -299,17 +331,18 @@ def _dynamodb(
         name = "INSERT"
     else:
         name = "MODIFY"
+    record = FeedRecord(keys, {}, key.data, key.text)
     value: dict[str, Any] = {
-        "awsRegion": feed.aws_region,
+        "awsRegion": feed.aws_region or "",
         "dynamodb": stream,
-        "eventID": f"{partition_for(key_bytes, feed.partitions)}-{seq}",
+        "eventID": f"{record.partition(feed.partitions, partitioner)}-{seq}",
         "eventName": name,
         "eventSource": EVENT_SOURCE,
         "eventVersion": EVENT_VERSION,
     }
     if row.expired:
         value["userIdentity"] = dict(TTL_USER_IDENTITY)
-    return FeedRecord(keys, value, key_bytes)
+    return replace(record, value=value)
 
 
 __all__ = [

@@ -407,6 +407,14 @@ class SetTtlColumn:
     column: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class DisableChangefeed:
+    """``ALTER CHANGEFEED name DISABLE`` (YQL): the feed stops taking records; its topic stays
+    readable until the feed is dropped. YDB has no way back (no ENABLE)."""
+
+    name: str
+
+
 AlterTableAction: TypeAlias = (
     AddColumns
     | DropColumns
@@ -416,6 +424,7 @@ AlterTableAction: TypeAlias = (
     | AddChangefeed
     | DropChangefeed
     | SetTtlColumn
+    | DisableChangefeed
 )
 
 

@@ -14,6 +14,7 @@ from cqlcdc.cql.ast import (
     AlterTableAction,
     ColumnDef,
     CreateTable,
+    DisableChangefeed,
     DropChangefeed,
     DropColumns,
     DropTable,
@@ -25,7 +26,7 @@ from cqlcdc.cql.ast import (
 )
 from cqlcdc.cql.parse_terms import TermsMixin
 from cqlcdc.cql.tokens import Token, TokenType
-from cqlcdc.errors import CqlSyntaxError
+from cqlcdc.errors import CqlSyntaxError, InvalidRequest
 
 
 class TableMixin(TermsMixin):
@@ -67,7 +68,13 @@ class TableMixin(TermsMixin):
                     if primary_key is not None:
                         raise self._multiple_primary_keys(token)
                     primary_key = ((column.name,), ())
-            if not self._match(TokenType.COMMA) or self._at(TokenType.RPAREN):
+            if not self._match(TokenType.COMMA):
+                break
+            # Cql.g cfamDefinition: '(' cfamColumns ( ',' cfamColumns? )* ')': an entry after
+            # a comma may be empty (``a int, , b int``, a trailing comma), the first may not
+            while self._match(TokenType.COMMA):
+                pass
+            if self._at(TokenType.RPAREN):
                 break
         closing = self._expect(TokenType.RPAREN)
         if primary_key is None:
@@ -229,8 +236,17 @@ class TableMixin(TermsMixin):
             if not self._match_word("and"):
                 return tuple(renames)
 
-    def _parse_alter_type(self) -> AlterColumnType:
+    def _parse_alter_type(self) -> AlterColumnType | DisableChangefeed:
         self._expect_word("alter")
+        # ALTER CHANGEFEED name DISABLE | SET (...) vs a column named "changefeed":
+        # ALTER changefeed TYPE int
+        if (
+            self._is_word("changefeed")
+            and self._is_identifier(1)
+            and not self._is_word("type", offset=1)
+        ):
+            self._advance()
+            return self._parse_alter_changefeed()
         column = self._parse_identifier()
         self._expect_word("type")
         return AlterColumnType(column, self._parse_type())
@@ -241,6 +257,18 @@ class TableMixin(TermsMixin):
         if self._match_word("null"):
             return SetTtlColumn(None)
         return SetTtlColumn(self._parse_identifier())
+
+    def _parse_alter_changefeed(self) -> DisableChangefeed:
+        """``name DISABLE`` or ``name SET (option = value, ...)`` (YQL's
+        ``changefeed_alter_settings``); YDB supports no change of a setting, and neither do we:
+        its message names the first one."""
+        name = self._parse_identifier()
+        if self._match_word("disable"):
+            return DisableChangefeed(name)
+        self._expect_word("disable", "set")
+        self._expect(TokenType.LPAREN)
+        option = self._parse_identifier().upper()
+        raise InvalidRequest(f"{option} alter is not supported")
 
     def _parse_alter_with(self) -> SetOptions:
         self._expect_word("with")

@@ -39,6 +39,7 @@ from cqlcdc.cql.ast import (
     Delete,
     DeleteTarget,
     Describe,
+    DisableChangefeed,
     DropChangefeed,
     DropColumns,
     DropIndex,
@@ -379,6 +380,8 @@ def _render_alter_action(action: AlterTableAction) -> str:
             return "TTL NULL"
         case SetTtlColumn():
             return f"TTL {quote_identifier(action.column or '')}"
+        case DisableChangefeed():
+            return f"ALTER CHANGEFEED {quote_identifier(action.name)} DISABLE"
         case _:
             assert_never(action)
 

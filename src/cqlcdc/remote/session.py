@@ -295,6 +295,8 @@ def _describe_text(stmt: ast.Describe, result: Any, current: str | None) -> str:
     """What the embedded DESCRIBE prints, from the server's rows (``keyspace_name, type,
     name, create_statement``)."""
     rows = [tuple("" if c is None else bytes(c).decode() for c in row) for row in result]
+    # the server quotes names where needed (as ScyllaDB); the printers quote them again
+    rows = [(_unquoted(ks), kind, _unquoted(name), text) for ks, kind, name, text in rows]
     if stmt.kind == "KEYSPACES":
         return describe_names([r[2] for r in rows])
     if stmt.kind in ("TABLES", "TYPES"):
@@ -305,6 +307,13 @@ def _describe_text(stmt: ast.Describe, result: Any, current: str | None) -> str:
     if stmt.kind in ("SCHEMA", "KEYSPACE", "TABLE", "TYPE", "INDEX"):  # a row per element
         return described_text([Described(*r) for r in rows])
     return "".join(r[3] or "" for r in rows)
+
+
+def _unquoted(name: str) -> str:
+    """A name as DESCRIBE rows carry it (``"Zed"``) back to the name itself (``Zed``)."""
+    if len(name) >= 2 and name.startswith('"') and name.endswith('"'):
+        return name[1:-1].replace('""', '"')
+    return name
 
 
 def _as_cql_error(exc: BaseException) -> CqlError:

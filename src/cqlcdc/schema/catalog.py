@@ -36,7 +36,13 @@ from cqlcdc.schema.log_table import (
     log_name,
 )
 from cqlcdc.schema.log_table import log_table_schema as derive_log_schema
-from cqlcdc.schema.model import Column, DroppedColumn, Keyspace, TableSchema
+from cqlcdc.schema.model import (
+    FEED_PARTITIONER,
+    Column,
+    DroppedColumn,
+    Keyspace,
+    TableSchema,
+)
 from cqlcdc.schema.row_ttl import set_ttl_column
 from cqlcdc.schema.table_options import merge_options, validate_table_options
 from cqlcdc.schema.typeshape import (
@@ -61,6 +67,8 @@ SYSTEM_KEYSPACES = frozenset(
     }
 )
 _STRATEGIES = ("SimpleStrategy", "NetworkTopologyStrategy", "EverywhereStrategy", "LocalStrategy")
+# the one data centre of this node (system.local's data_center, as ScyllaDB's SimpleSnitch)
+DATACENTER = "datacenter1"
 _NO_KEYSPACE = (
     "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"
 )
@@ -430,19 +438,39 @@ class Catalog:
                 table,
                 changefeeds=(*table.changefeeds, feed),
                 feed_topics=(*(t for t in table.feed_topics if t[0] != action.name), topic),
+                feed_partitioners=(
+                    *(p for p in table.feed_partitioners if p[0] != action.name),
+                    (action.name, FEED_PARTITIONER),
+                ),
             )
-        else:
-            if all(name != action.name for name, _ in table.changefeeds):
+        elif isinstance(action, ast.DisableChangefeed):
+            self._existing_feed(table, action.name)
+            if action.name in table.disabled_feeds:
+                # YDB: only a Ready feed can be disabled
                 raise InvalidRequest(
-                    f"Changefeed {action.name} does not exist in table {table.qualified_name}"
+                    f"Cannot switch state of changefeed {action.name}: from Disabled to Disabled"
                 )
-            feeds = tuple(f for f in table.changefeeds if f[0] != action.name)
-            topics = tuple(t for t in table.feed_topics if t[0] != action.name)
-            new = replace(table, changefeeds=feeds, feed_topics=topics)
+            new = replace(table, disabled_feeds=(*table.disabled_feeds, action.name))
+        else:
+            self._existing_feed(table, action.name)
+            new = replace(
+                table,
+                changefeeds=tuple(f for f in table.changefeeds if f[0] != action.name),
+                feed_topics=tuple(t for t in table.feed_topics if t[0] != action.name),
+                disabled_feeds=tuple(f for f in table.disabled_feeds if f != action.name),
+                feed_partitioners=tuple(p for p in table.feed_partitioners if p[0] != action.name),
+            )
         new = self._put(new)
         if new.cdc.enabled:
             self._sync_log(new)
         return True
+
+    @staticmethod
+    def _existing_feed(table: TableSchema, name: str) -> None:
+        if all(feed != name for feed, _ in table.changefeeds):
+            raise InvalidRequest(
+                f"Changefeed {name} does not exist in table {table.qualified_name}"
+            )
 
     def _set_options(
         self, table: TableSchema, action: ast.SetOptions, attached: bool
@@ -652,7 +680,14 @@ def _replication(options: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str],
             )
     if short == "NetworkTopologyStrategy" and "replication_factor" in values:
         # one simulated datacenter: the shorthand expands to it, as ScyllaDB does
-        values = {"datacenter1": values.pop("replication_factor"), **values}
+        values = {DATACENTER: values.pop("replication_factor"), **values}
+    if short == "NetworkTopologyStrategy":
+        # network_topology_strategy.cc validate_options: every option names a known DC
+        for dc in values:
+            if dc != DATACENTER:
+                raise ConfigurationError(
+                    f"Unrecognized strategy option {{{dc}}} passed to NetworkTopologyStrategy"
+                )
     return (("class", short), *sorted(values.items()))
 
 

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,6 +15,7 @@ from cqlcdc.cql.ast import Describe
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, Keyspace, SecondaryIndex, TableSchema, table_uuid
 from cqlcdc.schema.table_options import describe_options, format_map, single_quote
+from cqlcdc.types import SetType
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.text import RESERVED_KEYWORDS, maybe_quote
 
@@ -131,10 +132,10 @@ def describe_table(
     )
     for feed, options in table.changefeeds:
         with_clause = ", ".join(f"{k} = {v}" for k, v in options)
-        alter = (
-            f"ALTER TABLE {maybe_quote(table.keyspace)}.{maybe_quote(table.name)} "
-            f"ADD CHANGEFEED {maybe_quote(feed)} WITH ({with_clause});"
-        )
+        name = f"{maybe_quote(table.keyspace)}.{maybe_quote(table.name)}"
+        alter = f"ALTER TABLE {name} ADD CHANGEFEED {maybe_quote(feed)} WITH ({with_clause});"
+        if feed in table.disabled_feeds:  # its state (YDB's Disabled), as the DDL that made it
+            alter += f"\nALTER TABLE {name} ALTER CHANGEFEED {maybe_quote(feed)} DISABLE;"
         out.append(Described(ks, "changefeed", feed, alter))
     if log is not None:
         alter = (
@@ -149,6 +150,11 @@ def create_index_statement(table: TableSchema, index: SecondaryIndex) -> str:
     """An index as ScyllaDB's DESCRIBE prints it after its table."""
     column = maybe_quote(index.column)
     target = column if index.kind == "regular" else f"{index.kind}({column})"
+    indexed = table.column(index.column)
+    if index.kind == "keys" and indexed is not None and isinstance(indexed.type, SetType):
+        # a set's elements are kept as keys(s), but only values(s) (or s) creates the index:
+        # ScyllaDB's schema.cc describes it as values(s)
+        target = f"values({column})"
     if index.local_key:
         target = f"({', '.join(maybe_quote(c) for c in index.local_key)}), {target}"
     return (
@@ -222,35 +228,71 @@ def listing_text(names_by_keyspace: Sequence[tuple[str, Sequence[str]]], current
     if current:
         return "".join(describe_names(names) for _, names in names_by_keyspace)
     return "\n".join(
-        f"Keyspace {ks}\n{'-' * (len(ks) + 9)}\n{describe_names(names)}"
+        f"Keyspace {maybe_quote(ks)}\n{'-' * (len(maybe_quote(ks)) + 9)}\n{describe_names(names)}"
         for ks, names in names_by_keyspace
     )
 
 
-def _listing(catalog: Catalog, current: str | None, names_of: str) -> str:
-    keyspaces = [current] if current is not None else [k.name for k in catalog.keyspaces()]
-    blocks: list[tuple[str, Sequence[str]]] = []
+def listing(
+    catalog: Catalog,
+    current: str | None,
+    names_of: str,
+    system: Mapping[str, Sequence[str]] | None = None,
+) -> list[tuple[str, list[str]]]:
+    """DESC KEYSPACES / TABLES / TYPES as ScyllaDB lists them (describe_statement.cc
+    ``listing_describe_statement``): the USEd keyspace's names, else those of every keyspace,
+    system ones included, keyspaces and names sorted; CDC logs are left out of tables.
+
+    Args:
+        system: the system keyspaces and their tables' names (``cqlcdc.cdc.system_tables``;
+            the catalog holds only user keyspaces).
+
+    Returns:
+        ``(keyspace, names)`` per keyspace; for KEYSPACES one entry per keyspace with its name.
+
+    Raises:
+        InvalidRequest: the USEd keyspace does not exist.
+    """
+    system = system or {}
+    if names_of == "KEYSPACES" or current is None:
+        keyspaces = sorted({k.name for k in catalog.keyspaces()} | set(system))
+    else:
+        keyspaces = [current]
+    if names_of == "KEYSPACES":
+        return [(ks, [ks]) for ks in keyspaces]
+    blocks: list[tuple[str, list[str]]] = []
     for ks in keyspaces:
-        if catalog.keyspace(ks) is None:
+        if ks in system:
+            names = sorted(system[ks]) if names_of == "TABLES" else []
+        elif catalog.keyspace(ks) is None:
             raise InvalidRequest(f"'{ks}' not found in keyspaces")
-        if names_of == "TABLES":
+        elif names_of == "TABLES":
             names = [t.name for t in catalog.tables(ks) if not catalog.is_attached_log(ks, t.name)]
         else:
             names = [t.name for t in catalog.user_types(ks)]
-        blocks.append((ks, names))
-    return listing_text(blocks, current is not None)
+        if names or current is not None:  # a row per name: a keyspace without any is not shown
+            blocks.append((ks, names))
+    return blocks
 
 
-def describe_statement(catalog: Catalog, stmt: Describe, current: str | None) -> str:
+def describe_statement(
+    catalog: Catalog,
+    stmt: Describe,
+    current: str | None,
+    system: Mapping[str, Sequence[str]] | None = None,
+) -> str:
     """The text of a DESCRIBE statement (``describe_statement.cc`` + cqlsh's layout).
+
+    Args:
+        system: the system keyspaces and their tables' names, which listings include.
 
     Raises:
         InvalidRequest: an unknown keyspace, table or type (ScyllaDB's messages).
     """
     if stmt.kind == "KEYSPACES":
-        return describe_names([k.name for k in catalog.keyspaces()])
+        return describe_names([ks for ks, _ in listing(catalog, None, "KEYSPACES", system)])
     if stmt.kind in ("TABLES", "TYPES"):
-        return _listing(catalog, current, stmt.kind)
+        return listing_text(listing(catalog, current, stmt.kind, system), current is not None)
     if stmt.kind == "CLUSTER":
         return "Cluster: cqlcdc\nPartitioner: Murmur3Partitioner\n"
     if stmt.kind in ("FUNCTIONS", "AGGREGATES"):  # there are no user-defined ones
@@ -323,6 +365,7 @@ __all__ = [
     "describe_table",
     "describe_type",
     "described_text",
+    "listing",
     "listing_text",
     "maybe_quote",
 ]

@@ -105,6 +105,11 @@ class CdcOptions:
         }
 
 
+# how a feed made now spreads its records over its topic's partitions: YDB's MD5 of the key
+# (docs/changefeeds.md, "Topics, partitions, timestamps"); older feeds have no entry (Murmur3)
+FEED_PARTITIONER = "md5"
+
+
 @dataclass(frozen=True, slots=True)
 class TableSchema:
     """A table. ``columns`` is in definition order; helpers give the key/regular views.
@@ -129,6 +134,12 @@ class TableSchema:
     # is a new topic (YDB), never the old one's records and offsets. A feed without an entry
     # (made before topics had ids) uses its name.
     feed_topics: tuple[tuple[str, str], ...] = ()
+    # feeds switched off by ALTER CHANGEFEED ... DISABLE: they take no more records, their
+    # topics stay readable until DROP CHANGEFEED (YDB's state Disabled; there is no way back)
+    disabled_feeds: tuple[str, ...] = ()
+    # feed name -> how its records are spread over partitions ("md5": YDB's, from the MD5 of
+    # the key; a feed without an entry was made before and keeps Murmur3 of the key bytes)
+    feed_partitioners: tuple[tuple[str, str], ...] = ()
     indexes: tuple[SecondaryIndex, ...] = ()  # CREATE INDEX, in creation order
     dropped: tuple[DroppedColumn, ...] = ()  # the last drop of each dropped name
     # how its outputs name columns and type values (schema.physical): 2 for every table made

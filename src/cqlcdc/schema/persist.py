@@ -71,6 +71,8 @@ def table_to_json(t: TableSchema) -> dict[str, Any]:
         "schema_version": t.schema_version,
         "changefeeds": [[name, [list(p) for p in opts]] for name, opts in t.changefeeds],
         "feed_topics": [list(p) for p in t.feed_topics],
+        "disabled_feeds": list(t.disabled_feeds),
+        "feed_partitioners": [list(p) for p in t.feed_partitioners],
         "indexes": [
             {"name": i.name, "column": i.column, "kind": i.kind, "local_key": list(i.local_key)}
             for i in t.indexes
@@ -117,6 +119,8 @@ def table_from_json(data: dict[str, Any]) -> TableSchema:
             for name, opts in data["changefeeds"]
         ),
         feed_topics=tuple((str(k), str(v)) for k, v in data.get("feed_topics", ())),
+        disabled_feeds=tuple(str(name) for name in data.get("disabled_feeds", ())),
+        feed_partitioners=tuple((str(k), str(v)) for k, v in data.get("feed_partitioners", ())),
         indexes=tuple(
             SecondaryIndex(i["name"], i["column"], i["kind"], tuple(i["local_key"]))
             for i in data.get("indexes", ())

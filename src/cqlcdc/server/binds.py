@@ -17,7 +17,8 @@ from cqlcdc.cql import ast
 from cqlcdc.cql.render import render_term
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.mutations import ARITHMETIC_TYPES
+from cqlcdc.storage.conditions import check_no_duration_slice
+from cqlcdc.storage.mutations import ARITHMETIC_TYPES, check_set_element
 from cqlcdc.storage.where import check_relation_operator
 from cqlcdc.types import (
     InValuesType,
@@ -135,6 +136,9 @@ def _statement(
                     ctype = SetType(ctype.key, frozen=True)
                 term(a.value, a.column, ctype)
             elif isinstance(a, ast.SetElement):
+                assigned = table.column(a.column)
+                assert assigned is not None  # column() found it
+                check_set_element(assigned, a)
                 if isinstance(ctype, MapType):
                     term(a.key, f"key({a.column})", ctype.key)
                     term(a.value, f"value({a.column})", ctype.value)
@@ -260,7 +264,10 @@ def _conditions(
             if cond.field in ctype.field_names:
                 ctype = ctype.field_types[ctype.field_names.index(cond.field)]
             name = cond.field
-        _relation_value(out, cond.operator.upper(), cond.value, name, ctype, table, True)
+        op = cond.operator.upper()
+        if op in ("<", "<=", ">", ">="):
+            check_no_duration_slice(col.type)  # ScyllaDB refuses it at PREPARE
+        _relation_value(out, op, cond.value, name, ctype, table, True)
 
 
 def _term(out: list[Receiver], t: object, spec: str, ctype: CqlType, table: TableSchema) -> None:

@@ -15,9 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cqlcdc.cdc.system_tables import system_listing
 from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest, Unprepared
-from cqlcdc.schema.describe import describe_elements
+from cqlcdc.schema.describe import describe_elements, maybe_quote
+from cqlcdc.schema.describe import listing as describe_listing
 from cqlcdc.server.binds import Receiver, bind_receivers
 from cqlcdc.server.notations import UNSET, Value
 from cqlcdc.server.requests import Batch, BatchType, QueryParams
@@ -533,19 +535,13 @@ def describe_rows(session: Session, stmt: ast.Describe, rows: Rows) -> RowsResul
     ``keyspace_name, type, name, create_statement``."""
     catalog, current = session.catalog, session.keyspace
     listing: list[tuple[str, str, str, str]] = []
-    if stmt.kind == "KEYSPACES":
-        listing = [(k.name, "keyspace", k.name, "") for k in catalog.keyspaces()]
-    elif stmt.kind in ("TABLES", "TYPES"):
-        spaces = [current] if current else [k.name for k in catalog.keyspaces()]
-        for ks in spaces:
-            if stmt.kind == "TABLES":  # a CDC log shows with its base, as DESCRIBE TABLES
-                listing += [
-                    (ks, "table", t.name, "")
-                    for t in catalog.tables(ks)
-                    if not catalog.is_attached_log(ks, t.name)
-                ]
-            else:
-                listing += [(ks, "type", u.name, "") for u in catalog.user_types(ks)]
+    if stmt.kind in ("KEYSPACES", "TABLES", "TYPES"):  # system keyspaces and tables too
+        kind = {"KEYSPACES": "keyspace", "TABLES": "table", "TYPES": "type"}[stmt.kind]
+        listing = [
+            (ks, kind, name, "")
+            for ks, names in describe_listing(catalog, current, stmt.kind, system_listing())
+            for name in names
+        ]
     elif stmt.kind in ("SCHEMA", "KEYSPACE", "TABLE", "TYPE", "INDEX"):  # a row per element
         listing = [
             (e.keyspace, e.type, e.name, e.statement)
@@ -560,7 +556,12 @@ def describe_rows(session: Session, stmt: ast.Describe, rows: Rows) -> RowsResul
         ColumnSpec("system", "describe", n, TEXT)
         for n in ("keyspace_name", "type", "name", "create_statement")
     )
-    cells = tuple(tuple(v.encode() for v in row) for row in listing)
+    # names as ScyllaDB's description::serialize sends them: quoted where needed (cqlsh
+    # prints them as they come)
+    cells = tuple(
+        (maybe_quote(ks).encode(), kind.encode(), maybe_quote(name).encode(), text.encode())
+        for ks, kind, name, text in listing
+    )
     return RowsResult(RowsMetadata(columns), cells)
 
 

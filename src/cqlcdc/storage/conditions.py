@@ -29,8 +29,8 @@ from cqlcdc.storage.keys import ClusteringKey, ClusteringOrder, compare
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.view import PartitionView, row_is_live
-from cqlcdc.storage.where import analyse_where
-from cqlcdc.types import InValuesType, ListType, MapType, SetType, UserType
+from cqlcdc.storage.where import analyse_where, references_duration
+from cqlcdc.types import InValuesType, ListType, MapType, SetType, TupleType, UserType
 from cqlcdc.types.base import CqlType
 from cqlcdc.types.values import UdtValue
 
@@ -260,6 +260,8 @@ def _check(
         ctype = col.type.field_types[col.type.field_names.index(cond.field)].frozen()
     op = cond.operator
     name = col.name
+    if op in _ORDERED:
+        check_no_duration_slice(col.type)
     if op in ("IN", "NOT IN"):
         if isinstance(cond.value, ast.BindMarker):
             bound = InValuesType(ctype).parse_literal(cond.value, name, ctx)
@@ -285,6 +287,22 @@ def _check(
     if value is None and op in _ORDERED:
         raise InvalidRequest(f'Invalid comparison with null for operator "{op}"')
     return ConditionCheck(name, op, value, ctype, element, has_element, cond.field)
+
+
+def check_no_duration_slice(ctype: CqlType) -> None:
+    """Durations have no order: ScyllaDB refuses a slice condition on a column whose type
+    holds one (column_condition.cc ``validate_operation_on_durations``, on the column's
+    whole type even with an element access)."""
+    if not references_duration(ctype):
+        return
+    if isinstance(ctype, ListType | SetType | MapType):
+        raise InvalidRequest(
+            "Slice conditions are not supported on collections containing durations"
+        )
+    # its UDT check is never reached: a user type is a tuple type there (is_tuple() is true)
+    if isinstance(ctype, TupleType | UserType):
+        raise InvalidRequest("Slice conditions are not supported on tuples containing durations")
+    raise InvalidRequest("Slice conditions are not supported on durations")
 
 
 def _bound(ctype: CqlType, term: ast.Term, name: str, ctx: WriteContext) -> Any:

@@ -602,6 +602,7 @@ def _set_element(
     ctx: WriteContext,
     list_ops: list[ListOp],
 ) -> None:
+    check_set_element(col, a)  # a non-frozen map or list from here on
     ctype = col.type
     if isinstance(ctype, MapType) and ctype.multicell:
         k = ctype.key.frozen().parse_literal(a.key, col.name, ctx)
@@ -644,9 +645,20 @@ def _set_element(
         )
         target.collection(col.name)
         return
-    raise InvalidRequest(
-        f"Invalid operation ({col.name}[?] = ?) for non collection column {col.name}"
-    )
+
+
+def check_set_element(col: Column, a: ast.SetElement) -> None:
+    """``c[k] = v`` needs a non-frozen map or list: otherwise ScyllaDB's message naming the
+    operation as written (operation.cc ``set_element::prepare``; PREPARE checks it too)."""
+    ctype = col.type
+    if isinstance(ctype, MapType | ListType) and ctype.multicell:
+        return
+    shown = f"{col.name}[{render_term(a.key)}] = {render_term(a.value)}"
+    if not isinstance(ctype, MapType | ListType | SetType):
+        raise InvalidRequest(f"Invalid operation ({shown}) for non collection column {col.name}")
+    if not ctype.multicell:
+        raise InvalidRequest(f"Invalid operation ({shown}) for frozen collection column {col.name}")
+    raise InvalidRequest(f"Invalid operation ({shown}) for set column {col.name}")
 
 
 def build_delete(schema: TableSchema, stmt: ast.Delete, ctx: WriteContext) -> list[Mutation]:

@@ -184,7 +184,7 @@ def analyse_where(
                 keys = {col.type.sort_key(v) for v in values}
                 values = [v for v in ck_eq[col.position] if col.type.sort_key(v) in keys]
             ck_eq[col.position] = values
-        elif rel.operator in _SLICES and _references_duration(col.type):
+        elif rel.operator in _SLICES and references_duration(col.type):
             raise InvalidRequest(f"Duration type is unordered for {name}")
         elif col.kind == "clustering" and rel.operator in _SLICES:
             ck_slices.setdefault(col.position, []).append(
@@ -244,18 +244,18 @@ def analyse_where(
 _SLICES = ("<", "<=", ">", ">=")
 
 
-def _references_duration(ctype: CqlType) -> bool:
+def references_duration(ctype: CqlType) -> bool:
     """Whether a duration is in the type (durations have no order: no slice compares one)."""
     if ctype.cql_name == "duration":
         return True
     if isinstance(ctype, ListType | SetType):
-        return _references_duration(ctype.element)
+        return references_duration(ctype.element)
     if isinstance(ctype, MapType):
-        return _references_duration(ctype.key) or _references_duration(ctype.value)
+        return references_duration(ctype.key) or references_duration(ctype.value)
     if isinstance(ctype, TupleType):
-        return any(_references_duration(t) for t in ctype.types)
+        return any(references_duration(t) for t in ctype.types)
     if isinstance(ctype, UserType):
-        return any(_references_duration(t) for t in ctype.field_types)
+        return any(references_duration(t) for t in ctype.field_types)
     return False
 
 

@@ -12,17 +12,20 @@ against ``encode(to_json(...))`` and ``encode(to_attribute_value(...))`` value b
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from cqlcdc.cdc.bulk_feeds import stage_rows
+from cqlcdc.cdc.bulk_feeds import md5_partitions, stage_rows
 from cqlcdc.cdc.bulk_images import bulk_changes
 from cqlcdc.cdc.feeds import STAGE_SCHEMA, FeedStager, stage_output, table_feeds
 from cqlcdc.changefeed.json_columns import attribute_texts, json_texts, sparse_objects
+from cqlcdc.changefeed.partitioner import MD5, MURMUR3, md5_partition, ydb_partition_key
 from cqlcdc.changefeed.records import encode
 from cqlcdc.changefeed.values import to_attribute_value, to_json
 from cqlcdc.cql import ast, parse_statement
@@ -173,10 +176,13 @@ def test_records_of_bulk_writes_equal_the_per_record_path(data: st.DataObject) -
     changes = bulk_changes(schema, table, plans, prior)
     assert changes is not None
     (feed,) = table_feeds(schema)
+    assert feed.partitioner == MD5  # what a feed made now gets; older feeds keep Murmur3
+    feed = replace(feed, partitioner=data.draw(st.sampled_from([MD5, MURMUR3])))
+    region = data.draw(st.sampled_from(["", "eu-north-1"]))  # the server's default
 
-    fast = stage_rows(feed, schema, table, plans, changes)
+    fast = stage_rows(feed, schema, table, plans, changes, aws_region=region)
 
-    stager = FeedStager(schema, [feed])
+    stager = FeedStager(schema, [feed], aws_region=region)
     pks = table.column("_pk").to_pylist()
     seqs = table.column("_seq").to_pylist()
     now_us = table.column("_now_us").to_pylist()
@@ -267,3 +273,31 @@ def test_feeds_of_one_table_sharing_rendered_texts_get_their_own_records(
         alone = stage_rows(feed, schema, table, plans, changes)
         assert shared.equals(alone), feed.topic
     assert rendered  # the texts were shared
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3, 7, 1024])
+def test_md5_partitions_column_wise_equal_ydbs_rule(partitions: int) -> None:
+    texts = [f'[{i},"é{i}"]' for i in range(3000)]
+    expected = [md5_partition(ydb_partition_key(t), partitions) for t in texts]
+    assert md5_partitions(pa.array(texts), partitions).tolist() == expected
+
+
+def test_md5_partitions_at_the_slice_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Digests whose high half equals a boundary's: the low half decides, as 128-bit
+    arithmetic does (the digests are put on the boundaries by a stand-in MD5)."""
+    from cqlcdc.cdc import bulk_feeds
+
+    width = ((1 << 128) - 1) // 3
+    cases = [width - 1, width, width + 1, 2 * width - 1, 2 * width, (1 << 128) - 1, 0]
+    digests = [v.to_bytes(16, "big") for v in cases]
+
+    class OnBoundaries:
+        def __init__(self, data: bytes) -> None:
+            self.data = data
+
+        def digest(self) -> bytes:
+            return digests[int(self.data)]
+
+    monkeypatch.setattr(bulk_feeds.hashlib, "md5", OnBoundaries)
+    got = md5_partitions(pa.array([str(i) for i in range(len(cases))]), 3).tolist()
+    assert got == [min(v // width, 2) for v in cases] == [0, 1, 1, 1, 2, 2, 0]

@@ -35,7 +35,7 @@ def test_defaults() -> None:
         retention_ms=86_400_000,
         partitions=1,
         initial_scan=False,
-        aws_region="",
+        aws_region=None,  # the server's default applies (with_aws_region)
         ttl_expiry_events=False,
     )
 

@@ -1,12 +1,23 @@
-"""The partitioner: a stable Murmur3 hash of the primary key, equal token ranges."""
+"""The partitioners: YDB's MD5 of the JSON key (feeds made now) and a stable Murmur3 hash of
+the primary key (feeds made before), each cut into equal ranges."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 
 import pytest
 
-from cqlcdc.changefeed.partitioner import partition_for, primary_key_bytes
+from cqlcdc.changefeed.events import RowEvent
+from cqlcdc.changefeed.options import FeedOptions
+from cqlcdc.changefeed.partitioner import (
+    MD5,
+    md5_partition,
+    partition_for,
+    primary_key_bytes,
+    ydb_partition_key,
+)
+from cqlcdc.changefeed.records import encode, feed_records
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.token import murmur3_token, serialize_partition_key
 
@@ -49,3 +60,51 @@ def test_table_without_clustering_hashes_like_the_token_ring() -> None:
     table = make_table("CREATE TABLE ks.kv (pk int PRIMARY KEY, v int)")
     key = primary_key_bytes(table, (1,), ())
     assert key == serialize_partition_key(table, (1,))
+
+
+# -- YDB's partitioner (feeds made now): MD5 of the JSON key array -------------------------
+
+
+def test_ydb_partition_key_is_the_md5_hex_of_the_key_text() -> None:
+    assert ydb_partition_key("[1]") == hashlib.md5(b"[1]").hexdigest()
+    assert ydb_partition_key('[1,"\u00e9"]') == hashlib.md5('[1,"é"]'.encode()).hexdigest()
+
+
+def test_md5_partition_cuts_the_128_bit_range_as_ydb() -> None:
+    # ShardFromUint128: value / (UINT128_MAX / count), the last shard taking the rest
+    top = (1 << 128) - 1
+    assert md5_partition("0" * 32, 4) == 0
+    assert md5_partition("f" * 32, 4) == 3  # UINT128_MAX / slice is 4: clamped to the last
+    slice_ = top // 3
+    assert md5_partition(f"{slice_ - 1:032x}", 3) == 0
+    assert md5_partition(f"{slice_:032x}", 3) == 1
+    assert md5_partition(f"{2 * slice_:032x}", 3) == 2
+    assert {md5_partition(ydb_partition_key(f"[{i}]"), 1) for i in range(50)} == {0}
+    with pytest.raises(ValueError, match="at least one partition"):
+        md5_partition("0" * 32, 0)
+
+
+def test_md5_partitions_spread_keys() -> None:
+    counts = Counter(md5_partition(ydb_partition_key(f"[{i}]"), 4) for i in range(4000))
+    assert sorted(counts) == [0, 1, 2, 3]
+    assert min(counts.values()) > 800
+
+
+def test_a_record_goes_where_a_ydb_consumer_computes(table: TableSchema) -> None:
+    """Every format: the partition is YDB's for the JSON key text of the record's key (the
+    JSON format's ``key``), and DynamoDB's eventID names it."""
+    events = [RowEvent((f"k{i}",), "upsert", None, {"v": "x"}, {"v": "x"}) for i in range(40)]
+    for fmt in ("JSON", "DEBEZIUM_JSON", "DYNAMODB_STREAMS_JSON"):
+        feed = FeedOptions("UPDATES", fmt, partitions=4)  # type: ignore[arg-type]
+        records = feed_records(feed, table, (5,), events, 1, 2, partitioner=MD5)
+        for i, rec in enumerate(records):
+            text = f'[5,"k{i}"]'
+            assert rec.key_text == text
+            assert rec.ydb_partition_key == hashlib.md5(text.encode()).hexdigest()
+            expected = md5_partition(rec.ydb_partition_key, 4)
+            assert rec.partition(4, MD5) == expected
+            if fmt == "JSON":
+                assert encode(rec.value["key"]) == text
+            if fmt == "DYNAMODB_STREAMS_JSON":
+                assert rec.value["eventID"].startswith(f"{expected}-")
+        assert len({r.partition(4, MD5) for r in records}) == 4

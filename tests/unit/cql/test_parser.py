@@ -426,3 +426,23 @@ def test_deep_nesting_is_a_syntax_error() -> None:
         )
     with pytest.raises(CqlSyntaxError, match="nested deeper"):
         parse_statement("INSERT INTO t (v) VALUES (" + "(int) " * 5000 + "1)")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CREATE TABLE ks.t (a int, , b int, PRIMARY KEY (a))",
+        "CREATE TABLE ks.t (a int,,, b int, PRIMARY KEY (a),)",
+        "CREATE TABLE ks.t (a int, b int, PRIMARY KEY (a), , )",
+    ],
+)
+def test_empty_column_entries_after_a_comma_are_taken(text: str) -> None:
+    """ScyllaDB's Cql.g: ``'(' cfamColumns ( ',' cfamColumns? )* ')'``."""
+    stmt = parse_statement(text)
+    assert isinstance(stmt, a.CreateTable)
+    assert [c.name for c in stmt.columns] == ["a", "b"] and stmt.partition_key == ("a",)
+
+
+def test_the_first_column_entry_may_not_be_empty() -> None:
+    with pytest.raises(CqlSyntaxError):
+        parse_statement("CREATE TABLE ks.t (, a int PRIMARY KEY)")

@@ -65,6 +65,33 @@ def test_nts_replication_factor_expands(cat: Catalog) -> None:
     assert ks.replication == (("class", "NetworkTopologyStrategy"), ("datacenter1", "3"))
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        (("nosuchdc", "3"),),
+        (("datacenter1", "1"), ("INVALID_DC", "1")),
+        (("replication_factor", "1"), ("dc2", "1")),
+    ],
+)
+def test_nts_takes_only_the_nodes_data_centre(
+    cat: Catalog, options: tuple[tuple[str, str], ...]
+) -> None:
+    """ScyllaDB's network_topology_strategy.cc (test/cql/locator_test): an unknown DC name is
+    refused, at CREATE and at ALTER; our one DC is system.local's ``datacenter1``."""
+    (bad,) = [dc for dc, _ in options if dc not in ("datacenter1", "replication_factor")]
+    message = f"^Unrecognized strategy option {{{bad}}} passed to NetworkTopologyStrategy$"
+    replication = (("class", "NetworkTopologyStrategy"), *options)
+    with pytest.raises(ConfigurationError, match=message):
+        cat.execute(ast.CreateKeyspace("k2", replication), None)
+    assert cat.keyspace("k2") is None
+    with pytest.raises(ConfigurationError, match=message):
+        cat.execute(ast.AlterKeyspace("ks", replication), None)
+    cat.execute(
+        ast.CreateKeyspace("k3", (("class", "NetworkTopologyStrategy"), ("datacenter1", "3"))),
+        None,
+    )
+
+
 def test_drop_keyspace_drops_everything_but_keeps_versions(cat: Catalog) -> None:
     cat.execute(ast.CreateType(qn("ut"), (("a", T("int")),)), None)
     cat.execute(create_table("t", pkck(("v", T("ut"))), options=(cdc(enabled="true"),)), None)

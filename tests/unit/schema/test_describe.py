@@ -7,7 +7,13 @@ import pytest
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.catalog import Catalog
-from cqlcdc.schema.describe import CDC_LOG_DESC_PREFIX, CDC_LOG_DESC_SUFFIX, maybe_quote
+from cqlcdc.schema.describe import (
+    CDC_LOG_DESC_PREFIX,
+    CDC_LOG_DESC_SUFFIX,
+    describe_statement,
+    listing,
+    maybe_quote,
+)
 
 from .helpers import T, cdc, create_table, new_catalog, pkck, qn, s
 
@@ -203,6 +209,38 @@ def test_listings_hide_attached_logs() -> None:
     assert desc(cat, "SCHEMA") == keyspace
 
 
+def test_listings_include_the_system_keyspaces_and_tables_sorted_and_quoted() -> None:
+    """ScyllaDB's listing_describe_statement: every keyspace, system ones too, sorted; each
+    keyspace's tables sorted; a name that needs it quoted (cqlsh's layout)."""
+    cat = new_catalog()
+    simple = (("class", "SimpleStrategy"), ("replication_factor", "1"))
+    cat.execute(ast.CreateKeyspace("aa", simple), None)
+    cat.execute(create_table("Zed", pkck()), None)
+    cat.execute(create_table("select", pkck()), None)
+    cat.execute(create_table("b", pkck()), None)
+    system = {"system": ["peers", "local", "IndexInfo"], "system_auth": []}
+    keyspaces = describe_statement(cat, ast.Describe("KEYSPACES", None), None, system)
+    assert keyspaces == "aa  ks  system  system_auth\n"
+    tables = describe_statement(cat, ast.Describe("TABLES", None), None, system)
+    # a keyspace without tables (aa, system_auth) has no row, so no block
+    assert tables == (
+        'Keyspace ks\n-----------\n"Zed"  b  "select"\n\n'
+        'Keyspace system\n---------------\n"IndexInfo"  local  peers\n'
+    )
+    used = describe_statement(cat, ast.Describe("TABLES", None), "system", system)
+    assert used == '"IndexInfo"  local  peers\n'
+    assert describe_statement(cat, ast.Describe("TABLES", None), "aa", system) == "\n"
+
+
+def test_the_real_system_tables_are_listed() -> None:
+    from cqlcdc.cdc.system_tables import system_listing
+
+    listed = dict(listing(new_catalog(), None, "TABLES", system_listing()))
+    assert {"local", "peers"} <= set(listed["system"])
+    assert {"tables", "columns", "keyspaces"} <= set(listed["system_schema"])
+    assert listed["system_distributed"] == sorted(listed["system_distributed"])
+
+
 def test_describe_errors() -> None:
     cat = new_catalog()
     with pytest.raises(InvalidRequest, match=r"^Table 'nope' not found in keyspace 'ks'$"):
@@ -299,3 +337,24 @@ def test_with_internals_shows_the_id_and_the_dropped_columns() -> None:
     assert "ALTER TABLE ks.t DROP u USING TIMESTAMP 5;\nALTER TABLE ks.t ADD u text;" in base
     keyspace = run("DESCRIBE KEYSPACE ks WITH INTERNALS")
     assert keyspace is not None and "ALTER TABLE ks.t DROP u USING TIMESTAMP 5;" in keyspace
+
+
+@pytest.mark.parametrize("target", ["values(s)", "s"])
+def test_an_index_on_a_sets_values_is_described_as_values(target: str) -> None:
+    """ScyllaDB keeps it as keys(s) (a set's elements are its keys) but describes it as
+    values(s), the only form that creates it (schema.cc); the described DDL runs again."""
+    from cqlcdc.cql import parse_statement
+
+    table = "CREATE TABLE ks.t (p int PRIMARY KEY, s set<int>, m map<int, int>)"
+    cat = new_catalog()
+    cat.execute(parse_statement(table), None)
+    cat.execute(parse_statement(f"CREATE INDEX si ON ks.t ({target})"), None)
+    cat.execute(parse_statement("CREATE INDEX mk ON ks.t (keys(m))"), None)
+    index = desc(cat, "INDEX", "si")
+    assert index == "CREATE INDEX si ON ks.t(values(s));\n"
+    assert desc(cat, "INDEX", "mk") == "CREATE INDEX mk ON ks.t(keys(m));\n"
+    assert "CREATE INDEX si ON ks.t(values(s));" in desc(cat, "TABLE", "t")
+    again = new_catalog()
+    again.execute(parse_statement(table), None)
+    again.execute(parse_statement(index.strip()), None)
+    assert desc(again, "INDEX", "si") == index

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.errors import InvalidRequest
 from cqlcdc.storage.conditions import (
     Conditional,
     ConditionCheck,
@@ -161,3 +162,48 @@ def test_the_wire_form_of_a_bound_in_list() -> None:
     data = count + size + one + null + empty
     assert t.deserialize(data) == (1, None)
     assert t.cql_name == "frozen<list<int>>"
+
+
+@pytest.mark.parametrize(
+    ("column", "condition", "message"),
+    [
+        # ScyllaDB's column_condition.cc validate_operation_on_durations
+        ("d duration", "d > 1s", "Slice conditions are not supported on durations"),
+        ("d duration", "d <= 1s", "Slice conditions are not supported on durations"),
+        (
+            "d map<int, duration>",
+            "d[1] < 1s",
+            "Slice conditions are not supported on collections containing durations",
+        ),
+        (
+            "d frozen<list<duration>>",
+            "d >= [1s]",
+            "Slice conditions are not supported on collections containing durations",
+        ),
+        (
+            "d tuple<int, duration>",
+            "d > (1, 1s)",
+            "Slice conditions are not supported on tuples containing durations",
+        ),
+        # a user type is a tuple type in ScyllaDB: its UDT message is never reached
+        ("d frozen<dur>", "d > {a: 1s}", "Slice conditions are not supported on tuples"),
+    ],
+)
+def test_slice_conditions_on_durations_are_refused(
+    column: str, condition: str, message: str
+) -> None:
+    model = CoreModel()
+    model.run(KS)
+    model.run("CREATE TYPE ks.dur (a duration)")
+    model.run(f"CREATE TABLE ks.t (pk int PRIMARY KEY, v int, {column})")
+    with pytest.raises(InvalidRequest, match=message):
+        _decide(model, f"UPDATE ks.t SET v = 1 WHERE pk = 1 IF {condition}")
+
+
+@pytest.mark.parametrize("condition", ["d = 1s", "d != 1s", "d IN (1s, 2s)"])
+def test_equality_conditions_on_durations_are_taken(condition: str) -> None:
+    model = CoreModel()
+    model.run(KS)
+    model.run("CREATE TABLE ks.t (pk int PRIMARY KEY, v int, d duration)")
+    applied, _ = _decide(model, f"UPDATE ks.t SET v = 1 WHERE pk = 1 IF {condition}")
+    assert applied is (condition == "d != 1s")
