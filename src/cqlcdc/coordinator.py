@@ -272,7 +272,15 @@ class Coordinator:
     def record(
         self, schema: TableSchema, token: int, pk: bytes, payload: bytes, seq: int
     ) -> IngestRecord:
-        """An ingest record of ``schema``'s partition ``pk`` (its bucket from its token)."""
+        """An ingest record of ``schema``'s partition ``pk`` (its bucket from its token).
+
+        Raises:
+            ServerError: the table is stopped (a write of it could not be applied): a new
+                write would only be held, after being acknowledged on some paths.
+        """
+        stopped = self.engine.stopped.get(schema.table_id)
+        if stopped is not None:
+            raise stopped.refusal(self.data_dir)
         return IngestRecord(
             seq=seq,
             table_id=schema.table_id,
@@ -500,6 +508,8 @@ class Coordinator:
             for schema in self._catalog.tables():
                 if not any(f.options.ttl_expiry_events for f in table_feeds(schema)):
                     continue
+                if schema.table_id in self.engine.stopped:
+                    continue
                 output = expiry_output(schema.table_id)
                 if snap.version_of(output) is None:
                     continue
@@ -550,7 +560,7 @@ class Coordinator:
                     for f in table_feeds(schema)
                     if f.options.barriers_interval_ms
                 ]
-                if not intervals:
+                if not intervals or schema.table_id in self.engine.stopped:
                     continue
                 interval = max(min(intervals), 1000)
                 last = max(

@@ -149,6 +149,11 @@ class BucketProcessor(Protocol):
         purged between batches (driver). Default: none expire."""
         return None
 
+    def table_name(self, table_id: str) -> str:
+        """How the engine names a table to people (the log line of a stopped table;
+        driver). Default: its id."""
+        return table_id
+
     def compact_rows(self, output: str, rows: pa.Table) -> pa.Table | None:
         """The rows of some files of `output` merged into fewer rows, for compaction
         between batches (driver); None keeps them as they are (only the files are joined).
