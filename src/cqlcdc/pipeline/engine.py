@@ -511,28 +511,27 @@ class Engine:
             self._publish(manifest)
             return
         paths = self._batch_files(batch_id)
-        skipped: list[DataFile] = []
         if paths is None:  # called with a frame of its own (not by the streaming query)
             try:
-                head = df.toArrow().cast(INGEST_SCHEMA)
+                batch = df.toArrow().cast(INGEST_SCHEMA)
             except Exception as err:
                 raise self._read_failure(manifest, batch_id, err) from err
-            head, skipped = self._drop_skipped(head, batch_id)
-            self._attempt_records = head
-            head, held_files = self._hold_stopped(head, batch_id)
-            skipped += held_files
         else:
-            records, skipped = self._drop_skipped(self._read_files(paths), batch_id)
-            self._attempt_records = records
-            records, held_files = self._hold_stopped(records, batch_id)
-            skipped += held_files
-            cost = self.processor.driver_cost(records)
-            head = records if cost <= self.driver_max_rows else None
+            batch = self._read_files(paths)
+        # every record of the batch is done with once it commits: applied, skipped or held
+        max_seq = max(manifest.max_seq, _max_seq(batch))
+        records, skipped = self._drop_skipped(batch, batch_id)
+        self._attempt_records = records
+        records, held_files = self._hold_stopped(records, batch_id)
+        skipped += held_files
+        if paths is None or self.processor.driver_cost(records) <= self.driver_max_rows:
+            head: pa.Table | None = records
+        else:
+            head = None
         planned = time.perf_counter()
         held: dict[str, list[pa.Table]] = {}
+        num_rows = records.num_rows
         if head is not None:
-            num_rows = head.num_rows
-            max_seq = max(manifest.max_seq, _max_seq(head))
             files = process_groups(
                 head,
                 self.processor,
@@ -544,8 +543,6 @@ class Engine:
             )
         else:
             assert paths is not None
-            num_rows = records.num_rows
-            max_seq = max(manifest.max_seq, _max_seq(records))
             files = self._run_on_files(paths, manifest, batch_id)
         files += skipped
         extra = manifest.extra
