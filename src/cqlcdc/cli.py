@@ -528,36 +528,42 @@ def cmd_recover(args: argparse.Namespace) -> int:
     """Show stopped tables and the write the pipeline stopped at; resume a stopped table
     (``--retry-table``, ``--skip-table``) or skip a write (``--skip``)."""
     from cqlcdc.store.commit import Manifest
-    from cqlcdc.store.containment import resume_table, stopped_reports
+    from cqlcdc.store.containment import drop_held, resume_table, stopped_reports
     from cqlcdc.store.recovery import load_failure, load_skipped, parse_seqs, skip_records
 
     data_dir = Path(args.data_dir).resolve()
     if not (data_dir / "ingest").is_dir():
         print(f"cqlcdc: {data_dir} is not a cqlcdc data directory", file=sys.stderr)
         return 1
-    if args.retry_table or args.skip_table:
-        for table in args.retry_table or []:
-            entry, held = resume_table(data_dir, table, retry=True)
-            print(
-                f"{entry.table}: {held} held write(s) appended again in their order; they "
-                f"are applied when {data_dir} is next opened"
-            )
-        for table in args.skip_table or []:
-            entry, held = resume_table(data_dir, table, retry=False)
-            print(
-                f"{entry.table}: {held} held write(s) dropped for good (their writers were "
-                "told they failed); the table takes writes again"
-            )
-        return 0
-    if args.skip:
-        committed = Manifest.load(data_dir).max_seq
-        added = sum(skip_records(data_dir, parse_seqs(text), committed) for text in args.skip)
+    # --skip first: the write a stopped table cannot apply is dropped before the rest of
+    # its held writes are appended again (--retry-table), in one command
+    for text in args.skip or []:
+        seqs = parse_seqs(text)
+        dropped = drop_held(data_dir, seqs)  # a held write of a stopped table
+        if dropped:
+            print(f"{dropped} held write(s) {text} dropped for good (reported as failed)")
+            continue
+        added = skip_records(data_dir, seqs, Manifest.load(data_dir).max_seq)
         print(
             f"{added} ingest record(s) will be dropped and reported as failed when "
             f"{data_dir} is next opened; every other write is applied",
         )
+    for table in args.retry_table or []:
+        entry, held = resume_table(data_dir, table, retry=True)
+        print(
+            f"{entry.table}: {held} held write(s) appended again in their order; they "
+            f"are applied when {data_dir} is next opened"
+        )
+    for table in args.skip_table or []:
+        entry, held = resume_table(data_dir, table, retry=False)
+        print(
+            f"{entry.table}: {held} held write(s) dropped for good (their writers were "
+            "told they failed); the table takes writes again"
+        )
+    if args.skip or args.retry_table or args.skip_table:
         return 0
-    for report in stopped_reports(data_dir):
+    reports = stopped_reports(data_dir)
+    for report in reports:
         stopped = report.stopped
         print(
             f"table {stopped.table} stopped at write seq={stopped.first_seq} (batch "
@@ -569,9 +575,9 @@ def cmd_recover(args: argparse.Namespace) -> int:
             f"--skip-table {stopped.table}"
         )
     failure = load_failure(data_dir)
-    if failure is None:
+    if failure is None and not reports:
         print(f"no stopped write recorded in {data_dir}")
-    else:
+    elif failure is not None:
         print(f"the pipeline stopped at batch {failure.batch_id}: {failure.message}")
         print(
             f"to go on without it: cqlcdc recover --data-dir {data_dir} "

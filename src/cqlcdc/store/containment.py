@@ -212,6 +212,32 @@ def resume_table(data_dir: str | Path, table: str, retry: bool) -> tuple[Stopped
         return entry, mine.num_rows
 
 
+def drop_held(data_dir: str | Path, seqs: range) -> int:
+    """Drop the held writes ``seqs`` for good (``cqlcdc recover --skip``: the one write a
+    stopped table cannot apply, before ``--retry-table`` appends the others again). Under
+    the data directory's lock. Returns how many were held.
+
+    Raises:
+        DataDirLocked: a process holds the data directory.
+    """
+    root = Path(data_dir)
+    with DataDirLock(root):
+        held = _held(root)
+        if held.num_rows == 0:
+            return 0
+        seq = held.column("seq")
+        found: int = held.filter(
+            pc.and_(pc.greater_equal(seq, seqs.start), pc.less(seq, seqs.stop))
+        ).num_rows
+        if found:
+            table = DeltaTable(str(root / "tables" / HELD))
+            table.delete(f"seq >= {seqs.start} AND seq < {seqs.stop}")
+            manifest = Manifest.load(root)
+            versions = {**manifest.versions, HELD: table.version()}
+            dataclasses.replace(manifest, versions=versions).save(root)
+        return found
+
+
 def _held(root: Path) -> pa.Table:
     manifest = Manifest.load(root)
     if manifest.version_of(HELD) is None:
@@ -258,6 +284,7 @@ __all__ = [
     "STOPPED_FILE",
     "StoppedReport",
     "StoppedTable",
+    "drop_held",
     "error_line",
     "failed_table",
     "held_error_rows",
