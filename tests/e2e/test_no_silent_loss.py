@@ -1,6 +1,7 @@
 """Nothing acknowledged is lost and no data directory is wedged: oversized keys are
-rejected on every write path, a record the core cannot apply stops the engine with a name
-and a way out (``cqlcdc recover``), and a second process is told who owns the directory."""
+rejected on every write path, a record the core cannot apply stops its table (alone) with
+a name and a way out (``cqlcdc recover``), and a second process is told who owns the
+directory."""
 
 from __future__ import annotations
 
