@@ -208,6 +208,10 @@ class Coordinator:
             options = parse_feed_options(stmt.action)  # YDB's defaults, limits and messages
             if options.initial_scan:
                 scan = (stmt.name, stmt.action.name)
+                # the scan appends records of the table: refused with the table's writes
+                stopped = self.engine.stopped.get(self.table(stmt.name, keyspace).table_id)
+                if stopped is not None:
+                    raise stopped.refusal(self.data_dir)
         with self.lock:
             if (
                 isinstance(stmt, ast.AlterTable)
