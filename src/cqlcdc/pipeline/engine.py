@@ -47,6 +47,7 @@ from cqlcdc.store.containment import (
     failed_table,
     held_error_rows,
     load_stopped,
+    one_line,
     output_table_id,
     save_stopped,
     table_tag,
@@ -122,13 +123,13 @@ def process_groups(
         except (OSError, MemoryError):
             raise  # the machine, not the table (a full disk): not contained
         except UnappliedWrite as err:  # the failure is the table's: tagged for containment
-            raise UnappliedWrite(f"{err.message} {table_tag(table_id)}") from err
+            raise UnappliedWrite(f"{table_tag(table_id)} {one_line(err.message)}") from err
         except Exception as err:  # the core could not say which record: name them all
             seqs = group.column("seq")
             first, last = pc.min(seqs).as_py(), pc.max(seqs).as_py()
             raise UnappliedWrite(
-                f"cannot apply ingest records seq={first}..{last} (table id {table_id}, "
-                f"bucket {bucket}): {type(err).__name__}: {err} {table_tag(table_id)}"
+                f"{table_tag(table_id)} cannot apply ingest records seq={first}..{last} (table "
+                f"id {table_id}, bucket {bucket}): {type(err).__name__}: {one_line(str(err))}"
             ) from err
 
     # Buckets are independent (each reads the state at the manifest's versions and writes
@@ -176,7 +177,8 @@ def _write_output(
         if table_id is None:
             raise
         raise ServerError(
-            f"cannot write output {output}: {type(err).__name__}: {err} {table_tag(table_id)}"
+            f"{table_tag(table_id)} cannot write output {output}: {type(err).__name__}: "
+            f"{one_line(str(err))}"
         ) from err
 
 
@@ -596,7 +598,8 @@ class Engine:
             if table_id is None:
                 raise
             raise ServerError(
-                f"cannot commit output {output}: {type(err).__name__}: {err} {table_tag(table_id)}"
+                f"{table_tag(table_id)} cannot commit output {output}: {type(err).__name__}: "
+                f"{one_line(str(err))}"
             ) from err
 
     def _hold_stopped(self, records: pa.Table, batch_id: int) -> tuple[pa.Table, list[DataFile]]:

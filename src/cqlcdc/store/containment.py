@@ -55,13 +55,19 @@ def failed_table(error_text: str) -> str | None:
     return match.group(1) if match else None
 
 
+def one_line(text: str) -> str:
+    """The first line of an error's text: delta-rs appends a native backtrace to its
+    messages, which belongs in no log line or client error."""
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
 def error_line(error_text: str) -> str:
     """The one line of a failure's text that says what went wrong (the tagged line of a
     Spark task's traceback), without the tag, clipped."""
     lines = [ln.strip() for ln in error_text.splitlines() if ln.strip()]
     tagged = [ln for ln in lines if _TAG.search(ln)]
     line = (tagged or lines or [""])[-1 if not tagged else 0]
-    line = _TAG.sub("", line).strip()
+    line = " ".join(_TAG.sub("", line).split())
     if len(line) > _ERROR_CHARS:
         line = f"{line[:_ERROR_CHARS]}..."
     return line
@@ -289,6 +295,7 @@ __all__ = [
     "failed_table",
     "held_error_rows",
     "load_stopped",
+    "one_line",
     "output_table_id",
     "resume_table",
     "save_stopped",

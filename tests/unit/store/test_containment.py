@@ -10,6 +10,7 @@ from cqlcdc.store.containment import (
     error_line,
     failed_table,
     load_stopped,
+    one_line,
     output_table_id,
     save_stopped,
     table_tag,
@@ -34,14 +35,16 @@ def test_the_error_line_of_a_spark_traceback_is_the_tagged_line_without_its_tag(
         "RuntimeError: fault injected\n"
         "\n"
         "The above exception was the direct cause of the following exception:\n"
-        f"cqlcdc.errors.UnappliedWrite: cannot apply ingest records seq=7..9 (table id "
-        f"{TABLE_ID}, bucket 2): RuntimeError: fault injected {table_tag(TABLE_ID)}\n"
+        f"cqlcdc.errors.UnappliedWrite: {table_tag(TABLE_ID)} cannot apply ingest records "
+        f"seq=7..9 (table id {TABLE_ID}, bucket 2): RuntimeError: fault injected\n"
         "\tat org.apache.spark.api.python.BasePythonRunner...\n"
     )
     assert failed_table(text) == TABLE_ID
     line = error_line(text)
     assert line.startswith("cqlcdc.errors.UnappliedWrite: cannot apply ingest records seq=7..9")
     assert line.endswith("RuntimeError: fault injected")
+    delta = "External error: Schema error: Invalid data type\n   0: <unknown>\n   1: main"
+    assert one_line(delta) == "External error: Schema error: Invalid data type"
     assert "\n" not in error_line("a\nb" * 1000) and len(error_line("x" * 5000)) < 600
 
 
