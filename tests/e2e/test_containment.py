@@ -60,6 +60,9 @@ def test_a_fault_in_one_table_stops_it_alone(
         c = s.coordinator
         if where == "executors":  # every batch runs the core in Spark tasks
             c.engine.driver_max_rows = 0
+            # their Python workers start now, not in the timed write below
+            s.execute("CREATE TABLE ks.warm (pk int PRIMARY KEY)")
+            s.execute("INSERT INTO ks.warm (pk) VALUES (1)")
         c.processor.fault_table = "ks.bad"
         caplog.set_level(logging.ERROR, logger="cqlcdc")
         started = time.monotonic()
