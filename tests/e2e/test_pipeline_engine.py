@@ -396,3 +396,39 @@ def test_a_refused_commit_stops_its_table_and_recover_undoes_what_it_left(
         assert echo.column("payload").to_pylist() == [
             r.payload for r in _records(5, 4, "ks.u") + _records(9, 4, "ks.u")
         ]
+
+
+class StagingProcessor(EchoProcessor):
+    """Stages ``pkcount`` as ``stage/<table_id>``; finalizing the stage of ks.u fails."""
+
+    def process_bucket(
+        self, table_id: str, bucket: int, records: pa.Table, state: StateReader
+    ) -> dict[str, pa.Table]:
+        out = super().process_bucket(table_id, bucket, records, state)
+        out[f"stage/{table_id}"] = out[f"pkcount/{table_id}"]
+        return out
+
+    def is_staged(self, output: str) -> bool:
+        return output.startswith("stage/")
+
+    def finalize_batch(
+        self, batch_id: int, max_seq: int, staged: dict[str, pa.Table], extra: dict[str, Any]
+    ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+        if "stage/ks.u" in staged:
+            raise ValueError("cannot finalize the stage of ks.u")
+        final = {name.replace("stage/", "final/"): rows for name, rows in staged.items()}
+        return final, {**extra, "passes": int(extra.get("passes", 0)) + 1}
+
+
+@pytest.mark.spark
+def test_a_failing_finalize_stops_only_its_table(spark: Any, tmp_path: Path) -> None:
+    engine = Engine(tmp_path, StagingProcessor(), spark)
+    IngestLog(engine.ingest_dir).append(_records(1, 4) + _records(5, 4, "ks.u"))
+    with engine:
+        engine.wait_for(8, timeout=60)
+        assert "cannot finalize the stage of ks.u" in engine.stopped["ks.u"].error
+        snap = engine.snapshot()
+        assert snap.read("final/ks.t").num_rows == 4
+        assert snap.version_of("final/ks.u") is None
+        assert sorted(snap.read("held").column("seq").to_pylist()) == [5, 6, 7, 8]
+        assert Manifest.load(tmp_path).extra == {"passes": 1}

@@ -801,7 +801,26 @@ class Engine:
         inputs = {
             out: pa.concat_tables(parts, promote_options="default") for out, parts in tables.items()
         }
-        outputs, extra = finalize(batch_id, max_seq, inputs, dict(manifest.extra))
+        # one pass per table, so a failure is that table's (``_contain``); the state threads
+        # through the passes in table order. No staged rows: one pass over none.
+        by_table: dict[str, dict[str, pa.Table]] = {}
+        for out, rows in inputs.items():
+            by_table.setdefault(output_table_id(out) or "", {})[out] = rows
+        extra = dict(manifest.extra)
+        outputs: dict[str, pa.Table] = {}
+        for table_id, staged_rows in sorted(by_table.items()) or [("", {})]:
+            try:
+                made, extra = finalize(batch_id, max_seq, staged_rows, extra)
+            except (OSError, MemoryError):
+                raise
+            except Exception as err:
+                if not table_id:
+                    raise
+                raise ServerError(
+                    f"{table_tag(table_id)} cannot finalize the staged outputs of batch "
+                    f"{batch_id}: {type(err).__name__}: {one_line(str(err))}"
+                ) from err
+            outputs.update(made)
         for output in sorted(outputs):
             if outputs[output].num_rows:
                 keep.append(write_data_file(self.tables_dir, output, outputs[output], batch_id, 0))

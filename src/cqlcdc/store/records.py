@@ -140,8 +140,10 @@ class BucketProcessor(Protocol):
         self, batch_id: int, max_seq: int, staged: dict[str, pa.Table], extra: dict[str, Any]
     ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
         """Turn a batch's staged outputs into final ones in one sequential pass (driver,
-        after every bucket; deterministic). ``extra`` is the processor's state from the
-        manifest; the new state returned is committed with the batch. Default: as staged."""
+        after every bucket; deterministic). Called once per table that staged rows (its
+        staged outputs only, so a failure stops that table alone), or once with none;
+        ``extra`` is the processor's state from the manifest, threaded through the calls;
+        the new state returned is committed with the batch. Default: as staged."""
         return staged, extra
 
     def expiry_column(self, output: str) -> str | None:
