@@ -218,6 +218,10 @@ class Coordinator:
             options = parse_feed_options(stmt.action)  # YDB's defaults, limits and messages
             if options.initial_scan:
                 scan = (stmt.name, stmt.action.name)
+                # the scan appends records of the table: refused with the table's writes
+                stopped = self.engine.stopped.get(self.table(stmt.name, keyspace).table_id)
+                if stopped is not None:
+                    raise stopped.refusal(self.data_dir)
         if isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.DisableChangefeed):
             self._check_not_scanning(stmt.name, stmt.action.name, keyspace)
         if isinstance(stmt, ast.Describe) and stmt.kind in ("KEYSPACES", "TABLES", "TYPES"):
@@ -335,7 +339,15 @@ class Coordinator:
     def record(
         self, schema: TableSchema, token: int, pk: bytes, payload: bytes, seq: int
     ) -> IngestRecord:
-        """An ingest record of ``schema``'s partition ``pk`` (its bucket from its token)."""
+        """An ingest record of ``schema``'s partition ``pk`` (its bucket from its token).
+
+        Raises:
+            ServerError: the table is stopped (a write of it could not be applied): a new
+                write would only be held, after being acknowledged on some paths.
+        """
+        stopped = self.engine.stopped.get(schema.table_id)
+        if stopped is not None:
+            raise stopped.refusal(self.data_dir)
         return IngestRecord(
             seq=seq,
             table_id=schema.table_id,
@@ -590,6 +602,8 @@ class Coordinator:
                     f.options.ttl_expiry_events for f in active_feeds(schema)
                 ):
                     continue
+                if schema.table_id in self.engine.stopped:
+                    continue
                 output = expiry_output(schema.table_id)
                 if snap.version_of(output) is None:
                     continue
@@ -640,7 +654,7 @@ class Coordinator:
                     for f in active_feeds(schema)
                     if f.options.barriers_interval_ms
                 ]
-                if not intervals:
+                if not intervals or schema.table_id in self.engine.stopped:
                     continue
                 interval = max(min(intervals), 1000)
                 last = max(

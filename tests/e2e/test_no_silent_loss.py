@@ -1,6 +1,7 @@
 """Nothing acknowledged is lost and no data directory is wedged: oversized keys are
-rejected on every write path, a record the core cannot apply stops the engine with a name
-and a way out (``cqlcdc recover``), and a second process is told who owns the directory."""
+rejected on every write path, a record the core cannot apply stops its table (alone) with
+a name and a way out (``cqlcdc recover``), and a second process is told who owns the
+directory."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ import pytest
 
 import cqlcdc
 from cqlcdc.cli import main
-from cqlcdc.errors import InvalidRequest, UnappliedWrite
+from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.loader import load
 from cqlcdc.storage.token import murmur3_token
 from cqlcdc.store.records import IngestRecord
+from cqlcdc.writes import row_records
 
 pytestmark = pytest.mark.spark
 
@@ -159,39 +161,44 @@ def _bad_record(c: Any, table: str) -> IngestRecord:
     return c.record(schema, murmur3_token(pk), pk, b"\x00not a payload", c.next_seq)
 
 
-def test_a_record_the_core_cannot_apply_stops_the_engine_until_recover_skips_it(
+def test_a_record_the_core_cannot_apply_stops_its_table_until_recover_skips_it(
     spark: Any, tmp_path: Path
 ) -> None:
     data = tmp_path / "data"
     s = cqlcdc.connect(data_dir=data, master="local[2]")
     s.execute(KS)
     s.execute("CREATE TABLE ks.u (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+    s.execute("CREATE TABLE ks.w (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
     s.execute("INSERT INTO ks.u (pk, v) VALUES (1, 1)")
     c = s.coordinator
     with c.lock:
         bad = _bad_record(c, "u")
-        c.append([bad])
-    s.execute("INSERT INTO ks.u (pk, v) VALUES (2, 2)", wait=False)  # acknowledged, durable
-    with pytest.raises(UnappliedWrite) as info:
-        s.flush()
-    message = info.value.message
-    assert f"seq={bad.seq} (table ks.u" in message
-    assert f"cqlcdc recover --data-dir {data} --skip {bad.seq}" in message
-    _close_failed(s)
-
-    # a restart meets the same record and stops the same way: nothing is skipped silently
-    with pytest.raises(UnappliedWrite, match=f"seq={bad.seq}"):
-        again = cqlcdc.connect(data_dir=data, master="local[2]")
-        try:
-            again.flush()
-        finally:
-            _close_failed(again)
+        # a valid write right behind it, in the same batch (acknowledged once durable)
+        insert = cqlcdc.session._statement("INSERT INTO ks.u (pk, v) VALUES (2, 2)")
+        records, _ = row_records(c, insert, None, None, bad.seq + 1)  # type: ignore[arg-type]
+        good = records[0]
+        c.append([bad, good])
+    s.flush()  # the table stops; the batch commits: every other table goes on
+    s.execute("INSERT INTO ks.w (pk, v) VALUES (1, 1)")
+    assert _rows(s.execute("SELECT pk, v FROM ks.w")) == [(1, 1)]
+    with pytest.raises(ServerError, match=r"Table ks\.u is stopped: write seq=") as info:
+        s.execute("INSERT INTO ks.u (pk, v) VALUES (3, 3)")
+    assert f"cqlcdc recover --data-dir {data}" in info.value.message
+    errors = c.pipeline_errors(bad.seq, good.seq)
+    assert set(errors) == {bad.seq, good.seq}
+    assert f"cannot apply ingest record seq={bad.seq} (table ks.u" in errors[bad.seq].message
+    s.close()
 
     shown = _cli("recover", "--data-dir", str(data))
     assert shown.returncode == 0, shown.stderr
-    assert f"--skip {bad.seq}" in shown.stdout
-    skipped = _cli("recover", "--data-dir", str(data), "--skip", str(bad.seq))
-    assert skipped.returncode == 0, skipped.stderr
+    assert f"table ks.u stopped at write seq={bad.seq}" in shown.stdout
+    assert "2 write(s) held" in shown.stdout
+    assert "--retry-table ks.u" in shown.stdout
+    # the bad write is dropped, the others applied again: one command
+    done = _cli("recover", "--data-dir", str(data), "--skip", str(bad.seq), "--retry-table", "ks.u")
+    assert done.returncode == 0, done.stderr
+    assert f"1 held write(s) {bad.seq} dropped for good" in done.stdout
+    assert "ks.u: 1 held write(s) appended again" in done.stdout
     committed = _cli("recover", "--data-dir", str(data), "--skip", "1")
     assert committed.returncode == 1
     assert committed.stderr.count("\n") == 1 and "committed already" in committed.stderr
@@ -200,18 +207,9 @@ def test_a_record_the_core_cannot_apply_stops_the_engine_until_recover_skips_it(
     try:
         assert _rows(s.execute("SELECT pk, v FROM ks.u")) == [(1, 1), (2, 2)]
         assert len(s.execute("SELECT pk FROM ks.u_scylla_cdc_log").all()) == 2
-        errors = s.coordinator.pipeline_errors(bad.seq, bad.seq)
-        assert "skipped by cqlcdc recover" in errors[bad.seq].message
         s.execute("INSERT INTO ks.u (pk, v) VALUES (3, 3)")
         assert len(s.execute("SELECT pk FROM ks.u").all()) == 3
     finally:
-        s.close()
-
-
-def _close_failed(s: Any) -> None:
-    """Close a session whose pipeline failed: the engine stops, the flush error is the
-    one already seen."""
-    with pytest.raises(UnappliedWrite):
         s.close()
 
 

@@ -236,6 +236,10 @@ def _file_uris(data_dir: Path, output: str) -> list[str]:
     return list(DeltaTable(str(data_dir / "tables" / output)).file_uris())
 
 
+class _Crash(BaseException):
+    """The process dying mid-batch (not an error of the batch: nothing is contained)."""
+
+
 @pytest.mark.spark
 def test_crash_between_table_commits_replays_exactly_once(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -251,11 +255,11 @@ def test_crash_between_table_commits_replays_exactly_once(
 
     def crash_on_pkcount(*args: Any, **kwargs: Any) -> Any:
         if args[1].startswith("pkcount/"):
-            raise RuntimeError("simulated crash")
+            raise _Crash("simulated crash")
         return real_commit(*args, **kwargs)
 
     monkeypatch.setattr(engine_module, "commit_output", crash_on_pkcount)
-    with pytest.raises(RuntimeError, match="simulated crash"):
+    with pytest.raises(_Crash, match="simulated crash"):
         engine.process_batch(second, 1)
     assert Manifest.load(tmp_path).batch_id == 0  # echo committed, pkcount not, no manifest
     monkeypatch.setattr(engine_module, "commit_output", real_commit)
@@ -318,8 +322,113 @@ class FailingProcessor(BucketProcessor):
 
 
 @pytest.mark.spark
-def test_failed_query_surfaces_as_server_error(spark: Any, tmp_path: Path) -> None:
+def test_a_failing_table_is_stopped_and_its_records_held(spark: Any, tmp_path: Path) -> None:
     engine = Engine(tmp_path, FailingProcessor(), spark)
     IngestLog(engine.ingest_dir).append(_records(1, 2))
-    with engine, pytest.raises(ServerError, match=r"cannot decode a mutation of ks\.t"):
+    with engine:
+        engine.wait_for(2, timeout=60)  # committed: held, not applied
+        assert engine.stopped["ks.t"].first_seq == 1
+        snap = engine.snapshot()
+        errors = snap.read("errors").sort_by("seq")
+        assert errors.column("seq").to_pylist() == [1, 2]
+        assert all("cannot decode a mutation of ks.t" in m for m in errors["message"].to_pylist())
+        assert sorted(snap.read("held").column("seq").to_pylist()) == [1, 2]
+    assert Engine(tmp_path, FailingProcessor(), spark).stopped["ks.t"].first_seq == 1
+
+
+class DiskFullProcessor(BucketProcessor):
+    def process_bucket(
+        self, table_id: str, bucket: int, records: pa.Table, state: StateReader
+    ) -> dict[str, pa.Table]:
+        raise OSError(28, "No space left on device")
+
+
+@pytest.mark.spark
+def test_a_failure_of_the_machine_stops_the_query(spark: Any, tmp_path: Path) -> None:
+    engine = Engine(tmp_path, DiskFullProcessor(), spark)
+    IngestLog(engine.ingest_dir).append(_records(1, 2))
+    with engine, pytest.raises(ServerError, match="No space left on device"):
         engine.wait_for(2, timeout=60)
+    assert engine.stopped == {}
+
+
+@pytest.mark.spark
+def test_a_refused_commit_stops_its_table_and_recover_undoes_what_it_left(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pkcount/ks.u`` refuses batch 2 after ``echo/ks.u`` took it: ks.u stops, ks.t goes
+    on; a retry undoes the stray commit and applies each record exactly once."""
+    from cqlcdc.store.containment import resume_table
+
+    log = IngestLog(tmp_path / "ingest")
+    engine = Engine(tmp_path, EchoProcessor(), spark)
+    with engine:
+        log.append(_records(1, 4) + _records(5, 4, "ks.u"))
+        engine.wait_for(8, timeout=60)
+        real_commit = engine_module.commit_output
+
+        def refusing(tables_dir: Any, output: str, *args: Any) -> Any:
+            if output == "pkcount/ks.u":
+                raise ValueError("Schema error: the output refuses these rows")
+            return real_commit(tables_dir, output, *args)
+
+        monkeypatch.setattr(engine_module, "commit_output", refusing)
+        log.append(_records(9, 4, "ks.u") + _records(13, 4))
+        engine.wait_for(16, timeout=60)
+        assert engine.stopped["ks.u"].first_seq == 9
+        assert "refuses these rows" in engine.stopped["ks.u"].error
+        snap = engine.snapshot()
+        t_seqs = sorted(snap.read("echo/ks.t").column("seq").to_pylist())
+        assert t_seqs == [1, 2, 3, 4, 13, 14, 15, 16]
+        assert sorted(snap.read("echo/ks.u").column("seq").to_pylist()) == [5, 6, 7, 8]
+        stray = engine_module.DeltaTable(str(tmp_path / "tables" / "echo" / "ks.u"))
+        assert stray.version() > snap.version_of("echo/ks.u")  # what the failed try left
+    monkeypatch.setattr(engine_module, "commit_output", real_commit)
+    entry, held = resume_table(tmp_path, "ks.u", retry=True)
+    assert (entry.table, held) == ("ks.u", 4)
+    engine = Engine(tmp_path, EchoProcessor(), spark)
+    with engine:
+        engine.wait_for(20, timeout=60)
+        assert engine.stopped == {}
+        echo = engine.snapshot().read("echo/ks.u").sort_by("seq")
+        # the held records, appended again as seqs 17..20, each applied once
+        assert echo.column("seq").to_pylist() == [5, 6, 7, 8, 17, 18, 19, 20]
+        assert echo.column("payload").to_pylist() == [
+            r.payload for r in _records(5, 4, "ks.u") + _records(9, 4, "ks.u")
+        ]
+
+
+class StagingProcessor(EchoProcessor):
+    """Stages ``pkcount`` as ``stage/<table_id>``; finalizing the stage of ks.u fails."""
+
+    def process_bucket(
+        self, table_id: str, bucket: int, records: pa.Table, state: StateReader
+    ) -> dict[str, pa.Table]:
+        out = super().process_bucket(table_id, bucket, records, state)
+        out[f"stage/{table_id}"] = out[f"pkcount/{table_id}"]
+        return out
+
+    def is_staged(self, output: str) -> bool:
+        return output.startswith("stage/")
+
+    def finalize_batch(
+        self, batch_id: int, max_seq: int, staged: dict[str, pa.Table], extra: dict[str, Any]
+    ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+        if "stage/ks.u" in staged:
+            raise ValueError("cannot finalize the stage of ks.u")
+        final = {name.replace("stage/", "final/"): rows for name, rows in staged.items()}
+        return final, {**extra, "passes": int(extra.get("passes", 0)) + 1}
+
+
+@pytest.mark.spark
+def test_a_failing_finalize_stops_only_its_table(spark: Any, tmp_path: Path) -> None:
+    engine = Engine(tmp_path, StagingProcessor(), spark)
+    IngestLog(engine.ingest_dir).append(_records(1, 4) + _records(5, 4, "ks.u"))
+    with engine:
+        engine.wait_for(8, timeout=60)
+        assert "cannot finalize the stage of ks.u" in engine.stopped["ks.u"].error
+        snap = engine.snapshot()
+        assert snap.read("final/ks.t").num_rows == 4
+        assert snap.version_of("final/ks.u") is None
+        assert sorted(snap.read("held").column("seq").to_pylist()) == [5, 6, 7, 8]
+        assert Manifest.load(tmp_path).extra == {"passes": 1}

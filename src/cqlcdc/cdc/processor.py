@@ -99,6 +99,10 @@ ERRORS_SCHEMA = pa.schema(
 )
 GENERATIONS_FILE = "cdc_generations.json"
 OUTCOMES = "outcomes"  # the output of conditional writes' outcomes
+# Test hook: a table (``keyspace.name``) whose every write the core refuses, as a defect
+# would, to exercise containment (``cqlcdc.store.containment``) through the real engine and
+# server. Read when the processor is made and pickled with it, so Spark executors see it too.
+FAULT_TABLE_ENV = "CQLCDC_TEST_FAULT_TABLE"
 TICK_PK = b""  # the partition key of clock-tick records (no real partition key is empty)
 # when TTL'd data of a partition expires, for feeds with EXPIRY_EVENTS (swept by the session)
 EXPIRY_SCHEMA = pa.schema(
@@ -212,13 +216,20 @@ class CoreProcessor:
         self._generations_mtime = -1
         self.truncations = Truncations(self.data_dir)
         self.scans = FeedScans(self.data_dir)
+        # a test hook (FAULT_TABLE_ENV): writes of this table fail in process_bucket
+        self.fault_table: str | None = os.environ.get(FAULT_TABLE_ENV) or None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"data_dir": self.data_dir, "aws_region": self.aws_region}
+        return {
+            "data_dir": self.data_dir,
+            "aws_region": self.aws_region,
+            "fault_table": self.fault_table,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.data_dir = state["data_dir"]
         self.aws_region = state["aws_region"]
+        self.fault_table = state.get("fault_table")
         self._catalog = None
         self._generations = None
         self._generations_mtime = -1
@@ -267,6 +278,11 @@ class CoreProcessor:
             return None
         return compact_base_rows(schema, rows, self.truncations.upto(table_id), int(time.time()))
 
+    def table_name(self, table_id: str) -> str:
+        """``keyspace.name`` of a table (its id if it is gone)."""
+        schema = self.catalog.table_by_id(table_id)
+        return schema.qualified_name if schema is not None else table_id
+
     def _schema(self, table_id: str, version: int) -> TableSchema | None:
         schema = self.catalog.table_by_id(table_id, version)
         if schema is None and self._catalog is not None and hasattr(self._catalog, "reload"):
@@ -285,6 +301,8 @@ class CoreProcessor:
         latest = self._schema(table_id, pc.max(records.column("schema_version")).as_py())
         if latest is None:  # the table was dropped before its writes were applied
             return {}
+        if self.fault_table is not None and latest.qualified_name == self.fault_table:
+            raise RuntimeError(f"fault injected by {FAULT_TABLE_ENV}={self.fault_table}")
         fragments: StateRows | None = None
         payloads = records.column("payload")
         is_chunk_at = chunk_mask(payloads)

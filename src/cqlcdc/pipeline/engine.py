@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import logging
 import threading
 import time
 from collections import deque
@@ -39,6 +40,18 @@ from cqlcdc.store.commit import (
     write_data_file,
 )
 from cqlcdc.store.compaction import CompactionPolicy, Compactor, vacuum
+from cqlcdc.store.containment import (
+    HELD,
+    StoppedTable,
+    error_line,
+    failed_table,
+    held_error_rows,
+    load_stopped,
+    one_line,
+    output_table_id,
+    save_stopped,
+    table_tag,
+)
 from cqlcdc.store.ingest import Handoff, IngestLog, read_ingest_file
 from cqlcdc.store.records import INGEST_SCHEMA, BucketProcessor
 from cqlcdc.store.recovery import (
@@ -58,6 +71,7 @@ DATA_FILE_DDL = (
     "stats STRING, schema BINARY"
 )
 _GROUP_ORDER = ["table_id", "bucket", "token", "pk", "seq"]
+log = logging.getLogger("cqlcdc")
 # buckets processed at once by process_groups
 _BUCKET_THREADS = 2
 
@@ -106,14 +120,16 @@ def process_groups(
         bucket = group.column("bucket")[0].as_py()
         try:
             return bucket, processor.process_bucket(table_id, bucket, group.combine_chunks(), state)
-        except UnappliedWrite:
-            raise
+        except (OSError, MemoryError):
+            raise  # the machine, not the table (a full disk): not contained
+        except UnappliedWrite as err:  # the failure is the table's: tagged for containment
+            raise UnappliedWrite(f"{table_tag(table_id)} {one_line(err.message)}") from err
         except Exception as err:  # the core could not say which record: name them all
             seqs = group.column("seq")
             first, last = pc.min(seqs).as_py(), pc.max(seqs).as_py()
             raise UnappliedWrite(
-                f"cannot apply ingest records seq={first}..{last} (table id {table_id}, "
-                f"bucket {bucket}): {type(err).__name__}: {err}"
+                f"{table_tag(table_id)} cannot apply ingest records seq={first}..{last} (table "
+                f"id {table_id}, bucket {bucket}): {type(err).__name__}: {one_line(str(err))}"
             ) from err
 
     # Buckets are independent (each reads the state at the manifest's versions and writes
@@ -142,9 +158,28 @@ def process_groups(
                     held.setdefault(output, []).append(rows)
                 elif rows.num_rows:
                     pending.append(
-                        pool.submit(write_data_file, tables_dir, output, rows, batch_id, bucket)
+                        pool.submit(_write_output, tables_dir, output, rows, batch_id, bucket)
                     )
         return [f.result() for f in pending]
+
+
+def _write_output(
+    tables_dir: str, output: str, rows: pa.Table, batch_id: int, bucket: int
+) -> DataFile:
+    """``write_data_file``, with a failure that is about the rows (not the disk) tagged with
+    the output's table, so the engine stops that table alone."""
+    try:
+        return write_data_file(tables_dir, output, rows, batch_id, bucket)
+    except (OSError, MemoryError):
+        raise
+    except Exception as err:
+        table_id = output_table_id(output)
+        if table_id is None:
+            raise
+        raise ServerError(
+            f"{table_tag(table_id)} cannot write output {output}: {type(err).__name__}: "
+            f"{one_line(str(err))}"
+        ) from err
 
 
 class _FileTask:
@@ -163,6 +198,7 @@ class _FileTask:
         paths: list[str],
         parts: int,
         skipped: list[int],
+        held_tables: list[str],
     ) -> None:
         self.processor = processor
         self.tables_dir = tables_dir
@@ -171,6 +207,7 @@ class _FileTask:
         self.paths = paths
         self.parts = parts
         self.skipped = skipped  # seqs of records to drop (the driver reports them)
+        self.held_tables = held_tables  # stopped tables: the driver holds their records
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -183,6 +220,9 @@ class _FileTask:
                 if self.skipped:
                     kept = pc.invert(pc.is_in(records.column("seq"), pa.array(self.skipped)))
                     records = records.filter(kept)
+                if self.held_tables:
+                    held = pc.is_in(records.column("table_id"), pa.array(self.held_tables))
+                    records = records.filter(pc.invert(held))
                 files = process_groups(
                     records,
                     self.processor,
@@ -257,6 +297,10 @@ class Engine:
         self._query: StreamingQuery | None = None
         self._lock = lock or DataDirLock(self.data_dir)
         self.skipped: dict[int, str] = {}
+        # tables whose records are held, not applied (``cqlcdc.store.containment``); replaced
+        # whole when one is added, so readers in other threads need no lock
+        self.stopped: dict[str, StoppedTable] = load_stopped(self.data_dir)
+        self._attempt_records: pa.Table = INGEST_SCHEMA.empty_table()
         # driver-side handles of the output tables, kept at their latest committed version
         self._tables: dict[str, DeltaTable] = {}
         self.clock = clock
@@ -287,6 +331,7 @@ class Engine:
         self._drop_checkpoint_leftovers()
         # seqs `cqlcdc recover` told the engine to drop (it runs only while no engine does)
         self.skipped = load_skipped(self.data_dir)
+        self.stopped = load_stopped(self.data_dir)
         with self._cond:
             self._failure = None
             self._manifest = Manifest.load(self.data_dir)
@@ -392,9 +437,17 @@ class Engine:
         """The foreachBatch function: process and commit micro-batch `batch_id` exactly once.
 
         Runs in the driver. Safe to call again with the same id (a replay after a crash).
+        A failure attributed to one table stops that table alone and runs the batch again
+        at once with its records held (``_contain``); any other failure stops the query.
         """
         try:
-            self._process_batch(df, batch_id)
+            while True:
+                try:
+                    self._process_batch(df, batch_id)
+                    return
+                except Exception as err:
+                    if not self._contain(err, batch_id):
+                        raise
         except Exception as err:
             failure = self._stopped_at(err, batch_id)
             with self._cond:
@@ -406,6 +459,35 @@ class Engine:
                 self._failure = err
                 self._cond.notify_all()
             raise
+
+    def _contain(self, err: Exception, batch_id: int) -> bool:
+        """Stop the table a failure is attributed to: record it durably, log one line, and
+        say the batch may run again (its records then held). False when the failure names
+        no table of this batch, or one already stopped: the query stops as before.
+
+        Exactly once still holds: the outputs this attempt committed are committed again
+        as no-ops (same batch id, same rows: other tables' groups do not depend on the
+        stopped one); the stopped table's own outputs, which may hold commits past the
+        manifest, are never committed again until ``cqlcdc recover`` undoes those."""
+        table_id = failed_table(str(err))
+        if table_id is None or table_id in self.stopped:
+            return False
+        records = self._attempt_records
+        seqs = records.filter(pc.equal(records.column("table_id"), table_id)).column("seq")
+        if len(seqs) == 0:
+            return False
+        entry = StoppedTable(
+            table_id=table_id,
+            table=self.processor.table_name(table_id),
+            first_seq=int(pc.min(seqs).as_py()),
+            batch_id=batch_id,
+            error=error_line(str(err)),
+        )
+        stopped = {**self.stopped, table_id: entry}
+        save_stopped(self.data_dir, stopped)
+        self.stopped = stopped
+        log.error("%s", entry.log_line(self.data_dir))
+        return True
 
     def _stopped_at(self, err: Exception, batch_id: int) -> Exception:
         """The error waiting writers get when a batch fails: for a record the core cannot
@@ -431,22 +513,27 @@ class Engine:
             self._publish(manifest)
             return
         paths = self._batch_files(batch_id)
-        skipped: list[DataFile] = []
         if paths is None:  # called with a frame of its own (not by the streaming query)
             try:
-                head = df.toArrow().cast(INGEST_SCHEMA)
+                batch = df.toArrow().cast(INGEST_SCHEMA)
             except Exception as err:
                 raise self._read_failure(manifest, batch_id, err) from err
-            head, skipped = self._drop_skipped(head, batch_id)
         else:
-            records, skipped = self._drop_skipped(self._read_files(paths), batch_id)
-            cost = self.processor.driver_cost(records)
-            head = records if cost <= self.driver_max_rows else None
+            batch = self._read_files(paths)
+        # every record of the batch is done with once it commits: applied, skipped or held
+        max_seq = max(manifest.max_seq, _max_seq(batch))
+        records, skipped = self._drop_skipped(batch, batch_id)
+        self._attempt_records = records
+        records, held_files = self._hold_stopped(records, batch_id)
+        skipped += held_files
+        if paths is None or self.processor.driver_cost(records) <= self.driver_max_rows:
+            head: pa.Table | None = records
+        else:
+            head = None
         planned = time.perf_counter()
         held: dict[str, list[pa.Table]] = {}
+        num_rows = records.num_rows
         if head is not None:
-            num_rows = head.num_rows
-            max_seq = max(manifest.max_seq, _max_seq(head))
             files = process_groups(
                 head,
                 self.processor,
@@ -458,8 +545,6 @@ class Engine:
             )
         else:
             assert paths is not None
-            num_rows = records.num_rows
-            max_seq = max(manifest.max_seq, _max_seq(records))
             files = self._run_on_files(paths, manifest, batch_id)
         files += skipped
         extra = manifest.extra
@@ -469,15 +554,11 @@ class Engine:
         for file in files:
             by_output.setdefault(file.output, []).append(file)
         versions = dict(manifest.versions)
-        for output in sorted(by_output):
-            table = commit_output(
-                self.tables_dir,
-                output,
-                by_output[output],
-                self.app_id,
-                batch_id,
-                self._tables.get(output),
-            )
+        # the tables' own outputs first, the shared ones (errors, held...) last: a table's
+        # failed commit then leaves nothing of the batch in them, and its rerun (with the
+        # table held) commits them whole
+        for output in sorted(by_output, key=lambda o: (output_table_id(o) is None, o)):
+            table = self._commit(output, by_output[output], batch_id)
             self._tables[output] = table
             versions[output] = table.version()
             if self._compactor is not None:
@@ -502,6 +583,54 @@ class Engine:
                 "maintain_s": maintained - committed,
             }
         )
+
+    def _commit(self, output: str, files: list[DataFile], batch_id: int) -> DeltaTable:
+        """``commit_output``, with a refusal of a table's output (a schema delta-rs does
+        not take...) tagged with that table; the disk's errors are not."""
+        try:
+            return commit_output(
+                self.tables_dir, output, files, self.app_id, batch_id, self._tables.get(output)
+            )
+        except (OSError, MemoryError):
+            raise
+        except Exception as err:
+            table_id = output_table_id(output)
+            if table_id is None:
+                raise
+            raise ServerError(
+                f"{table_tag(table_id)} cannot commit output {output}: {type(err).__name__}: "
+                f"{one_line(str(err))}"
+            ) from err
+
+    def _hold_stopped(self, records: pa.Table, batch_id: int) -> tuple[pa.Table, list[DataFile]]:
+        """The records without those of stopped tables, and the files that keep them: the
+        ``held`` output (the records as appended, for ``cqlcdc recover``) and one error row
+        each (``errors``: a writer waiting for it is told at once)."""
+        stopped = self.stopped
+        if not stopped or records.num_rows == 0:
+            return records, []
+        hold = pc.is_in(records.column("table_id"), pa.array(sorted(stopped), pa.string()))
+        held = records.filter(hold)
+        if held.num_rows == 0:
+            return records, []
+        messages = [
+            stopped[table_id].held_message(self.data_dir, seq)
+            for table_id, seq in zip(
+                held.column("table_id").to_pylist(), held.column("seq").to_pylist(), strict=True
+            )
+        ]
+        errors = pa.table(held_error_rows(held, messages), schema=ERRORS_SCHEMA)
+        files = [
+            write_data_file(self.tables_dir, HELD, held.cast(INGEST_SCHEMA), batch_id, 0),
+            write_data_file(self.tables_dir, "errors", errors, batch_id, 0),
+        ]
+        return records.filter(pc.invert(hold)), files
+
+    def _frozen(self, output: str) -> bool:
+        """Whether `output` belongs to a stopped table: no maintenance touches it, since it
+        may hold a failed batch's commit past the manifest (``cqlcdc recover`` undoes it)."""
+        table_id = output_table_id(output)
+        return table_id is not None and table_id in self.stopped
 
     def _drop_skipped(self, records: pa.Table, batch_id: int) -> tuple[pa.Table, list[DataFile]]:
         """The records without those ``cqlcdc recover`` skipped, and the error rows that
@@ -547,6 +676,7 @@ class Engine:
             [str(p) for p in paths],
             parts,
             sorted(self.skipped),
+            sorted(self.stopped),
         )
         try:
             result = (
@@ -597,6 +727,8 @@ class Engine:
         commits = 0
         touched: list[str] = []
         for output, buckets in sorted(compactor.due().items()):
+            if self._frozen(output):
+                continue
             made = compactor.compact(output, self._table(output), buckets)
             if made:
                 commits += made
@@ -609,6 +741,8 @@ class Engine:
         ):
             self._last_vacuum = now
             for output in sorted(Manifest.load(self.data_dir).versions):
+                if self._frozen(output):
+                    continue
                 table = self._table(output)
                 before = table.version()
                 vacuum(table, policy.retention_hours)
@@ -667,7 +801,26 @@ class Engine:
         inputs = {
             out: pa.concat_tables(parts, promote_options="default") for out, parts in tables.items()
         }
-        outputs, extra = finalize(batch_id, max_seq, inputs, dict(manifest.extra))
+        # one pass per table, so a failure is that table's (``_contain``); the state threads
+        # through the passes in table order. No staged rows: one pass over none.
+        by_table: dict[str, dict[str, pa.Table]] = {}
+        for out, rows in inputs.items():
+            by_table.setdefault(output_table_id(out) or "", {})[out] = rows
+        extra = dict(manifest.extra)
+        outputs: dict[str, pa.Table] = {}
+        for table_id, staged_rows in sorted(by_table.items()) or [("", {})]:
+            try:
+                made, extra = finalize(batch_id, max_seq, staged_rows, extra)
+            except (OSError, MemoryError):
+                raise
+            except Exception as err:
+                if not table_id:
+                    raise
+                raise ServerError(
+                    f"{table_tag(table_id)} cannot finalize the staged outputs of batch "
+                    f"{batch_id}: {type(err).__name__}: {one_line(str(err))}"
+                ) from err
+            outputs.update(made)
         for output in sorted(outputs):
             if outputs[output].num_rows:
                 keep.append(write_data_file(self.tables_dir, output, outputs[output], batch_id, 0))
@@ -687,7 +840,7 @@ class Engine:
         deleted = 0
         for output in sorted(versions):
             column = expiry_column(output)
-            if column is None:
+            if column is None or self._frozen(output):
                 continue
             table = self._tables.get(output) or DeltaTable(str(self.tables_dir / output))
             table.update_incremental()

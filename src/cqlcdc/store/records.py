@@ -140,14 +140,21 @@ class BucketProcessor(Protocol):
         self, batch_id: int, max_seq: int, staged: dict[str, pa.Table], extra: dict[str, Any]
     ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
         """Turn a batch's staged outputs into final ones in one sequential pass (driver,
-        after every bucket; deterministic). ``extra`` is the processor's state from the
-        manifest; the new state returned is committed with the batch. Default: as staged."""
+        after every bucket; deterministic). Called once per table that staged rows (its
+        staged outputs only, so a failure stops that table alone), or once with none;
+        ``extra`` is the processor's state from the manifest, threaded through the calls;
+        the new state returned is committed with the batch. Default: as staged."""
         return staged, extra
 
     def expiry_column(self, output: str) -> str | None:
         """The column (epoch seconds, 0: never) by which rows of `output` expire and are
         purged between batches (driver). Default: none expire."""
         return None
+
+    def table_name(self, table_id: str) -> str:
+        """How the engine names a table to people (the log line of a stopped table;
+        driver). Default: its id."""
+        return table_id
 
     def compact_rows(self, output: str, rows: pa.Table) -> pa.Table | None:
         """The rows of some files of `output` merged into fewer rows, for compaction

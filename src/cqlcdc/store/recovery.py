@@ -4,10 +4,12 @@ One process owns a data directory: ``DataDirLock`` is an exclusive ``flock`` on
 ``.engine.lock`` that also records the owner's pid, so a second process is told who holds it.
 
 Writes are validated before they are appended, so the core should never meet a record it
-cannot apply. If it does (a defect), the engine stops at that record instead of skipping an
-acknowledged write, and records the failure in ``failure.json``. ``cqlcdc recover`` shows it
-and, when told to, adds the record's seq to ``skipped.json``: the engine then drops that
-record (reporting it as failed to anyone waiting for it) and applies every other write.
+cannot apply. If it does (a defect), the failure is attributed to its table, which stops
+alone (``cqlcdc.store.containment``). A failure no table can be blamed for stops the engine
+at that record instead of skipping an acknowledged write, and is recorded in
+``failure.json``. ``cqlcdc recover`` shows it and, when told to, adds the record's seq to
+``skipped.json``: the engine then drops that record (reporting it as failed to anyone
+waiting for it) and applies every other write.
 
 >>> lock = DataDirLock("/tmp/d"); lock.acquire(); lock.release()  # doctest: +SKIP
 """

@@ -1,0 +1,304 @@
+"""Containment: a table whose write cannot be applied stops alone; every other table goes on.
+
+When the pipeline meets a record it cannot apply (a defect, or an output that refuses the
+table's rows), the failure is attributed to its table, the table is recorded as stopped in
+``stopped.json`` and the micro-batch is run again with that table's records held: kept, not
+applied, in the ``held`` output (committed with the batch, so trimming the ingest log cannot
+lose them) and reported as failed to their writers through ``errors``. New writes to the
+table are refused. ``cqlcdc recover`` shows stopped tables and either drops their held
+writes (``--skip-table``) or appends them again (``--retry-table``), under the data
+directory's lock.
+
+>>> failed_table("... [in table 3f2a] ...")
+'3f2a'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+
+from cqlcdc.errors import InvalidRequest, ServerError
+from cqlcdc.store.commit import Manifest, Snapshot
+from cqlcdc.store.ingest import IngestLog
+from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord
+from cqlcdc.store.recovery import DataDirLock
+
+STOPPED_FILE = "stopped.json"
+# the output holding the records of stopped tables (INGEST_SCHEMA: the records as appended)
+HELD = "held"
+HELD_SCHEMA = INGEST_SCHEMA
+# how a failure names its table; it may arrive as text from a Spark executor
+_TAG = re.compile(r"\[in table ([0-9A-Za-z_.-]+)\]")
+# the longest error text kept for a stopped table (a log line, a writer's message)
+_ERROR_CHARS = 500
+
+
+def table_tag(table_id: str) -> str:
+    """The mark a failure carries to name the table it belongs to (``failed_table``)."""
+    return f"[in table {table_id}]"
+
+
+def failed_table(error_text: str) -> str | None:
+    """The table id a failure's text is tagged with (None: not attributed to a table)."""
+    match = _TAG.search(error_text)
+    return match.group(1) if match else None
+
+
+def one_line(text: str) -> str:
+    """The first line of an error's text: delta-rs appends a native backtrace to its
+    messages, which belongs in no log line or client error."""
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
+def error_line(error_text: str) -> str:
+    """The one line of a failure's text that says what went wrong (the tagged line of a
+    Spark task's traceback), without the tag, clipped."""
+    lines = [ln.strip() for ln in error_text.splitlines() if ln.strip()]
+    tagged = [ln for ln in lines if _TAG.search(ln)]
+    line = (tagged or lines or [""])[-1 if not tagged else 0]
+    line = " ".join(_TAG.sub("", line).split())
+    if len(line) > _ERROR_CHARS:
+        line = f"{line[:_ERROR_CHARS]}..."
+    return line
+
+
+def output_table_id(output: str) -> str | None:
+    """The table an output belongs to (``base/<id>``, ``feed/<id>/<topic>``...), or None for
+    the outputs every table shares (``errors``, ``outcomes``, ``held``)."""
+    parts = output.split("/")
+    return parts[1] if len(parts) >= 2 else None
+
+
+@dataclass(frozen=True, slots=True)
+class StoppedTable:
+    """A table the pipeline stopped applying at ``first_seq`` (in batch ``batch_id``)."""
+
+    table_id: str
+    table: str  # keyspace.name when it stopped
+    first_seq: int
+    batch_id: int
+    error: str
+
+    def held_message(self, data_dir: Path, seq: int) -> str:
+        """What the writer of a held write is told."""
+        return (
+            f"write seq={seq} to {self.table} was not applied: the table is stopped since "
+            f"write seq={self.first_seq} could not be applied ({self.error}). The write is "
+            f"held; run `cqlcdc recover --data-dir {data_dir}` to retry or drop it"
+        )
+
+    def refusal(self, data_dir: Path) -> ServerError:
+        """The error a new write to the stopped table gets up front."""
+        return ServerError(
+            f"Table {self.table} is stopped: write seq={self.first_seq} could not be applied "
+            f"({self.error}); it takes no writes until `cqlcdc recover --data-dir {data_dir} "
+            f"--retry-table {self.table}` (or --skip-table) is run with the server stopped"
+        )
+
+    def log_line(self, data_dir: Path) -> str:
+        """The one line the server logs when the table stops."""
+        return (
+            f"table {self.table} stopped at write seq={self.first_seq} (batch "
+            f"{self.batch_id}): {self.error}; its writes are held and every other table goes "
+            f"on; to resume it, stop the server and run: cqlcdc recover --data-dir {data_dir} "
+            f"--retry-table {self.table} (or --skip-table {self.table} to drop its held writes)"
+        )
+
+
+def load_stopped(data_dir: Path) -> dict[str, StoppedTable]:
+    """The stopped tables of a data directory, by table id."""
+    path = data_dir / STOPPED_FILE
+    if not path.exists():
+        return {}
+    return {entry["table_id"]: StoppedTable(**entry) for entry in json.loads(path.read_text())}
+
+
+def save_stopped(data_dir: Path, stopped: dict[str, StoppedTable]) -> None:
+    """Write ``stopped.json`` durably (replacing it whole)."""
+    path = data_dir / STOPPED_FILE
+    if not stopped:
+        path.unlink(missing_ok=True)
+        return
+    entries = [dataclasses.asdict(s) for _, s in sorted(stopped.items())]
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as sink:
+        json.dump(entries, sink, indent=1)
+        sink.flush()
+        os.fsync(sink.fileno())
+    tmp.replace(path)
+
+
+def held_error_rows(held: pa.Table, messages: list[str]) -> dict[str, Any]:
+    """The ``errors`` columns reporting each held record as failed (ServerError)."""
+    return {
+        "bucket": held.column("bucket"),
+        "pk": held.column("pk"),
+        "seq": held.column("seq"),
+        "code": pa.array([ServerError.code] * held.num_rows, pa.int32()),
+        "class": pa.array(["ServerError"] * held.num_rows, pa.string()),
+        "message": pa.array(messages, pa.string()),
+    }
+
+
+# --- cqlcdc recover -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoppedReport:
+    """A stopped table as ``cqlcdc recover`` shows it."""
+
+    stopped: StoppedTable
+    held: int
+
+
+def stopped_reports(data_dir: str | Path) -> list[StoppedReport]:
+    """Every stopped table, with how many writes it holds (read at the committed batch)."""
+    root = Path(data_dir)
+    stopped = load_stopped(root)
+    if not stopped:
+        return []
+    held = _held(root)
+    counts = pc.value_counts(held.column("table_id")).to_pylist() if held.num_rows else []
+    by_table = {c["values"]: c["counts"] for c in counts}
+    return [StoppedReport(s, by_table.get(s.table_id, 0)) for _, s in sorted(stopped.items())]
+
+
+def resume_table(data_dir: str | Path, table: str, retry: bool) -> tuple[StoppedTable, int]:
+    """Let a stopped table take writes again (under the data directory's lock, so no
+    engine runs meanwhile).
+
+    Its held writes are appended again to the ingest log in their original order
+    (``retry``; new seqs, after every other write) or dropped for good. Commits the failed
+    batch left in the table's outputs beyond the manifest are undone first, so nothing of
+    that batch is applied twice. Returns the table and how many held writes it had.
+
+    Raises:
+        DataDirLocked: a process holds the data directory.
+        InvalidRequest: no stopped table has that name (or id).
+    """
+    root = Path(data_dir)
+    with DataDirLock(root):
+        stopped = load_stopped(root)
+        found = [s for s in stopped.values() if table in (s.table, s.table_id)]
+        if not found:
+            names = ", ".join(sorted(s.table for s in stopped.values())) or "none"
+            raise InvalidRequest(f"table {table} is not stopped (stopped tables: {names})")
+        entry = found[0]
+        manifest = Manifest.load(root)
+        manifest = _undo_uncommitted(root / "tables", manifest, entry.table_id)
+        held = _held(root)
+        mine = held.filter(pc.equal(held.column("table_id"), entry.table_id))
+        mine = mine.sort_by("seq")
+        if retry and mine.num_rows:
+            log = IngestLog(root / "ingest")
+            first = max(log.last_seq(), manifest.max_seq) + 1
+            log.append(
+                [
+                    IngestRecord(first + i, **{k: row[k] for k in row if k != "seq"})
+                    for i, row in enumerate(mine.to_pylist())
+                ]
+            )
+        if mine.num_rows:
+            version = _delete_held(root / "tables", entry.table_id)
+            manifest = dataclasses.replace(manifest, versions={**manifest.versions, HELD: version})
+            manifest.save(root)
+        del stopped[entry.table_id]
+        save_stopped(root, stopped)
+        return entry, mine.num_rows
+
+
+def drop_held(data_dir: str | Path, seqs: range) -> int:
+    """Drop the held writes ``seqs`` for good (``cqlcdc recover --skip``: the one write a
+    stopped table cannot apply, before ``--retry-table`` appends the others again). Under
+    the data directory's lock. Returns how many were held.
+
+    Raises:
+        DataDirLocked: a process holds the data directory.
+    """
+    root = Path(data_dir)
+    with DataDirLock(root):
+        held = _held(root)
+        if held.num_rows == 0:
+            return 0
+        seq = held.column("seq")
+        found: int = held.filter(
+            pc.and_(pc.greater_equal(seq, seqs.start), pc.less(seq, seqs.stop))
+        ).num_rows
+        if found:
+            table = DeltaTable(str(root / "tables" / HELD))
+            table.delete(f"seq >= {seqs.start} AND seq < {seqs.stop}")
+            manifest = Manifest.load(root)
+            versions = {**manifest.versions, HELD: table.version()}
+            dataclasses.replace(manifest, versions=versions).save(root)
+        return found
+
+
+def _held(root: Path) -> pa.Table:
+    manifest = Manifest.load(root)
+    if manifest.version_of(HELD) is None:
+        return HELD_SCHEMA.empty_table()
+    return Snapshot(root / "tables", manifest).read(HELD)
+
+
+def _delete_held(tables_dir: Path, table_id: str) -> int:
+    table = DeltaTable(str(tables_dir / HELD))
+    table.delete(f"table_id = '{table_id}'")
+    return table.version()
+
+
+def _undo_uncommitted(tables_dir: Path, manifest: Manifest, table_id: str) -> Manifest:
+    """Undo the commits a failed batch left in ``table_id``'s outputs past the manifest:
+    they hold writes that were never applied (a retry appends them again). An output the
+    manifest does not know at all was made by that batch alone and is removed."""
+    versions = dict(manifest.versions)
+    for log_dir in sorted(
+        {*tables_dir.glob(f"*/{table_id}/_delta_log")}
+        | {*tables_dir.glob(f"*/{table_id}/*/_delta_log")}
+    ):
+        root = log_dir.parent
+        output = root.relative_to(tables_dir).as_posix()
+        known = versions.get(output)
+        if known is None:
+            shutil.rmtree(root)
+            continue
+        table = DeltaTable(str(root))
+        if table.version() > known:
+            table.restore(known)
+            table.update_incremental()
+            versions[output] = table.version()
+    if versions == manifest.versions:
+        return manifest
+    updated = dataclasses.replace(manifest, versions=versions)
+    updated.save(tables_dir.parent)
+    return updated
+
+
+__all__ = [
+    "HELD",
+    "HELD_SCHEMA",
+    "STOPPED_FILE",
+    "StoppedReport",
+    "StoppedTable",
+    "drop_held",
+    "error_line",
+    "failed_table",
+    "held_error_rows",
+    "load_stopped",
+    "one_line",
+    "output_table_id",
+    "resume_table",
+    "save_stopped",
+    "stopped_reports",
+    "table_tag",
+]
