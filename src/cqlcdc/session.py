@@ -428,9 +428,23 @@ class Session:
         # as their integers (exact, for any CQL value: pyarrow's own datetime objects stop at
         # year 9999 and microseconds); the prepared statement checks and converts them like
         # any bound value
-        pylists = [to_pylist(column) for column in values.columns]
+        pylists = [to_pylist(_cql_units(column)) for column in values.columns]
         rows = list(zip(*pylists, strict=True))
         return self.execute_many([prepared] * n, rows, wait=wait)
+
+
+def _cql_units(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A temporal column in the units of CQL's integers: timestamps in milliseconds (finer
+    ones truncated, as a ``datetime`` bound to a timestamp is), times in nanoseconds, dates
+    in days."""
+    t = column.type
+    if pa.types.is_timestamp(t) and t.unit != "ms":
+        return column.cast(pa.timestamp("ms", t.tz), safe=False)
+    if (pa.types.is_time32(t) or pa.types.is_time64(t)) and t != pa.time64("ns"):
+        return column.cast(pa.time64("ns"))
+    if pa.types.is_date64(t):
+        return column.cast(pa.date32())
+    return column
 
 
 def connect(
