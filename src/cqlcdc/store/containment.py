@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.store.commit import Manifest, Snapshot
 from cqlcdc.store.ingest import IngestLog
 from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord
-from cqlcdc.store.recovery import DataDirLock
+from cqlcdc.store.recovery import DataDirLock, write_json
 
 STOPPED_FILE = "stopped.json"
 # the output holding the records of stopped tables (INGEST_SCHEMA: the records as appended)
@@ -130,13 +129,7 @@ def save_stopped(data_dir: Path, stopped: dict[str, StoppedTable]) -> None:
     if not stopped:
         path.unlink(missing_ok=True)
         return
-    entries = [dataclasses.asdict(s) for _, s in sorted(stopped.items())]
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w") as sink:
-        json.dump(entries, sink, indent=1)
-        sink.flush()
-        os.fsync(sink.fileno())
-    tmp.replace(path)
+    write_json(path, [dataclasses.asdict(s) for _, s in sorted(stopped.items())])
 
 
 def held_error_rows(held: pa.Table, messages: list[str]) -> dict[str, Any]:

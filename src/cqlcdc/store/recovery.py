@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cqlcdc.errors import DataDirLocked, InvalidRequest
+from cqlcdc.schema.persist import write_atomically
 
 LOCK_FILE = ".engine.lock"
 FAILURE_FILE = "failure.json"
@@ -108,7 +109,7 @@ def unapplied_failure(error_text: str, batch_id: int) -> Failure | None:
 
 
 def save_failure(data_dir: Path, failure: Failure) -> None:
-    _write_json(data_dir / FAILURE_FILE, dataclasses.asdict(failure))
+    write_json(data_dir / FAILURE_FILE, dataclasses.asdict(failure))
 
 
 def load_failure(data_dir: Path) -> Failure | None:
@@ -164,19 +165,15 @@ def skip_records(data_dir: str | Path, seqs: range, committed_seq: int) -> int:
         added = [seq for seq in seqs if seq not in skipped]
         for seq in added:
             skipped[seq] = f"write seq={seq} skipped by cqlcdc recover: {reason}"
-        _write_json(root / SKIPPED_FILE, {str(k): v for k, v in sorted(skipped.items())})
+        write_json(root / SKIPPED_FILE, {str(k): v for k, v in sorted(skipped.items())})
         if failure is not None and failure.first_seq in seqs and failure.last_seq in seqs:
             (root / FAILURE_FILE).unlink()
         return len(added)
 
 
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w") as sink:
-        json.dump(data, sink, indent=1)
-        sink.flush()
-        os.fsync(sink.fileno())
-    tmp.replace(path)
+def write_json(path: Path, data: Any) -> None:
+    """Replace ``path`` with ``data`` as JSON, durably (a crash leaves the old or the new)."""
+    write_atomically(path, json.dumps(data, indent=1))
 
 
 __all__ = [
@@ -188,4 +185,5 @@ __all__ = [
     "save_failure",
     "skip_records",
     "unapplied_failure",
+    "write_json",
 ]
