@@ -45,6 +45,7 @@ from cqlcdc.store.containment import (
     StoppedTable,
     error_line,
     failed_table,
+    failures_of_output,
     held_error_rows,
     load_stopped,
     one_line,
@@ -168,18 +169,8 @@ def _write_output(
 ) -> DataFile:
     """``write_data_file``, with a failure that is about the rows (not the disk) tagged with
     the output's table, so the engine stops that table alone."""
-    try:
+    with failures_of_output(output, "write"):
         return write_data_file(tables_dir, output, rows, batch_id, bucket)
-    except (OSError, MemoryError):
-        raise
-    except Exception as err:
-        table_id = output_table_id(output)
-        if table_id is None:
-            raise
-        raise ServerError(
-            f"{table_tag(table_id)} cannot write output {output}: {type(err).__name__}: "
-            f"{one_line(str(err))}"
-        ) from err
 
 
 class _FileTask:
@@ -587,20 +578,10 @@ class Engine:
     def _commit(self, output: str, files: list[DataFile], batch_id: int) -> DeltaTable:
         """``commit_output``, with a refusal of a table's output (a schema delta-rs does
         not take...) tagged with that table; the disk's errors are not."""
-        try:
+        with failures_of_output(output, "commit"):
             return commit_output(
                 self.tables_dir, output, files, self.app_id, batch_id, self._tables.get(output)
             )
-        except (OSError, MemoryError):
-            raise
-        except Exception as err:
-            table_id = output_table_id(output)
-            if table_id is None:
-                raise
-            raise ServerError(
-                f"{table_tag(table_id)} cannot commit output {output}: {type(err).__name__}: "
-                f"{one_line(str(err))}"
-            ) from err
 
     def _hold_stopped(self, records: pa.Table, batch_id: int) -> tuple[pa.Table, list[DataFile]]:
         """The records without those of stopped tables, and the files that keep them: the

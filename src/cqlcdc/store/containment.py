@@ -19,6 +19,8 @@ import dataclasses
 import json
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,25 @@ def output_table_id(output: str) -> str | None:
     the outputs every table shares (``errors``, ``outcomes``, ``held``)."""
     parts = output.split("/")
     return parts[1] if len(parts) >= 2 else None
+
+
+@contextmanager
+def failures_of_output(output: str, action: str) -> Iterator[None]:
+    """Tag a failure to ``action`` (write, commit) ``output`` with the output's table, so
+    the engine stops that table alone. A failure about no table's rows (the disk, memory, a
+    shared output) passes as it is and stops the pipeline."""
+    try:
+        yield
+    except (OSError, MemoryError):
+        raise
+    except Exception as err:
+        table_id = output_table_id(output)
+        if table_id is None:
+            raise
+        raise ServerError(
+            f"{table_tag(table_id)} cannot {action} output {output}: {type(err).__name__}: "
+            f"{one_line(str(err))}"
+        ) from err
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +307,7 @@ __all__ = [
     "drop_held",
     "error_line",
     "failed_table",
+    "failures_of_output",
     "held_error_rows",
     "load_stopped",
     "one_line",
