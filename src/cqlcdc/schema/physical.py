@@ -28,6 +28,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cqlcdc.types.arrow import exact_type
 
@@ -158,7 +159,7 @@ def _offsets(array: pa.Array) -> pa.Array:
     offsets = array.offsets
     if array.null_count:
         mask = pa.concat_arrays([array.is_null(), pa.array([False])])
-        offsets = pa.compute.if_else(mask, pa.nulls(len(offsets), offsets.type), offsets)
+        offsets = pc.if_else(mask, pa.nulls(len(offsets), offsets.type), offsets)
     return offsets
 
 
