@@ -19,6 +19,7 @@ into Spark tasks; each process builds its own filesystem client from it, once.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import threading
@@ -229,10 +230,8 @@ class Location:
         if self.is_local:
             Path(self.uri).unlink(missing_ok=True)
             return
-        try:
+        with contextlib.suppress(FileNotFoundError):
             self.filesystem.delete_file(self.fs_path)
-        except FileNotFoundError:
-            pass
 
     def makedirs(self) -> None:
         """Create the directory and its parents (an object store has no directories: no-op)."""
