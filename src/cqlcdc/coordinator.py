@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import threading
 import time
 import uuid
@@ -31,6 +32,7 @@ from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_listing, system_ta
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
+from cqlcdc.location import Location
 from cqlcdc.pipeline.admission import admit
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.describe import describe_statement
@@ -39,7 +41,7 @@ from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_
 from cqlcdc.storage.select import ResultSet
 from cqlcdc.storage.token import bucket_of
 from cqlcdc.storage.uuids import SeededBits
-from cqlcdc.store.ingest import FailedAppends, IngestLog
+from cqlcdc.store.ingest import FailedAppends
 from cqlcdc.store.records import IngestRecord
 from cqlcdc.store.recovery import DataDirLock
 
@@ -58,11 +60,13 @@ class Coordinator:
     """Owns a data directory in this process (see the module docstring).
 
     Args:
-        data_dir: the data directory (created if missing).
+        data_dir: the data directory (created if missing): a local path or an object-store
+            Location (``s3://bucket/prefix``).
         master: any Spark master URL.
         num_buckets: token buckets of a new data directory.
         driver_max_rows: micro-batches up to this many writes run the core in the driver.
-        verbose: let Spark's console output through (default: ``<data_dir>/spark.log``).
+        verbose: let Spark's console output through (default: ``<data_dir>/spark.log`` for a
+            local data directory, a file in the temp directory for an object store).
         aws_region: ``awsRegion`` of DynamoDB Streams feeds that set no ``AWS_REGION``
             (YDB's server-wide ``SetAwsRegion``).
 
@@ -72,18 +76,20 @@ class Coordinator:
 
     def __init__(
         self,
-        data_dir: str | Path,
+        data_dir: Location | str | Path,
         master: str = "local[*]",
         num_buckets: int = DEFAULT_BUCKETS,
         driver_max_rows: int | None = None,
         verbose: bool = False,
         aws_region: str = "",
     ) -> None:
-        self.data_dir = Path(data_dir).resolve()
+        self.data_dir = Location.of(data_dir)
         self.aws_region = aws_region
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.makedirs()
+        # TRANSITION: the stores not yet on Location take the local path
+        self._root: Any = self.data_dir.path if self.data_dir.is_local else self.data_dir
         # taken before Spark starts, so a second process is told at once who owns the data
-        lock = DataDirLock(self.data_dir)
+        lock = DataDirLock(self._root)
         lock.acquire()
         try:
             self._open(master, num_buckets, driver_max_rows, lock, verbose)
@@ -102,24 +108,24 @@ class Coordinator:
         from cqlcdc.pipeline.engine import Engine
         from cqlcdc.pipeline.spark import get_spark
 
-        self._catalog = Catalog(self.data_dir)
+        self._catalog = Catalog(self._root)
         self._catalog.admission = admit
         # who may log in and what each role may do (cqlcdc.access checks sessions against it)
-        self.roles = RoleStore(self.data_dir / "auth" / "roles.json")
+        self.roles = RoleStore(self._root / "auth" / "roles.json")
         self.generations = load_generations(
-            self.data_dir, num_buckets, int.from_bytes(os.urandom(8), "big")
+            self._root, num_buckets, int.from_bytes(os.urandom(8), "big")
         )
         self.num_buckets = self.generations.generations[0].num_ranges
         # who this node is to clients (system.local); the server sets where it listens
         self.node = NodeInfo(host_id=_host_id(self.data_dir), data_dir=str(self.data_dir))
         # the core reads schemas through this coordinator: always the current snapshot
-        self.processor = CoreProcessor(self.data_dir, self, self.aws_region)
-        self.spark = get_spark(master, log_file=None if verbose else self.data_dir / "spark.log")
+        self.processor = CoreProcessor(self._root, self, self.aws_region)
+        self.spark = get_spark(master, log_file=None if verbose else self._spark_log())
         self.engine = Engine(self.data_dir, self.processor, self.spark, lock=lock)
         if driver_max_rows is not None:
             self.engine.driver_max_rows = driver_max_rows
         self.engine.start()
-        self.ingest = IngestLog(self.engine.ingest_dir, self.engine.handoff)
+        self.ingest = self.engine.open_ingest_log()
         self.lock = threading.Lock()
         self.next_seq = self.ingest.last_seq() + 1
         # group commit: records wait here (in seq order) until one writer appends them all
@@ -134,6 +140,7 @@ class Coordinator:
         # writes durable before this coordinator began (a crash between an append and its
         # commit) are applied once the engine runs: the first read waits for them too
         self._pending_seq = self.ingest.last_seq()
+        self._swept: dict[str, int] | None = None  # sweeps.json, once read
         self.closed = False
         self.autoscan = True
         self._scanners: list[threading.Thread] = []
@@ -221,7 +228,7 @@ class Coordinator:
                 # the scan appends records of the table: refused with the table's writes
                 stopped = self.engine.stopped.get(self.table(stmt.name, keyspace).table_id)
                 if stopped is not None:
-                    raise stopped.refusal(self.data_dir)
+                    raise stopped.refusal(self._root)
         if isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.DisableChangefeed):
             self._check_not_scanning(stmt.name, stmt.action.name, keyspace)
         if isinstance(stmt, ast.Describe) and stmt.kind in ("KEYSPACES", "TABLES", "TYPES"):
@@ -308,6 +315,13 @@ class Coordinator:
                 raise InvalidRequest(f"Cannot truncate the CDC log table {schema.name}")
             self.processor.truncations.truncate(schema.table_id, self.next_seq - 1)
 
+    def _spark_log(self) -> Path:
+        """Where Spark's console output goes: beside a local data directory, else local
+        scratch (an object store takes no appends)."""
+        if self.data_dir.is_local:
+            return self.data_dir.path / "spark.log"
+        return Path(tempfile.gettempdir()) / f"cqlcdc-spark-{os.getpid()}.log"
+
     # -- clocks ------------------------------------------------------------------------------
 
     def timestamp_us(self) -> int:
@@ -347,7 +361,7 @@ class Coordinator:
         """
         stopped = self.engine.stopped.get(schema.table_id)
         if stopped is not None:
-            raise stopped.refusal(self.data_dir)
+            raise stopped.refusal(self._root)
         return IngestRecord(
             seq=seq,
             table_id=schema.table_id,
@@ -543,7 +557,7 @@ class Coordinator:
                 self.timestamp_us() // 1000, self.generations.generations[-1].timestamp_ms + 1
             )
             self.generations.add(ts_ms, int.from_bytes(os.urandom(8), "big"))
-            self.generations.save(self.data_dir / GENERATIONS_FILE)
+            self.generations.save(self._root / GENERATIONS_FILE)
             self._last_ts = max(self._last_ts, ts_ms * 1000)
             return ts_ms
 
@@ -591,7 +605,10 @@ class Coordinator:
 
         now = int(time.time()) if now_s is None else now_s
         path = self.data_dir / "sweeps.json"
-        swept: dict[str, int] = json.loads(path.read_text()) if path.exists() else {}
+        if self._swept is None:  # read once: this process is the file's one writer
+            text = path.read_text()
+            self._swept = json.loads(text) if text else {}
+        swept = dict(self._swept)
         swept_before = dict(swept)  # the file is rewritten only when a sweep moved on
         snap = self.engine.snapshot()
         appended = 0
@@ -633,9 +650,8 @@ class Coordinator:
         if appended:
             self.make_durable(last)
         if swept != swept_before:
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(swept))
-            tmp.replace(path)
+            path.write_atomically(json.dumps(swept))
+            self._swept = swept
         return appended
 
     def tick_idle_feeds(self, now_ms: int | None = None) -> int:
@@ -781,15 +797,14 @@ class InitialScan:
         return thread
 
 
-def _host_id(data_dir: Path) -> uuid.UUID:
+def _host_id(data_dir: Location) -> uuid.UUID:
     """The data directory's host id: made once, the same on every restart."""
     path = data_dir / "host_id"
-    if path.exists():
-        return uuid.UUID(path.read_text().strip())
+    text = path.read_text()
+    if text:
+        return uuid.UUID(text.strip())
     host_id = uuid.uuid4()
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(str(host_id))
-    tmp.replace(path)
+    path.write_atomically(str(host_id))
     return host_id
 
 

@@ -188,7 +188,7 @@ class Location:
         except FileNotFoundError:
             return None
 
-    def write_atomically(self, data: bytes | str) -> None:
+    def write_atomically(self, data: bytes | str | pa.Buffer) -> None:
         """Replace the file with ``data`` so that a crash leaves the old or the new one, and
         the new one is durable when this returns: on a local disk a temp file, fsync, rename
         and fsync of the directory; in an object store one PUT (atomic by the store)."""

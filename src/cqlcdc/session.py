@@ -23,6 +23,7 @@ from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES
 from cqlcdc.coordinator import DEFAULT_BUCKETS, Coordinator
 from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest
+from cqlcdc.location import Location
 from cqlcdc.reads import select
 from cqlcdc.rows import Row as Row  # re-exported: callers import both from here
 from cqlcdc.rows import Rows as Rows
@@ -144,7 +145,7 @@ class Session:
     # -- the coordinator's state, for tools and tests -----------------------------------------
 
     @property
-    def data_dir(self) -> Path:
+    def data_dir(self) -> Location:
         return self.coordinator.data_dir
 
     @property

@@ -132,7 +132,7 @@ def test_ingest_log_recovers_last_seq_and_trims(tmp_path: Path) -> None:
 def test_truncated_ingest_file_is_reported_on_reopen(tmp_path: Path) -> None:
     log = IngestLog(tmp_path / "ingest")
     log.append(_records(1, 3))
-    path = log.files()[0].path
+    path = log.files()[0].path.path
     path.write_bytes(path.read_bytes()[:-20])
     with pytest.raises(CorruptIngestFile, match=path.name):
         IngestLog(tmp_path / "ingest")
@@ -144,7 +144,7 @@ def test_truncated_ingest_file_is_reported_on_reopen(tmp_path: Path) -> None:
 @pytest.mark.spark
 def test_records_flow_end_to_end_and_wait_for(spark: Any, tmp_path: Path) -> None:
     engine = Engine(tmp_path, EchoProcessor(), spark)
-    log = IngestLog(engine.ingest_dir)
+    log = engine.open_ingest_log()
     with engine:
         for first in (1, 8, 15):
             log.append(_records(first, 7))
@@ -166,7 +166,7 @@ def test_records_flow_end_to_end_and_wait_for(spark: Any, tmp_path: Path) -> Non
 @pytest.mark.spark
 def test_snapshot_reads_stay_at_their_version(spark: Any, tmp_path: Path) -> None:
     engine = Engine(tmp_path, EchoProcessor(), spark)
-    log = IngestLog(engine.ingest_dir)
+    log = engine.open_ingest_log()
     with engine:
         log.append(_records(1, 5))
         engine.wait_for(5, timeout=60)
@@ -188,15 +188,14 @@ def test_snapshot_reads_stay_at_their_version(spark: Any, tmp_path: Path) -> Non
 
 @pytest.mark.spark
 def test_restart_loses_nothing_and_duplicates_nothing(spark: Any, tmp_path: Path) -> None:
-    log = IngestLog(tmp_path / "ingest")
     with Engine(tmp_path, EchoProcessor(), spark) as engine:
-        log.append(_records(1, 6))
+        engine.open_ingest_log().append(_records(1, 6))
         engine.wait_for(6, timeout=60)
-    log.append(_records(7, 6))  # written while no engine runs
+    IngestLog(tmp_path / "ingest").append(_records(7, 6))  # written while no engine runs
     restarted = Engine(tmp_path, EchoProcessor(), spark)
     assert restarted.committed_seq() == 6
     with restarted:
-        log.append(_records(13, 3))
+        restarted.open_ingest_log().append(_records(13, 3))
         restarted.wait_for(15, timeout=60)
         rows = _echo_rows(restarted.snapshot().read("echo/ks.t"))
     assert rows == _expected(range(1, 16))
@@ -209,7 +208,7 @@ def _batch_frame(spark: Any, log: IngestLog) -> Any:
 @pytest.mark.spark
 def test_replayed_batch_is_not_committed_twice(spark: Any, tmp_path: Path) -> None:
     engine = Engine(tmp_path, EchoProcessor(), spark)
-    log = IngestLog(engine.ingest_dir)
+    log = engine.open_ingest_log()
     log.append(_records(1, 10))
     frame = _batch_frame(spark, log)
     engine.process_batch(frame, 0)
@@ -245,7 +244,7 @@ def test_crash_between_table_commits_replays_exactly_once(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine = Engine(tmp_path, EchoProcessor(), spark)
-    log = IngestLog(engine.ingest_dir)
+    log = engine.open_ingest_log()
     log.append(_records(1, 5))
     engine.process_batch(_batch_frame(spark, log), 0)
     log.append(_records(6, 5))
@@ -279,7 +278,7 @@ def test_executor_path_matches_driver_path(spark: Any, tmp_path: Path) -> None:
     for name, threshold in (("driver", 10**9), ("executors", 0)):
         data_dir = tmp_path / name
         engine = Engine(data_dir, EchoProcessor(), spark, driver_max_rows=threshold)
-        log = IngestLog(engine.ingest_dir)
+        log = engine.open_ingest_log()
         log.append(_records(1, 40) + _records(41, 20, table_id="ks.u"))
         engine.process_batch(_batch_frame(spark, log), 0)
         log.append(_records(61, 30))
@@ -303,10 +302,10 @@ def test_executor_path_matches_driver_path(spark: Any, tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_corrupt_ingest_file_fails_the_query_naming_it(spark: Any, tmp_path: Path) -> None:
-    engine = Engine(tmp_path, EchoProcessor(), spark)
-    log = IngestLog(engine.ingest_dir)
+    log = IngestLog(tmp_path / "ingest")  # another process's append: read from the file
     log.append(_records(1, 3))
-    damaged = log.files()[0].path
+    engine = Engine(tmp_path, EchoProcessor(), spark)
+    damaged = log.files()[0].path.path
     body = bytearray(damaged.read_bytes())
     body[len(body) // 2 : len(body) // 2 + 8] = b"\xff" * 8
     damaged.write_bytes(bytes(body))
@@ -324,7 +323,7 @@ class FailingProcessor(BucketProcessor):
 @pytest.mark.spark
 def test_a_failing_table_is_stopped_and_its_records_held(spark: Any, tmp_path: Path) -> None:
     engine = Engine(tmp_path, FailingProcessor(), spark)
-    IngestLog(engine.ingest_dir).append(_records(1, 2))
+    engine.open_ingest_log().append(_records(1, 2))
     with engine:
         engine.wait_for(2, timeout=60)  # committed: held, not applied
         assert engine.stopped["ks.t"].first_seq == 1
@@ -346,7 +345,7 @@ class DiskFullProcessor(BucketProcessor):
 @pytest.mark.spark
 def test_a_failure_of_the_machine_stops_the_query(spark: Any, tmp_path: Path) -> None:
     engine = Engine(tmp_path, DiskFullProcessor(), spark)
-    IngestLog(engine.ingest_dir).append(_records(1, 2))
+    engine.open_ingest_log().append(_records(1, 2))
     with engine, pytest.raises(ServerError, match="No space left on device"):
         engine.wait_for(2, timeout=60)
     assert engine.stopped == {}
@@ -360,8 +359,8 @@ def test_a_refused_commit_stops_its_table_and_recover_undoes_what_it_left(
     on; a retry undoes the stray commit and applies each record exactly once."""
     from cqlcdc.store.containment import resume_table
 
-    log = IngestLog(tmp_path / "ingest")
     engine = Engine(tmp_path, EchoProcessor(), spark)
+    log = engine.open_ingest_log()
     with engine:
         log.append(_records(1, 4) + _records(5, 4, "ks.u"))
         engine.wait_for(8, timeout=60)
@@ -423,7 +422,7 @@ class StagingProcessor(EchoProcessor):
 @pytest.mark.spark
 def test_a_failing_finalize_stops_only_its_table(spark: Any, tmp_path: Path) -> None:
     engine = Engine(tmp_path, StagingProcessor(), spark)
-    IngestLog(engine.ingest_dir).append(_records(1, 4) + _records(5, 4, "ks.u"))
+    engine.open_ingest_log().append(_records(1, 4) + _records(5, 4, "ks.u"))
     with engine:
         engine.wait_for(8, timeout=60)
         assert "cannot finalize the stage of ks.u" in engine.stopped["ks.u"].error

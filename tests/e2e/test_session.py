@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,22 +58,31 @@ def test_a_new_session_reads_writes_made_durable_before_it(spark: Any, tmp_path:
         s.close()
 
 
-def test_an_offset_entry_cut_short_by_a_crash_does_not_keep_the_engine_down(
+def test_a_data_directory_copied_with_cp_a_opens_at_its_new_path(
     spark: Any, tmp_path: Path
 ) -> None:
-    # a crash while Spark wrote the first batch's offset entry leaves its temp file, and
-    # Spark refuses to start at batch 0 beside any file in offsets/ (seen in CI)
+    # Spark's checkpoint kept absolute paths: a copy failed every read ("Wrong basePath").
+    # Now the checkpoint is scratch and the manifest the only anchor, so a copy (or a move)
+    # is a data directory like any other, and the original goes on independently.
     data = tmp_path / "data"
     s = cqlcdc.connect(data_dir=data, master="local[2]")
     s.execute(KS)
     s.execute("CREATE TABLE ks.t (pk int, v int, PRIMARY KEY (pk)) WITH cdc = {'enabled': true}")
+    s.execute("INSERT INTO ks.t (pk, v) VALUES (1, 10)")
     s.close()
-    offsets = data / "checkpoint" / "offsets"
-    offsets.mkdir(parents=True, exist_ok=True)
-    (offsets / ".0.2dc5dcb8-f784-4ba5-a0f1-225c93e4b2e9.tmp").write_bytes(b"")
+    copy = tmp_path / "elsewhere" / "copy"
+    copy.parent.mkdir()
+    subprocess.run(["cp", "-a", str(data), str(copy)], check=True)
+    s = cqlcdc.connect(data_dir=copy, master="local[2]")
+    try:
+        assert _rows(s.execute("SELECT pk, v FROM ks.t")) == [(1, 10)]
+        s.execute("INSERT INTO ks.t (pk, v) VALUES (2, 20)")
+        assert _rows(s.execute("SELECT pk, v FROM ks.t")) == [(1, 10), (2, 20)]
+        assert len(s.execute("SELECT pk FROM ks.t_scylla_cdc_log").all()) == 2
+    finally:
+        s.close()
     s = cqlcdc.connect(data_dir=data, master="local[2]")
     try:
-        s.execute("INSERT INTO ks.t (pk, v) VALUES (1, 10)")
         assert _rows(s.execute("SELECT pk, v FROM ks.t")) == [(1, 10)]
     finally:
         s.close()

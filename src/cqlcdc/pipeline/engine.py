@@ -1,7 +1,14 @@
 """The streaming engine: ingest files -> micro-batches -> the core per bucket -> Delta commits.
 
+The data directory is a :class:`~cqlcdc.location.Location` (a local path or ``s3://...``);
+everything durable is there, and the engine keeps only scratch locally (Spark's checkpoint,
+thrown away at every start, and the tip file of the streaming source). Exactly once is
+anchored on the data directory alone: the manifest says which batch and seq are committed
+everywhere, ``batch.json`` says which seqs the batch being committed covers, and every output
+records the batch id it holds. So a driver restarted anywhere, with no local state, resumes.
+
 >>> engine = Engine("/tmp/data", processor, get_spark())  # doctest: +SKIP
->>> engine.start(); IngestLog(engine.ingest_dir).append(records); engine.wait_for(seq, 5.0)
+>>> engine.start(); engine.open_ingest_log().append(records); engine.wait_for(seq, 5.0)
 """
 
 from __future__ import annotations
@@ -10,6 +17,8 @@ import dataclasses
 import itertools
 import json
 import logging
+import shutil
+import tempfile
 import threading
 import time
 from collections import deque
@@ -17,7 +26,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,6 +36,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from cqlcdc.cdc.processor import ERRORS_SCHEMA
 from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
+from cqlcdc.location import Location
+from cqlcdc.pipeline import ingest_source
 from cqlcdc.store.commit import (
     DATA_FILE_SCHEMA,
     DataFile,
@@ -53,7 +63,14 @@ from cqlcdc.store.containment import (
     save_stopped,
     table_tag,
 )
-from cqlcdc.store.ingest import Handoff, IngestLog, read_ingest_file
+from cqlcdc.store.ingest import (
+    Handoff,
+    IngestFile,
+    IngestLog,
+    list_ingest_files,
+    read_ingest_file,
+)
+from cqlcdc.store.intent import BatchIntent
 from cqlcdc.store.records import INGEST_SCHEMA, BucketProcessor
 from cqlcdc.store.recovery import (
     DataDirLock,
@@ -80,7 +97,7 @@ _BUCKET_THREADS = 2
 def process_groups(
     records: pa.Table,
     processor: BucketProcessor,
-    tables_dir: str,
+    tables_dir: Location | str,
     versions: dict[str, int],
     batch_id: int,
     tables: dict[str, DeltaTable] | None = None,
@@ -165,7 +182,7 @@ def process_groups(
 
 
 def _write_output(
-    tables_dir: str, output: str, rows: pa.Table, batch_id: int, bucket: int
+    tables_dir: Location | str, output: str, rows: pa.Table, batch_id: int, bucket: int
 ) -> DataFile:
     """``write_data_file``, with a failure that is about the rows (not the disk) tagged with
     the output's table, so the engine stops that table alone."""
@@ -175,18 +192,21 @@ def _write_output(
 
 class _FileTask:
     """The mapInArrow function of large batches: task ``part`` reads the micro-batch's ingest
-    files itself (a shared data path, like the Delta tables), only the row groups of its
-    buckets where a file is written by bucket, and runs the core on the buckets with
-    ``bucket % parts == part``. Spark schedules the tasks; no record passes through it.
-    Picklable; runs on executors."""
+    files itself from the data directory (a local path shared by local executors, or an
+    object store), only the row groups of its buckets where a file is written by bucket, and
+    runs the core on the buckets with ``bucket % parts == part``. Spark schedules the tasks;
+    no record passes through it. Picklable; runs on executors, which need nothing of the
+    driver's disk.
+    """
 
     def __init__(
         self,
         processor: BucketProcessor,
-        tables_dir: str,
+        tables_dir: Location,
         versions: dict[str, int],
         batch_id: int,
-        paths: list[str],
+        paths: list[Location],
+        seqs: tuple[int, int],
         parts: int,
         skipped: list[int],
         held_tables: list[str],
@@ -196,6 +216,7 @@ class _FileTask:
         self.versions = versions
         self.batch_id = batch_id
         self.paths = paths
+        self.seqs = seqs  # the batch's records: first..last seq (a file may hold more)
         self.parts = parts
         self.skipped = skipped  # seqs of records to drop (the driver reports them)
         self.held_tables = held_tables  # stopped tables: the driver holds their records
@@ -207,7 +228,9 @@ class _FileTask:
                 def share(bucket: int, part: int = part) -> bool:
                     return bucket % self.parts == part
 
-                records = pa.concat_tables([read_ingest_file(p, share) for p in self.paths])
+                records = _in_range(
+                    pa.concat_tables([read_ingest_file(p, share) for p in self.paths]), *self.seqs
+                )
                 if self.skipped:
                     kept = pc.invert(pc.is_in(records.column("seq"), pa.array(self.skipped)))
                     records = records.filter(kept)
@@ -217,7 +240,7 @@ class _FileTask:
                 files = process_groups(
                     records,
                     self.processor,
-                    self.tables_dir,
+                    self.tables_dir,  # type: ignore[arg-type]
                     self.versions,
                     self.batch_id,
                 )
@@ -227,12 +250,14 @@ class _FileTask:
 class Engine:
     """Runs the streaming query that turns ingest files into committed output tables.
 
-    Layout under `data_dir`: ``ingest/`` (watched by Spark), ``checkpoint/`` (streaming
-    checkpoint), ``tables/<output>`` (Delta tables), ``manifest.json`` (last complete batch).
-    One Engine per data_dir at a time (a lock file enforces it).
+    Layout of `data_dir`: ``ingest/`` (the ingest log), ``tables/<output>`` (Delta tables),
+    ``manifest.json`` (last complete batch), ``batch.json`` (the seqs of the batch being
+    committed). Local scratch, created at start and removed at stop: Spark's checkpoint (a
+    fresh one at every start: the manifest is what a restart resumes from) and the source's
+    tip file. One Engine per data_dir at a time (its lock or lease enforces it).
 
     Args:
-        data_dir: the data directory.
+        data_dir: the data directory: a local path or an object-store Location.
         processor: the core (picklable).
         spark: the session to run on.
         driver_max_rows: batches whose cost is at most this run the core in the driver;
@@ -240,10 +265,9 @@ class Engine:
             the processor's ``driver_cost(records)`` if it has one (the writes it applies
             one by one), else the number of records.
         trigger_interval: Spark processingTime trigger; "0 seconds" polls continuously.
-        max_files_per_trigger: the most ingest files one micro-batch takes. It bounds a
-            batch's memory when a bulk load is far ahead of the engine: a batch's records are
-            read whole (200 appends of 50k writes are ~10M writes, ~1 GB of chunks). Spark
-            does not allow a byte limit (``maxBytesPerTrigger``) together with a file limit.
+        max_records_per_trigger: the most records one micro-batch takes. It bounds a batch's
+            memory when a bulk load is far ahead of the engine: a batch's records are read
+            whole (2M writes are ~200 MB of chunks).
         num_partitions: partitions of the executor path (default: Spark's default parallelism).
         app_id: the Delta app transaction id the batch ids are recorded under.
         purge_interval_s: how often expired rows (CDC log TTL) are deleted, at most.
@@ -251,35 +275,43 @@ class Engine:
         clock: seconds since the epoch (injectable for tests).
         lock: the data directory's lock, when the caller took it already (start() takes
             it otherwise; stop() releases it).
+        scratch_dir: where the local scratch goes (default: a new temp directory).
     """
 
     def __init__(
         self,
-        data_dir: str | Path,
+        data_dir: Location | str | Path,
         processor: BucketProcessor,
         spark: SparkSession,
         *,
         driver_max_rows: int = 20_000,
         trigger_interval: str = "0 seconds",
-        max_files_per_trigger: int = 200,
+        max_records_per_trigger: int = 2_000_000,
         num_partitions: int | None = None,
         app_id: str = "cqlcdc",
         purge_interval_s: float = 300.0,
         compaction: CompactionPolicy | None = CompactionPolicy(),  # noqa: B008 - frozen
         clock: Callable[[], float] = time.time,
         lock: DataDirLock | None = None,
+        scratch_dir: str | Path | None = None,
     ) -> None:
-        self.data_dir = Path(data_dir).resolve()
+        self.data_dir = Location.of(data_dir)
         self.ingest_dir = self.data_dir / "ingest"
-        self.checkpoint_dir = self.data_dir / "checkpoint"
         self.tables_dir = self.data_dir / "tables"
-        for directory in (self.ingest_dir, self.checkpoint_dir, self.tables_dir):
-            directory.mkdir(parents=True, exist_ok=True)
+        for directory in (self.data_dir, self.ingest_dir, self.tables_dir):
+            directory.makedirs()
+        # TRANSITION: the stores not yet on Location take the local path
+        self._root: Any = self.data_dir.path if self.data_dir.is_local else self.data_dir
+        self._own_scratch = scratch_dir is None
+        self.scratch_dir = Path(scratch_dir or tempfile.mkdtemp(prefix="cqlcdc-engine-"))
+        self.scratch_dir.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_dir = self.scratch_dir / "checkpoint"
+        self.tip = self.scratch_dir / "tip"
         self.processor = processor
         self.spark = spark
         self.driver_max_rows = driver_max_rows
         self.trigger_interval = trigger_interval
-        self.max_files_per_trigger = max_files_per_trigger
+        self.max_records_per_trigger = max_records_per_trigger
         self.num_partitions = num_partitions or spark.sparkContext.defaultParallelism
         self.app_id = app_id
         self._cond = threading.Condition()
@@ -290,28 +322,55 @@ class Engine:
         self.skipped: dict[int, str] = {}
         # tables whose records are held, not applied (``cqlcdc.store.containment``); replaced
         # whole when one is added, so readers in other threads need no lock
-        self.stopped: dict[str, StoppedTable] = load_stopped(self.data_dir)
+        self.stopped: dict[str, StoppedTable] = load_stopped(self._root)
         self._attempt_records: pa.Table = INGEST_SCHEMA.empty_table()
+        self._batch_id = self._manifest.batch_id + 1  # the batch being applied
+        # batch.json as last read or written (read once per start: this process is its writer)
+        self._intent = BatchIntent.load(self.data_dir)
         # driver-side handles of the output tables, kept at their latest committed version
         self._tables: dict[str, DeltaTable] = {}
         self.clock = clock
+        # the ingest files not yet trimmed, by URI, as appends report them: a batch finds its
+        # files here, without listing the log (a request per batch in an object store)
+        self._files: dict[str, IngestFile] = {}
+        self._files_lock = threading.Lock()
         # what a session of this process appends, held for the batch that takes it (the
-        # session's IngestLog is built with it: see Coordinator)
+        # session's IngestLog is built with it and ``note_appended``: see Coordinator)
         self.handoff = Handoff()
-        self._ingest_log = IngestLog(self.ingest_dir, self.handoff)
+        self._ingest_log = IngestLog(self.ingest_dir, self.handoff, self.note_appended)
         self.purge_interval_s = purge_interval_s
         self._last_purge = clock()
         self.compaction = compaction
         self._compactor = (
-            Compactor(self.tables_dir, processor, compaction) if compaction is not None else None
+            Compactor(self._root / "tables", processor, compaction)
+            if compaction is not None
+            else None
         )
         self._last_vacuum: float | None = None  # None: vacuum on the first batch
         self.batch_timings: list[dict[str, float]] = []
 
     # --- lifecycle ------------------------------------------------------------------------
 
+    def open_ingest_log(self) -> IngestLog:
+        """An IngestLog that appends for this engine: the way in for writes of this process
+        (the one that owns the data directory). Its appends reach the engine as they return
+        (``note_appended``) and are held for it (``handoff``), so no batch lists the log."""
+        return IngestLog(self.ingest_dir, self.handoff, self.note_appended)
+
+    def note_appended(self, files: list[IngestFile]) -> None:
+        """An IngestLog's report of new (or, at its start, existing) ingest files: indexed
+        for the batches, and the log's end written to the source's tip file."""
+        if not files:
+            return
+        with self._files_lock:
+            for file in files:
+                self._files[file.path.uri] = file
+            last = max(f.last_seq for f in self._files.values())
+            self.scratch_dir.mkdir(parents=True, exist_ok=True)
+            ingest_source.write_tip(self.tip, last)
+
     def start(self) -> None:
-        """Start the streaming query (replaying an unfinished batch first, if any).
+        """Start the streaming query, from the seq the manifest has committed up to.
 
         Raises:
             DataDirLocked: another process holds this data_dir.
@@ -319,22 +378,30 @@ class Engine:
         if self._query is not None:
             return
         self._lock.acquire()
-        self._drop_checkpoint_leftovers()
+        self.scratch_dir.mkdir(parents=True, exist_ok=True)
+        # Spark's checkpoint is scratch: the manifest (and batch.json) say where to resume
+        shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         # seqs `cqlcdc recover` told the engine to drop (it runs only while no engine does)
-        self.skipped = load_skipped(self.data_dir)
-        self.stopped = load_stopped(self.data_dir)
+        self.skipped = load_skipped(self._root)
+        self.stopped = load_stopped(self._root)
         with self._cond:
             self._failure = None
             self._manifest = Manifest.load(self.data_dir)
+        self._intent = BatchIntent.load(self.data_dir)
+        with self._files_lock:
+            self._files = {}
+        self.note_appended(self._ingest_log.files())
+        if not self.tip.exists():
+            ingest_source.write_tip(self.tip, self._manifest.max_seq)
+        ingest_source.register(self.spark)
         stream = (
-            self.spark.readStream.schema(INGEST_DDL)
-            .option("maxFilesPerTrigger", self.max_files_per_trigger)
-            .option("latestFirst", "false")
-            # the age limit is relative to the newest file seen; we never want to skip one
-            .option("maxFileAge", "36500d")
-            # IngestLog writes page checksums: have Spark's Parquet reader check them too
-            .option("parquet.page.verify-checksum.enabled", "true")
-            .parquet(str(self.ingest_dir))
+            self.spark.readStream.format(ingest_source.NAME)
+            .option("tip", str(self.tip))
+            .option("start", str(self._manifest.max_seq))
+            .option("maxRecordsPerTrigger", str(self.max_records_per_trigger))
+            .option("data_dir", self.data_dir.uri)
+            .option("storage_options", json.dumps(dict(self.data_dir.options)))
+            .load()
         )
         self._query = (
             stream.writeStream.queryName(f"cqlcdc-{self.data_dir.name}")
@@ -344,27 +411,13 @@ class Engine:
             .start()
         )
 
-    def _drop_checkpoint_leftovers(self) -> None:
-        """Remove the temp files of checkpoint log entries a stop or crash interrupted.
-
-        Spark writes an offset or commit entry as ``.<batch>.<uuid>.tmp`` and renames it;
-        an entry cut short leaves the temp file, which no log read ever takes, but a query
-        that starts at batch 0 refuses a checkpoint whose offsets or commits directory holds
-        any file (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY): a crash during the first
-        batch's offset write would otherwise keep the engine from ever starting again."""
-        for log in ("offsets", "commits"):
-            directory = self.checkpoint_dir / log
-            if not directory.is_dir():
-                continue
-            for entry in directory.iterdir():
-                if entry.name.startswith(".") and entry.name.endswith(".tmp"):
-                    entry.unlink(missing_ok=True)
-
     def stop(self) -> None:
         """Stop the query (a batch in progress is finished or replayed on the next start)."""
         query, self._query = self._query, None
         if query is not None:
             query.stop()
+        if self._own_scratch:
+            shutil.rmtree(self.scratch_dir, ignore_errors=True)
         self._lock.release()
         with self._cond:
             self._cond.notify_all()
@@ -425,22 +478,28 @@ class Engine:
     # --- one micro-batch ------------------------------------------------------------------
 
     def process_batch(self, df: DataFrame, batch_id: int) -> None:
-        """The foreachBatch function: process and commit micro-batch `batch_id` exactly once.
+        """The foreachBatch function: commit the records of Spark's micro-batch `batch_id`
+        exactly once.
 
-        Runs in the driver. Safe to call again with the same id (a replay after a crash).
-        A failure attributed to one table stops that table alone and runs the batch again
-        at once with its records held (``_contain``); any other failure stops the query.
+        Runs in the driver. Spark's batch ids start again at every start (its checkpoint is
+        scratch); the engine numbers its batches itself, from the manifest, and takes from
+        Spark only the end of the seqs to apply (its offset log; a frame handed in by a
+        caller is read instead). Records at or below the manifest's seq are committed
+        already and skipped, so a replay is harmless. A failure attributed to one table
+        stops that table alone and runs the batch again at once with its records held
+        (``_contain``); any other failure stops the query.
         """
+        end = ingest_source.batch_end(self.checkpoint_dir, batch_id)
         try:
             while True:
                 try:
-                    self._process_batch(df, batch_id)
+                    self._process_batch(df, end)
                     return
                 except Exception as err:
-                    if not self._contain(err, batch_id):
+                    if not self._contain(err, self._batch_id):
                         raise
         except Exception as err:
-            failure = self._stopped_at(err, batch_id)
+            failure = self._stopped_at(err, self._batch_id)
             with self._cond:
                 self._failure = failure
                 self._cond.notify_all()
@@ -475,9 +534,9 @@ class Engine:
             error=error_line(str(err)),
         )
         stopped = {**self.stopped, table_id: entry}
-        save_stopped(self.data_dir, stopped)
+        save_stopped(self._root, stopped)
         self.stopped = stopped
-        log.error("%s", entry.log_line(self.data_dir))
+        log.error("%s", entry.log_line(self._root))
         return True
 
     def _stopped_at(self, err: Exception, batch_id: int) -> Exception:
@@ -487,7 +546,7 @@ class Engine:
         failure = unapplied_failure(str(err), batch_id)
         if failure is None:
             return err
-        save_failure(self.data_dir, failure)
+        save_failure(self._root, failure)
         return UnappliedWrite(
             f"The pipeline stopped at a write it cannot apply ({failure.message}). Later "
             "writes wait behind it and every other acknowledged write is kept. To go on "
@@ -496,23 +555,56 @@ class Engine:
             "and reopen the data directory."
         )
 
-    def _process_batch(self, df: DataFrame, batch_id: int) -> None:
-        started = time.perf_counter()
+    def _process_batch(self, df: DataFrame, end: int | None) -> None:
+        """Commit the records up to seq `end` (None: those of `df`) past the manifest's.
+
+        If ``batch.json`` shows that an earlier attempt of the next batch covered other
+        seqs (a driver restarted, with a fresh Spark checkpoint, after some outputs
+        committed it), that batch is committed first, exactly as it was, then the rest."""
         manifest = Manifest.load(self.data_dir)
-        if batch_id <= manifest.batch_id:
-            # committed everywhere already (crash after the manifest, before Spark's commit log)
+        frame: pa.Table | None = None
+        if end is None:  # called with a frame of its own (not by the streaming query)
+            try:
+                frame = df.toArrow().cast(INGEST_SCHEMA)
+            except Exception as err:
+                raise self._read_failure(manifest, manifest.batch_id + 1, err) from err
+            frame = _in_range(frame, manifest.max_seq + 1, None)
+            end = _max_seq(frame)
+        if end <= manifest.max_seq:
+            # committed everywhere already (a replay, or crash after the manifest)
             self._publish(manifest)
             return
-        paths = self._batch_files(batch_id)
-        if paths is None:  # called with a frame of its own (not by the streaming query)
-            try:
-                batch = df.toArrow().cast(INGEST_SCHEMA)
-            except Exception as err:
-                raise self._read_failure(manifest, batch_id, err) from err
+        pending = self._intent
+        if (
+            pending is not None
+            and pending.batch_id == manifest.batch_id + 1
+            and pending.from_seq == manifest.max_seq
+            and pending.to_seq != end
+        ):
+            self._apply(manifest, pending.to_seq, None)
+            manifest = Manifest.load(self.data_dir)
+            if end <= manifest.max_seq:
+                return
+        self._apply(manifest, end, frame)
+
+    def _apply(self, manifest: Manifest, to_seq: int, frame: pa.Table | None) -> None:
+        """Commit the records ``manifest.max_seq + 1 .. to_seq`` as the next batch: from
+        `frame` when given, else from the ingest files that hold them."""
+        started = time.perf_counter()
+        batch_id = self._batch_id = manifest.batch_id + 1
+        first = manifest.max_seq + 1
+        intent = BatchIntent(batch_id, manifest.max_seq, to_seq)
+        if self._intent != intent:
+            intent.save(self.data_dir)  # before any output commits this batch
+            self._intent = intent
+        paths: list[Location] | None = None
+        if frame is not None:
+            batch = _in_range(frame, first, to_seq)
         else:
-            batch = self._read_files(paths)
+            paths = self._files_for(first, to_seq)
+            batch = self._read_files(paths, first, to_seq)
         # every record of the batch is done with once it commits: applied, skipped or held
-        max_seq = max(manifest.max_seq, _max_seq(batch))
+        max_seq = max(manifest.max_seq, to_seq)
         records, skipped = self._drop_skipped(batch, batch_id)
         self._attempt_records = records
         records, held_files = self._hold_stopped(records, batch_id)
@@ -528,7 +620,7 @@ class Engine:
             files = process_groups(
                 head,
                 self.processor,
-                str(self.tables_dir),
+                self.tables_dir,
                 manifest.versions,
                 batch_id,
                 self._tables,
@@ -536,7 +628,7 @@ class Engine:
             )
         else:
             assert paths is not None
-            files = self._run_on_files(paths, manifest, batch_id)
+            files = self._run_on_files(paths, (first, to_seq), manifest, batch_id)
         files += skipped
         extra = manifest.extra
         files, extra = self._finalize(files, manifest, batch_id, max_seq, held)
@@ -595,7 +687,7 @@ class Engine:
         if held.num_rows == 0:
             return records, []
         messages = [
-            stopped[table_id].held_message(self.data_dir, seq)
+            stopped[table_id].held_message(self._root, seq)
             for table_id, seq in zip(
                 held.column("table_id").to_pylist(), held.column("seq").to_pylist(), strict=True
             )
@@ -638,23 +730,32 @@ class Engine:
         error_file = write_data_file(self.tables_dir, "errors", errors, batch_id, 0)
         return records.filter(pc.invert(drop)), [error_file]
 
-    def _read_files(self, paths: list[Path]) -> pa.Table:
-        """The records of ingest files: as appended, where this process's session appended
-        them through ``handoff`` and they are still held, else read and verified whole
-        (CorruptIngestFile names the file)."""
+    def _files_for(self, first: int, last: int) -> list[Location]:
+        """The ingest files holding seqs ``first..last``, from the index the appends keep."""
+        with self._files_lock:
+            files = sorted(self._files.values(), key=lambda f: f.first_seq)
+        return [f.path for f in files if f.last_seq >= first and f.first_seq <= last]
+
+    def _read_files(self, paths: list[Location], first: int, last: int) -> pa.Table:
+        """The records ``first..last`` of ingest files: as appended, where this process's
+        session appended them through ``handoff`` and they are still held, else read and
+        verified whole (CorruptIngestFile names the file)."""
         if not paths:
             return INGEST_SCHEMA.empty_table()
-        return pa.concat_tables([self.handoff.read(path) for path in paths])
+        return _in_range(pa.concat_tables([self.handoff.read(path) for path in paths]), first, last)
 
-    def _run_on_files(self, paths: list[Path], manifest: Manifest, batch_id: int) -> list[DataFile]:
+    def _run_on_files(
+        self, paths: list[Location], seqs: tuple[int, int], manifest: Manifest, batch_id: int
+    ) -> list[DataFile]:
         """A costly batch: one Spark task per slice of the buckets, each reading the files."""
         parts = self.num_partitions
         task = _FileTask(
             self.processor,
-            str(self.tables_dir),
+            self.tables_dir,
             manifest.versions,
             batch_id,
-            [str(p) for p in paths],
+            paths,
+            seqs,
             parts,
             sorted(self.skipped),
             sorted(self.stopped),
@@ -668,31 +769,6 @@ class Engine:
         except Exception as err:
             raise self._read_failure(manifest, batch_id, err) from err
         return data_files_from_arrow(result.cast(DATA_FILE_SCHEMA))
-
-    def _batch_files(self, batch_id: int) -> list[Path] | None:
-        """The ingest files of micro-batch ``batch_id``, from the file source's log.
-
-        Spark's file source logs the files of each micro-batch before running it
-        (``checkpoint/sources/0/<batch_id>``, all earlier entries too in a ``.compact`` file
-        every tenth batch). The engine reads those files itself, in the driver or in the
-        executor tasks, so no record passes through the JVM and the DataFrame Spark hands to
-        ``foreachBatch`` is never scanned. None when the log has no entry for the batch
-        (``process_batch`` called with a frame of its own): that frame is read instead.
-        """
-        log = self.checkpoint_dir / "sources" / "0"
-        for name in (str(batch_id), f"{batch_id}.compact"):
-            try:
-                lines = (log / name).read_text().splitlines()
-            except FileNotFoundError:
-                continue
-            if lines and lines[0] == "v1":
-                paths = []
-                for line in lines[1:]:
-                    entry = json.loads(line)
-                    if entry.get("batchId") == batch_id:
-                        paths.append(Path(unquote(urlparse(entry["path"]).path)))
-                return sorted(paths)
-        return None
 
     def maintain(self, force_vacuum: bool = False) -> int:
         """Compact the buckets that are due, and vacuum when its interval has passed.
@@ -775,8 +851,9 @@ class Engine:
         for f in files:
             if staged(f.output):
                 path = self.tables_dir / f.output / f.path
-                tables.setdefault(f.output, []).append(pq.read_table(path))
-                path.unlink(missing_ok=True)
+                source = str(path.path) if path.is_local else path.open_input()
+                tables.setdefault(f.output, []).append(pq.read_table(source))
+                path.delete()
             else:
                 keep.append(f)
         inputs = {
@@ -838,15 +915,15 @@ class Engine:
         return deleted
 
     def _trim_ingest(self, upto_seq: int) -> None:
-        """Delete ingest files of batches Spark will never read again.
-
-        ``upto_seq`` is the previous batch's max seq: this batch runs only after Spark logged
-        the previous one as committed, and a restart replays at most the last batch, so every
-        file whose records all lie at or below it is done with. Keeps the directory (which
-        the file source lists on every trigger) small however long the engine runs.
-        """
+        """Delete the ingest files whose records are all committed by an earlier batch (at
+        or below ``upto_seq``, the previous manifest's: a frame handed to ``process_batch``
+        may still read the last batch's files). Keeps the log small however long the
+        engine runs."""
         if upto_seq > 0:
-            self._ingest_log.trim(upto_seq)
+            removed = self._ingest_log.trim(upto_seq)
+            with self._files_lock:
+                for path in removed:
+                    self._files.pop(path.uri, None)
 
     def _publish(self, manifest: Manifest) -> None:
         with self._cond:
@@ -855,10 +932,23 @@ class Engine:
 
     def _read_failure(self, manifest: Manifest, batch_id: int, err: Exception) -> ServerError:
         # Spark's message may not name the damaged file: check every uncommitted ingest file
-        for file in IngestLog(self.ingest_dir).files():
+        for file in list_ingest_files(self.ingest_dir):
             if file.last_seq > manifest.max_seq:
                 read_ingest_file(file.path)
         return ServerError(f"Micro-batch {batch_id} failed: {err}")
+
+
+def _in_range(records: pa.Table, first: int, last: int | None) -> pa.Table:
+    """The records with ``first <= seq <= last`` (no upper bound when `last` is None)."""
+    seqs = records.column("seq")
+    if records.num_rows == 0 or (
+        pc.min(seqs).as_py() >= first and (last is None or pc.max(seqs).as_py() <= last)
+    ):
+        return records
+    keep = pc.greater_equal(seqs, first)
+    if last is not None:
+        keep = pc.and_(keep, pc.less_equal(seqs, last))
+    return records.filter(keep)
 
 
 def _max_seq(records: pa.Table) -> int:

@@ -32,6 +32,7 @@ from deltalake import CommitProperties, DeltaTable, Field, Schema, Transaction
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from cqlcdc.errors import ServerError
+from cqlcdc.location import Location
 from cqlcdc.schema.log_table import TICKS
 from cqlcdc.schema.persist import write_atomically
 from cqlcdc.storage.vectorized import timeuuid_ticks
@@ -199,15 +200,16 @@ ROW_GROUP_ROWS = 4096
 
 
 def write_data_file(
-    tables_dir: str | Path, output: str, rows: pa.Table, batch_id: int, bucket: int
+    tables_dir: Location | str | Path, output: str, rows: pa.Table, batch_id: int, bucket: int
 ) -> DataFile:
-    """Write `rows` as one new Parquet file into the table directory of `output`.
+    """Write `rows` as one new Parquet file into the table directory of `output`: on a
+    local disk fsynced, in an object store one PUT of the whole file.
 
     The name is unique per attempt, so a replay never overwrites a committed file; files of an
     attempt that is not committed are never referenced and can be deleted.
     """
-    root = table_dir(tables_dir, output)
-    root.mkdir(parents=True, exist_ok=True)
+    root = Location.of(tables_dir).child(output)
+    root.makedirs()
     name = f"part-{batch_id:010d}-b{bucket:05d}-{uuid.uuid4().hex}.parquet"
     path = root / name
     if output.startswith("log/") and "cdc$time" in rows.column_names:
@@ -219,12 +221,13 @@ def write_data_file(
         tokens = rows["token"].to_numpy()
         if not (tokens[1:] >= tokens[:-1]).all():
             rows = rows.take(pa.array(np.argsort(tokens, kind="stable")))
+
     # no dictionaries: most columns are near unique (times, keys, fragments), where
     # dictionary encoding doubles the write time. Snappy, the Delta/Spark default, but for
     # `_UNCOMPRESSED`: zstd made files ~45% smaller but cost ~75% more write time on the
     # batch's critical path, no compression at all 2.5x the bytes; file compaction rewrites
     # what it merges with zstd
-    with synced_file(path) as sink:
+    def write(sink: pa.NativeFile) -> None:
         pq.write_table(
             rows,
             sink,
@@ -233,10 +236,21 @@ def write_data_file(
             row_group_size=ROW_GROUP_ROWS,
             write_statistics=statistics_columns(rows.column_names),
         )
+
+    if path.is_local:
+        with synced_file(path.path) as sink:
+            write(sink)
+        size = path.path.stat().st_size
+    else:
+        buffer = pa.BufferOutputStream()
+        write(buffer)
+        body = buffer.getvalue()
+        path.write_atomically(body)
+        size = body.size
     return DataFile(
         output=output,
         path=name,
-        size=path.stat().st_size,
+        size=size,
         num_records=rows.num_rows,
         modification_time=int(time.time() * 1000),
         stats=_delta_stats(rows),
@@ -249,7 +263,7 @@ def _transaction(app_id: str, batch_id: int) -> CommitProperties:
 
 
 def commit_output(
-    tables_dir: str | Path,
+    tables_dir: Location | str | Path,
     output: str,
     files: list[DataFile],
     app_id: str,
@@ -272,30 +286,31 @@ def commit_output(
     Returns:
         The table handle, at the version holding this batch.
     """
-    root = table_dir(tables_dir, output)
-    uri = str(root)
+    root = Location.of(tables_dir).child(output)
+    uri, options = root.delta_uri, root.delta_options()
     schema = _unified(files)
     actions: list[AddAction | RemoveAction] = [
         AddAction(f.path, f.size, {}, f.modification_time, True, f.stats) for f in files
     ]
     if table is None:
-        if not DeltaTable.is_deltatable(uri):
+        if not DeltaTable.is_deltatable(uri, storage_options=options):
             create_table_with_add_actions(
                 uri,
                 Schema.from_arrow(schema),
                 [a for a in actions if isinstance(a, AddAction)],
                 mode="error",
                 configuration=table_configuration(output),
+                storage_options=options,
                 commit_properties=_transaction(app_id, batch_id),
             )
-            return DeltaTable(uri)
-        table = DeltaTable(uri)
+            return DeltaTable(uri, storage_options=options)
+        table = DeltaTable(uri, storage_options=options)
     else:
         table.update_incremental()
     committed = table.transaction_version(app_id)
     if committed is not None and committed >= batch_id:
         for f in files:
-            (root / f.path).unlink(missing_ok=True)
+            (root / f.path).delete()
         return table
     _add_new_columns(table, schema)
     table.create_write_transaction(

@@ -1,5 +1,9 @@
 """The durable, ordered ingest log: one Parquet file per append, named by its seq range.
 
+The log lives in the data directory's ``ingest/``, on a local disk or in an object store
+(:class:`cqlcdc.location.Location`): locally an append is a temp file, fsynced and renamed; in
+an object store it is one PUT of the whole file under its final name (atomic by the store).
+
 >>> log = IngestLog("/tmp/data/ingest")  # doctest: +SKIP
 >>> log.append([IngestRecord(1, "ks.t", 1, 0, 42, b"k", b"m")])  # doctest: +SKIP
 >>> log.last_seq()  # doctest: +SKIP
@@ -23,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest
+from cqlcdc.location import Location
 from cqlcdc.store.durable import fsync_dir, synced_file
 from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord, records_to_arrow
 
@@ -35,9 +40,9 @@ _NAME = re.compile(r"^(\d{20})-(\d{20})\.parquet$")
 
 @dataclass(frozen=True, slots=True)
 class IngestFile:
-    """One ingest file: its path and the first and last seq its name promises."""
+    """One ingest file: where it is and the first and last seq its name promises."""
 
-    path: Path
+    path: Location
     first_seq: int
     last_seq: int
 
@@ -55,12 +60,14 @@ def parse_ingest_file_name(name: str) -> tuple[int, int] | None:
     return int(match.group(1)), int(match.group(2))
 
 
-def _parse_last(path: Path) -> int:
+def _parse_last(path: Location) -> int:
     seqs = parse_ingest_file_name(path.name)
     return seqs[1] if seqs is not None else 0
 
 
-def read_ingest_file(path: str | Path, share: Callable[[int], bool] | None = None) -> pa.Table:
+def read_ingest_file(
+    path: Location | str | Path, share: Callable[[int], bool] | None = None
+) -> pa.Table:
     """Read and verify one ingest file, or the share of it a task applies.
 
     Checks the Parquet footer, every page checksum of what is read, the schema, that the
@@ -76,14 +83,15 @@ def read_ingest_file(path: str | Path, share: Callable[[int], bool] | None = Non
     Raises:
         CorruptIngestFile: naming the file, if any check fails.
     """
-    path = Path(path)
+    path = Location.of(path)
     expected = parse_ingest_file_name(path.name)
     try:
+        source = str(path.path) if path.is_local else path.open_input()
         if share is None:
-            table = pq.read_table(path, page_checksum_verification=True)
+            table = pq.read_table(source, page_checksum_verification=True)
             first_last = _seq_range(table)
         else:
-            table, first_last = _read_share(path, share)
+            table, first_last = _read_share(source, share)
     except (OSError, pa.ArrowException) as err:
         raise CorruptIngestFile(f"Corrupt ingest file {path}: {err}") from err
     if not table.schema.equals(INGEST_SCHEMA, check_metadata=False):
@@ -109,7 +117,7 @@ def _seq_range(table: pa.Table) -> tuple[int, int] | None:
 
 
 def _read_share(
-    path: Path, share: Callable[[int], bool]
+    path: str | pa.NativeFile, share: Callable[[int], bool]
 ) -> tuple[pa.Table, tuple[int, int] | None]:
     """The records of the buckets in ``share``, reading only the row groups that can hold
     them (a row group of one bucket has equal bucket statistics), and the file's seq range
@@ -128,7 +136,7 @@ def _read_share(
             seq_stats = group.column(seq_at).statistics
             buckets = group.column(bucket_at).statistics
             if seq_stats is None or not seq_stats.has_min_max:
-                raise CorruptIngestFile(f"Corrupt ingest file {path}: no seq statistics")
+                raise pa.ArrowInvalid("no seq statistics")
             lows.append(int(seq_stats.min))
             highs.append(int(seq_stats.max))
             single = buckets is not None and buckets.has_min_max and buckets.min == buckets.max
@@ -164,23 +172,23 @@ class Handoff:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def put(self, path: Path, table: pa.Table) -> None:
+    def put(self, path: Location | str | Path, table: pa.Table) -> None:
         with self._lock:
-            self._tables[str(path)] = table
+            self._tables[Location.of(path).uri] = table
             self._bytes += table.nbytes
             while self._bytes > self.limit_bytes and self._tables:
                 oldest = next(iter(self._tables))
                 self._bytes -= self._tables.pop(oldest).nbytes
 
-    def take(self, path: Path) -> pa.Table | None:
+    def take(self, path: Location | str | Path) -> pa.Table | None:
         """The records appended as ``path``, if still held (and no longer after)."""
         with self._lock:
-            table = self._tables.pop(str(path), None)
+            table = self._tables.pop(Location.of(path).uri, None)
             if table is not None:
                 self._bytes -= table.nbytes
             return table
 
-    def read(self, path: Path) -> pa.Table:
+    def read(self, path: Location | str | Path) -> pa.Table:
         """The records of ingest file ``path``: as appended if held, else read and verified
         from the file (:func:`read_ingest_file`)."""
         held = self.take(path)
@@ -237,38 +245,71 @@ class FailedAppends:
         return max(seq, 0)
 
 
-class IngestLog:
-    """An append-only log of ingest records in a directory Spark's file source watches.
+def list_ingest_files(directory: Location) -> list[IngestFile]:
+    """The ingest files under ``directory``, in seq order (temp files excluded). One LIST
+    request in an object store."""
+    found: list[IngestFile] = []
+    if directory.is_local:
+        try:
+            entries = list(os.scandir(directory.path))
+        except FileNotFoundError:
+            return []
+        for entry in entries:
+            seqs = parse_ingest_file_name(entry.name)
+            if seqs is not None and entry.is_file():
+                found.append(IngestFile(directory / entry.name, seqs[0], seqs[1]))
+    else:
+        for name in directory.list_names():
+            seqs = parse_ingest_file_name(name)
+            if seqs is not None:
+                found.append(IngestFile(directory / name, seqs[0], seqs[1]))
+    found.sort(key=lambda f: f.first_seq)
+    return found
 
-    Each :meth:`append` writes one Parquet file (page checksums on) under a hidden temp name,
-    fsyncs it, renames it atomically to ``<first_seq>-<last_seq>.parquet`` and fsyncs the
-    directory, so the records are durable, and visible to Spark whole or not at all, when it
-    returns. Appends are serialized, so files appear in seq order.
+
+class IngestLog:
+    """An append-only log of ingest records under a directory of the data directory.
+
+    Each :meth:`append` writes one Parquet file (page checksums on) named
+    ``<first_seq>-<last_seq>.parquet``, durable and visible whole or not at all when it
+    returns: on a local disk through a hidden temp file, fsynced, renamed, and the directory
+    fsynced; in an object store as one PUT under the final name. Appends are serialized, so
+    files appear in seq order.
 
     Args:
         directory: the ingest directory (created if missing).
         handoff: where appends are also held for the engine of this process (its
             ``Engine.handoff``), if any.
+        on_append: called with the new file after every append (and once with the files
+            found at start): how the engine learns of new records without listing the
+            directory.
     """
 
-    def __init__(self, directory: str | Path, handoff: Handoff | None = None) -> None:
-        self.directory = Path(directory)
+    def __init__(
+        self,
+        directory: Location | str | Path,
+        handoff: Handoff | None = None,
+        on_append: Callable[[list[IngestFile]], None] | None = None,
+    ) -> None:
+        self.directory = Location.of(directory)
         self.handoff = handoff
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.on_append = on_append
+        self.directory.makedirs()
         self._lock = threading.Lock()
-        for stale in self.directory.glob(f"{_TMP_PREFIX}*"):
-            # a temp file was never renamed, so its append never returned: not durable, drop it
-            stale.unlink()
-        self._last_seq = self._recover_last_seq()
+        if self.directory.is_local:
+            for stale in self.directory.path.glob(f"{_TMP_PREFIX}*"):
+                # a temp file was never renamed, so its append never returned: not durable
+                stale.unlink()
+        files = self.files()
+        self._last_seq = self._recover_last_seq(files)
+        if on_append is not None:
+            on_append(files)
 
     def _trimmed_upto(self) -> int:
-        try:
-            return int((self.directory / _TRIM_MARK).read_text())
-        except FileNotFoundError:
-            return 0
+        text = (self.directory / _TRIM_MARK).read_text()
+        return int(text) if text else 0
 
-    def _recover_last_seq(self) -> int:
-        files = self.files()
+    def _recover_last_seq(self, files: list[IngestFile]) -> int:
         if not files:
             return self._trimmed_upto()
         # the newest file is the one a crash could have hit: read it whole
@@ -277,13 +318,7 @@ class IngestLog:
 
     def files(self) -> list[IngestFile]:
         """The ingest files present, in seq order (temp files excluded)."""
-        found: list[IngestFile] = []
-        for entry in os.scandir(self.directory):
-            seqs = parse_ingest_file_name(entry.name)
-            if seqs is not None and entry.is_file():
-                found.append(IngestFile(Path(entry.path), seqs[0], seqs[1]))
-        found.sort(key=lambda f: f.first_seq)
-        return found
+        return list_ingest_files(self.directory)
 
     def last_seq(self) -> int:
         """The highest seq appended so far (0 for an empty log)."""
@@ -309,31 +344,30 @@ class IngestLog:
                 previous = record.seq
             table = records_to_arrow(list(records))
             final = self.directory / ingest_file_name(records[0].seq, records[-1].seq)
-            tmp = self.directory / f"{_TMP_PREFIX}{uuid.uuid4().hex}.parquet"
-            try:
-                with (
-                    synced_file(tmp) as sink,
-                    pq.ParquetWriter(
-                        sink,
-                        table.schema,
-                        compression="none",
-                        use_dictionary=False,
-                        write_statistics=_SMALL_COLUMNS,
-                        write_page_checksum=True,
-                    ) as writer,
-                ):
-                    for piece in _by_bucket(table):
-                        writer.write_table(piece, row_group_size=max(piece.num_rows, 1))
-            except BaseException:
-                # a full disk: what was written of the file is given back, so that the next
-                # append finds the space the failed one took
-                tmp.unlink(missing_ok=True)
-                raise
-            os.replace(tmp, final)
-            fsync_dir(self.directory)
+            if self.directory.is_local:
+                self._write_local(final, table)
+            else:
+                sink = pa.BufferOutputStream()
+                _write_records(sink, table)
+                final.write_atomically(sink.getvalue().to_pybytes())
             if self.handoff is not None:
                 self.handoff.put(final, table)
             self._last_seq = records[-1].seq
+        if self.on_append is not None:
+            self.on_append([IngestFile(final, records[0].seq, records[-1].seq)])
+
+    def _write_local(self, final: Location, table: pa.Table) -> None:
+        tmp = self.directory.path / f"{_TMP_PREFIX}{uuid.uuid4().hex}.parquet"
+        try:
+            with synced_file(tmp) as sink:
+                _write_records(sink, table)
+        except BaseException:
+            # a full disk: what was written of the file is given back, so that the next
+            # append finds the space the failed one took
+            tmp.unlink(missing_ok=True)
+            raise
+        os.replace(tmp, final.path)
+        fsync_dir(self.directory.path)
 
     def verify(self) -> None:
         """Read every ingest file whole.
@@ -344,15 +378,16 @@ class IngestLog:
         for file in self.files():
             read_ingest_file(file.path)
 
-    def trim(self, upto_seq: int, archive_dir: str | Path | None = None) -> list[Path]:
-        """Delete (or move to `archive_dir`) files whose records all have seq <= `upto_seq`.
+    def trim(self, upto_seq: int, archive_dir: str | Path | None = None) -> list[Location]:
+        """Delete (or move to the local `archive_dir`) files whose records all have seq <=
+        `upto_seq`.
 
         Call it only with a seq whose batch is committed (e.g. ``Snapshot.max_seq``).
 
         Returns:
-            The paths removed from the ingest directory.
+            The files removed from the ingest directory.
         """
-        removed: list[Path] = []
+        removed: list[Location] = []
         archive = Path(archive_dir) if archive_dir is not None else None
         if archive is not None:
             archive.mkdir(parents=True, exist_ok=True)
@@ -360,22 +395,33 @@ class IngestLog:
             for file in self.files():
                 if file.last_seq > upto_seq:
                     break
-                if archive is not None:
-                    os.replace(file.path, archive / file.path.name)
+                if archive is not None and file.path.is_local:
+                    os.replace(file.path.path, archive / file.path.name)
+                elif archive is not None:
+                    archive.joinpath(file.path.name).write_bytes(file.path.read_bytes())
+                    file.path.delete()
                 else:
-                    file.path.unlink()
+                    file.path.delete()
                 if self.handoff is not None:  # read by executor tasks, or never: not needed
                     self.handoff.take(file.path)
                 removed.append(file.path)
             if removed:
                 trimmed = max(self._trimmed_upto(), _parse_last(removed[-1]))
-                tmp = self.directory / f"{_TMP_PREFIX}{uuid.uuid4().hex}"
-                with open(tmp, "w") as sink:
-                    sink.write(str(trimmed))
-                    sink.flush()
-                    os.fsync(sink.fileno())
-                os.replace(tmp, self.directory / _TRIM_MARK)
-                fsync_dir(self.directory)
+                (self.directory / _TRIM_MARK).write_atomically(str(trimmed))
                 if archive is not None:
                     fsync_dir(archive)
         return removed
+
+
+def _write_records(sink: pa.NativeFile, table: pa.Table) -> None:
+    """One append's Parquet file: uncompressed, page checksums, a row group per bucket run."""
+    with pq.ParquetWriter(
+        sink,
+        table.schema,
+        compression="none",
+        use_dictionary=False,
+        write_statistics=_SMALL_COLUMNS,
+        write_page_checksum=True,
+    ) as writer:
+        for piece in _by_bucket(table):
+            writer.write_table(piece, row_group_size=max(piece.num_rows, 1))

@@ -38,7 +38,7 @@ def test_a_bulk_append_is_one_row_group_per_bucket_and_a_share_reads_only_its_ow
     log = IngestLog(tmp_path)
     buckets = [0, 0, 2, 2, 2, 5, 7, 7]  # bucket by bucket, as bulk chunks come
     log.append(_records(buckets))
-    path = log.files()[0].path
+    path = log.files()[0].path.path
     assert pq.ParquetFile(path).metadata.num_row_groups == 4
     assert _seqs(path) == list(range(1, 9))
     assert _seqs(path, {2, 7}) == [3, 4, 5, 7, 8]
@@ -51,7 +51,7 @@ def test_a_bulk_append_is_one_row_group_per_bucket_and_a_share_reads_only_its_ow
 def test_interleaved_buckets_stay_one_row_group_and_are_filtered(tmp_path: Path) -> None:
     log = IngestLog(tmp_path)
     log.append(_records([3, 1, 3, 0, 1]))
-    path = log.files()[0].path
+    path = log.files()[0].path.path
     assert pq.ParquetFile(path).metadata.num_row_groups == 1
     assert _seqs(path, {1}) == [2, 5]
     assert _seqs(path, {3, 0}) == [1, 3, 4]
@@ -60,7 +60,7 @@ def test_interleaved_buckets_stay_one_row_group_and_are_filtered(tmp_path: Path)
 def test_a_share_still_checks_the_seq_range_against_the_name(tmp_path: Path) -> None:
     log = IngestLog(tmp_path)
     log.append(_records([0, 1, 2]))
-    path = log.files()[0].path
+    path = log.files()[0].path.path
     wrong = path.with_name(ingest_file_name(1, 4))
     path.rename(wrong)
     with pytest.raises(CorruptIngestFile, match=r"its name promises 1\.\.4"):
@@ -72,7 +72,7 @@ def test_a_share_still_checks_the_seq_range_against_the_name(tmp_path: Path) -> 
 def test_a_damaged_row_group_fails_the_task_that_reads_it(tmp_path: Path) -> None:
     log = IngestLog(tmp_path)
     log.append(_records([0] * 50 + [1] * 50))
-    path = log.files()[0].path
+    path = log.files()[0].path.path
     meta = pq.ParquetFile(path).metadata
     second = meta.row_group(1).column(6)  # the payload column of bucket 1's row group
     start = second.dictionary_page_offset or second.data_page_offset
@@ -124,7 +124,7 @@ def test_the_engine_takes_an_append_it_was_handed_once_then_reads_the_file(
     other = IngestLog(tmp_path)  # another process's log: its appends are not held
     log.append(_records([0, 1, 1]))
     other.append(_records([3], first_seq=4))
-    path, others = (f.path for f in log.files())
+    path, others = (f.path.path for f in log.files())
     assert handoff.take(others) is None
     _damage(path)  # what the engine takes is what was appended, not read back
     assert handoff.read(path).column("seq").to_pylist() == [1, 2, 3]
@@ -137,7 +137,7 @@ def test_held_appends_are_bounded_and_dropped_when_trimmed(tmp_path: Path) -> No
     log = IngestLog(tmp_path, handoff)
     log.append(_records([0], first_seq=1))
     log.append(_records([0], first_seq=2))
-    first, second = (f.path for f in log.files())
+    first, second = (f.path.path for f in log.files())
     assert handoff.take(first) is None
     log.trim(2)
     assert handoff.take(second) is None
