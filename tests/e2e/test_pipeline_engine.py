@@ -273,6 +273,45 @@ def test_crash_between_table_commits_replays_exactly_once(
 
 
 @pytest.mark.spark
+def test_a_driver_restarted_without_its_checkpoint_commits_the_cut_batch_as_it_was(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash between two outputs' commits of the first batch (seqs 1..5), then more
+    writes, then a driver with no local state: its first Spark batch reaches seq 10. The
+    engine commits 1..5 as that batch again (echo has it already and skips it by batch id;
+    pkcount takes it), then 6..10 as the next: nothing lost where echo skipped, nothing
+    doubled."""
+    engine = Engine(tmp_path, EchoProcessor(), spark)
+    log = engine.open_ingest_log()
+    log.append(_records(1, 5))
+    real_commit = engine_module.commit_output
+
+    def crash_on_pkcount(*args: Any, **kwargs: Any) -> Any:
+        if args[1].startswith("pkcount/"):
+            raise _Crash("simulated crash")
+        return real_commit(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "commit_output", crash_on_pkcount)
+    with pytest.raises(_Crash):
+        engine.process_batch(_batch_frame(spark, log), 0)
+    monkeypatch.setattr(engine_module, "commit_output", real_commit)
+    assert Manifest.load(tmp_path).batch_id == -1  # nothing committed everywhere
+    IngestLog(tmp_path / "ingest").append(_records(6, 5))  # while no driver runs
+
+    restarted = Engine(tmp_path, EchoProcessor(), spark)  # a fresh scratch directory
+    with restarted:
+        restarted.wait_for(10, timeout=60)
+        snapshot = restarted.snapshot()
+    assert snapshot.batch_id == 1  # the cut batch 0, then 1
+    assert _echo_rows(snapshot.read("echo/ks.t")) == _expected(range(1, 11))
+    counts = snapshot.read("pkcount/ks.t")
+    last: dict[bytes, int] = {}
+    for pk, count in zip(counts.column("pk").to_pylist(), counts.column("count").to_pylist()):
+        last[pk] = max(count, last.get(pk, 0))
+    assert last == {b"k%d" % k: 2 for k in range(5)}
+
+
+@pytest.mark.spark
 def test_executor_path_matches_driver_path(spark: Any, tmp_path: Path) -> None:
     results = {}
     for name, threshold in (("driver", 10**9), ("executors", 0)):
