@@ -107,7 +107,8 @@ class Location:
                 if not parsed.netloc:
                     raise UnsupportedLocation(f"Data directory {text!r} names no bucket")
                 key = parsed.path.strip("/")
-                return Location(f"s3://{parsed.netloc}" + (f"/{key}" if key else ""), opts)
+                uri = f"s3://{parsed.netloc}" + (f"/{key}" if key else "")
+                return Location(uri, _with_environment(opts))
             raise UnsupportedLocation(
                 f"Data directory {text!r}: scheme {parsed.scheme!r} is not supported "
                 f"(a local path or s3://bucket/prefix)"
@@ -285,6 +286,18 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _with_environment(options: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """The options with the endpoint and region this process's environment names, where the
+    options do not: a Location travels to executors on other machines, which must reach the
+    same store (credentials stay with each machine's own environment or profile)."""
+    merged = dict(options)
+    if _setting(options, "endpoint") is None and os.environ.get("AWS_ENDPOINT_URL"):
+        merged["AWS_ENDPOINT_URL"] = os.environ["AWS_ENDPOINT_URL"]
+    if _setting(options, "region") is None and _env_region():
+        merged["AWS_REGION"] = str(_env_region())
+    return tuple(sorted(merged.items()))
 
 
 def _setting(options: tuple[tuple[str, str], ...], name: str) -> str | None:
