@@ -2,10 +2,12 @@
 offsets), read again only when they may have changed.
 
 The owner of a data directory is its only writer. On a local disk a reader compares the
-file's mtime, as cheap as a ``stat``. In an object store a ``HEAD`` costs as much as the
-``GET`` itself, and an object's time has a resolution of one second, so: the owner keeps
-what it wrote (``_WRITTEN``) and reads its own writes from memory; any other process (an
-executor task unpickles its own reader) reads a document once per :class:`JsonDocument`.
+file's inode, mtime and size, as cheap as a ``stat`` (every write is a new file renamed
+over the old one, so the inode changes even within the mtime's resolution). In an object
+store a ``HEAD`` costs as much as the ``GET`` itself, and an object's time has a
+resolution of one second, so: the owner keeps what it wrote (``_WRITTEN``) and reads its
+own writes from memory; any other process (an executor task unpickles its own reader)
+reads a document once per :class:`JsonDocument`.
 
 >>> import tempfile; doc = JsonDocument(tempfile.mkdtemp() + "/d.json")
 >>> doc.load() is None
@@ -38,21 +40,20 @@ class JsonDocument:
     def __init__(self, where: Location | str | os.PathLike[str]) -> None:
         self.location = Location.of(where)
         self._read = False
-        self._mtime_ns = -1
+        self._stamp: tuple[int, int, int] | None = None
         self._value: Any = None
 
     def load(self) -> Any:
         """The document's value, or None when there is none."""
         where = self.location
         if where.is_local:
-            try:
-                mtime_ns = os.stat(where.uri).st_mtime_ns
-            except FileNotFoundError:
+            stamp = _stamp(where)
+            if stamp is None:
                 self._read = False
                 return None
-            if self._read and mtime_ns == self._mtime_ns:
+            if self._read and stamp == self._stamp:
                 return self._value
-            self._mtime_ns = mtime_ns
+            self._stamp = stamp
         else:
             if where in _WRITTEN:
                 return _WRITTEN[where]
@@ -66,6 +67,18 @@ class JsonDocument:
     def save(self, value: Any) -> None:
         """Replace the document with ``value``, durably (``Location.write_atomically``)."""
         write_document(self.location, value)
+        self._value, self._read = value, True
+        if self.location.is_local:
+            self._stamp = _stamp(self.location)
+
+
+def _stamp(where: Location) -> tuple[int, int, int] | None:
+    """What changes when a local file is replaced (None: there is no file)."""
+    try:
+        info = os.stat(where.uri)
+    except FileNotFoundError:
+        return None
+    return (info.st_ino, info.st_mtime_ns, info.st_size)
 
 
 def write_document(where: Location | str | os.PathLike[str], value: Any) -> None:

@@ -282,18 +282,19 @@ def _delete_held(tables_dir: Location, table_id: str) -> int:
 
 
 def _table_outputs(tables_dir: Location, table_id: str) -> list[str]:
-    """The outputs of ``table_id`` that have a Delta table (``<kind>/<id>`` and
-    ``<kind>/<id>/<topic>``): a LIST per output kind and per table of nested outputs."""
+    """The outputs of ``table_id`` that have a Delta table (``<kind>/<id>`` or
+    ``<kind>/<id>/<topic>``): a LIST per output kind, and one per nested output."""
     found: list[str] = []
     for kind in tables_dir.list_names():
         own = tables_dir.child(kind, table_id)
         names = own.list_names()
-        if "_delta_log" in names:
+        if "_delta_log" in names:  # a table (its entries are its files: not listed)
             found.append(f"{kind}/{table_id}")
+            continue
         found.extend(
             f"{kind}/{table_id}/{name}"
             for name in names
-            if name != "_delta_log" and "_delta_log" in own.child(name).list_names()
+            if "_delta_log" in own.child(name).list_names()
         )
     return sorted(found)
 
