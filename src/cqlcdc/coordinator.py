@@ -86,7 +86,7 @@ class Coordinator:
         self.data_dir = Location.of(data_dir)
         self.aws_region = aws_region
         self.data_dir.makedirs()
-        # TRANSITION: the stores not yet on Location take the local path
+        # TRANSITION: the lock takes a local path until the lease replaces it
         self._root: Any = self.data_dir.path if self.data_dir.is_local else self.data_dir
         # taken before Spark starts, so a second process is told at once who owns the data
         lock = DataDirLock(self._root)
@@ -108,18 +108,18 @@ class Coordinator:
         from cqlcdc.pipeline.engine import Engine
         from cqlcdc.pipeline.spark import get_spark
 
-        self._catalog = Catalog(self._root)
+        self._catalog = Catalog(self.data_dir)
         self._catalog.admission = admit
         # who may log in and what each role may do (cqlcdc.access checks sessions against it)
-        self.roles = RoleStore(self._root / "auth" / "roles.json")
+        self.roles = RoleStore(self.data_dir / "auth" / "roles.json")
         self.generations = load_generations(
-            self._root, num_buckets, int.from_bytes(os.urandom(8), "big")
+            self.data_dir, num_buckets, int.from_bytes(os.urandom(8), "big")
         )
         self.num_buckets = self.generations.generations[0].num_ranges
         # who this node is to clients (system.local); the server sets where it listens
         self.node = NodeInfo(host_id=_host_id(self.data_dir), data_dir=str(self.data_dir))
         # the core reads schemas through this coordinator: always the current snapshot
-        self.processor = CoreProcessor(self._root, self, self.aws_region)
+        self.processor = CoreProcessor(self.data_dir, self, self.aws_region)
         self.spark = get_spark(master, log_file=None if verbose else self._spark_log())
         self.engine = Engine(self.data_dir, self.processor, self.spark, lock=lock)
         if driver_max_rows is not None:
@@ -228,7 +228,7 @@ class Coordinator:
                 # the scan appends records of the table: refused with the table's writes
                 stopped = self.engine.stopped.get(self.table(stmt.name, keyspace).table_id)
                 if stopped is not None:
-                    raise stopped.refusal(self._root)
+                    raise stopped.refusal(self.data_dir)
         if isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.DisableChangefeed):
             self._check_not_scanning(stmt.name, stmt.action.name, keyspace)
         if isinstance(stmt, ast.Describe) and stmt.kind in ("KEYSPACES", "TABLES", "TYPES"):
@@ -361,7 +361,7 @@ class Coordinator:
         """
         stopped = self.engine.stopped.get(schema.table_id)
         if stopped is not None:
-            raise stopped.refusal(self._root)
+            raise stopped.refusal(self.data_dir)
         return IngestRecord(
             seq=seq,
             table_id=schema.table_id,
@@ -557,7 +557,7 @@ class Coordinator:
                 self.timestamp_us() // 1000, self.generations.generations[-1].timestamp_ms + 1
             )
             self.generations.add(ts_ms, int.from_bytes(os.urandom(8), "big"))
-            self.generations.save(self._root / GENERATIONS_FILE)
+            self.generations.save(self.data_dir / GENERATIONS_FILE)
             self._last_ts = max(self._last_ts, ts_ms * 1000)
             return ts_ms
 
@@ -706,7 +706,7 @@ class Coordinator:
 
     # -- reads -------------------------------------------------------------------------------
 
-    def table_location(self, table: str, keyspace: str | None = None) -> Path:
+    def table_location(self, table: str, keyspace: str | None = None) -> Location:
         """The Delta table directory of a CDC log table (``ks.t_scylla_cdc_log``), for
         readers outside the engine (deltalake, DuckDB, Polars, Spark).
 

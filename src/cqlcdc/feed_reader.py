@@ -14,14 +14,14 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import pyarrow as pa
 
 from cqlcdc.cdc.feeds import FEED_SCHEMA, feed_output, table_feeds
 from cqlcdc.errors import InvalidRequest
-from cqlcdc.store.commit import Manifest
+from cqlcdc.location import Location
+from cqlcdc.store.commit import Manifest, open_table, table_dir
 
 if TYPE_CHECKING:
     from cqlcdc.changefeed.options import FeedOptions
@@ -62,11 +62,13 @@ class OffsetOutOfRange(InvalidRequest):
 class FeedReader:
     """Reads one changefeed topic, ``"ks.table/feed"``, of a data directory."""
 
-    def __init__(self, data_dir: str | Path, feed: str, catalog: Catalog | None = None) -> None:
+    def __init__(
+        self, data_dir: Location | str | os.PathLike[str], feed: str, catalog: Catalog | None = None
+    ) -> None:
         """Find the feed's topic.
 
         Args:
-            data_dir: the data directory.
+            data_dir: the data directory (a local path or an object-store URI).
             feed: ``"keyspace.table/feed"``.
             catalog: the schema to find the feed in (default: the data directory's, read
                 from disk; the server passes its own).
@@ -74,10 +76,11 @@ class FeedReader:
         Raises:
             InvalidRequest: a malformed name, an unknown table or changefeed.
         """
-        self.data_dir = Path(data_dir).resolve()
+        self.data_dir = Location.of(data_dir)
         self.name = feed
         self.options, self.output = self._find(catalog)
-        self.path = self.data_dir / "tables" / self.output
+        # the topic's Delta table
+        self.table = table_dir(self.data_dir / "tables", self.output)
 
     def _find(self, catalog: Catalog | None) -> tuple[FeedOptions, str]:
         """The feed's options and the topic table of its current incarnation."""
@@ -111,15 +114,11 @@ class FeedReader:
         return self.options.partitions
 
     def _table(self, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
-        from deltalake import DeltaTable
-
         version = Manifest.load(self.data_dir).versions.get(self.output)
         if version is None:  # nothing committed to the topic yet
             names = columns if columns is not None else FEED_SCHEMA.names
             return FEED_SCHEMA.empty_table().select(names)
-        return DeltaTable(str(self.path), version=version).to_pyarrow_table(
-            columns=columns, filters=filters
-        )
+        return open_table(self.table, version).to_pyarrow_table(columns=columns, filters=filters)
 
     def next_offsets(self) -> dict[int, int]:
         """The offset the next record of each partition will get (committed state)."""
@@ -240,12 +239,13 @@ class FeedConsumer:
     beyond what it read and did not commit.
     """
 
-    def __init__(self, data_dir: str | Path, feed: str, group: str) -> None:
+    def __init__(self, data_dir: Location | str | os.PathLike[str], feed: str, group: str) -> None:
         self.reader = FeedReader(data_dir, feed)
-        self.path = self.reader.data_dir / "consumers" / self.reader.output / f"{group}.json"
+        self.offsets = self.reader.data_dir.child("consumers", self.reader.output, f"{group}.json")
         self.committed: dict[int, int] = {p: 0 for p in range(self.reader.partitions)}
-        if self.path.exists():
-            stored = json.loads(self.path.read_text())
+        text = self.offsets.read_text()
+        if text is not None:
+            stored = json.loads(text)
             self.committed.update({int(k): int(v) for k, v in stored.items()})
         self.position = dict(self.committed)
 
@@ -263,11 +263,6 @@ class FeedConsumer:
 
     def commit(self) -> None:
         """Make the current position durable."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as sink:
-            json.dump({str(p): o for p, o in self.position.items()}, sink)
-            sink.flush()
-            os.fsync(sink.fileno())
-        os.replace(tmp, self.path)
+        self.offsets.parent.makedirs()
+        self.offsets.write_atomically(json.dumps({str(p): o for p, o in self.position.items()}))
         self.committed = dict(self.position)

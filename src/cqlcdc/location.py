@@ -189,23 +189,30 @@ class Location:
         except FileNotFoundError:
             return None
 
-    def write_atomically(self, data: bytes | str | pa.Buffer) -> None:
+    def write_atomically(self, data: bytes | str | pa.Buffer, mode: int = 0o644) -> None:
         """Replace the file with ``data`` so that a crash leaves the old or the new one, and
         the new one is durable when this returns: on a local disk a temp file, fsync, rename
-        and fsync of the directory; in an object store one PUT (atomic by the store)."""
+        and fsync of the directory; in an object store one PUT (atomic by the store).
+        ``mode``: the local file's permissions (0o600 for secrets such as password hashes;
+        an object's access is the bucket's policy)."""
         body = data.encode("utf-8") if isinstance(data, str) else data
         if self.is_local:
             path = self.path
             tmp = path.with_name(path.name + ".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                view = memoryview(body)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+                try:
+                    os.fchmod(fd, mode)  # a temp file left by a crash keeps its old mode
+                    view = memoryview(body)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, path)
+            except BaseException:
+                tmp.unlink(missing_ok=True)  # a failed write leaves the old file, nothing else
+                raise
             fsync_dir(path.parent)
             return
         with self.filesystem.open_output_stream(self.fs_path) as stream:

@@ -168,7 +168,7 @@ class Session:
         """
         return self.coordinator.table(name, self.keyspace)
 
-    def table_location(self, table: str) -> Path:
+    def table_location(self, table: str) -> Location:
         """See ``Coordinator.table_location`` (names resolve in this session's keyspace)."""
         return self.coordinator.table_location(table, self.keyspace)
 

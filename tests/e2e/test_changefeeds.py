@@ -266,7 +266,7 @@ def test_a_feed_added_again_starts_empty_at_offset_0(session: Any, capsys: Any) 
     old = FeedConsumer(s.data_dir, "ks.kv/f", "g")
     assert [m.key for m in old.poll()] == [[1], [2]]
     old.commit()
-    old_topic = FeedReader(s.data_dir, "ks.kv/f").path
+    old_topic = FeedReader(s.data_dir, "ks.kv/f").table
     s.execute(DROP_F)
     with pytest.raises(InvalidRequest, match=r"Changefeed f does not exist in table ks\.kv"):
         FeedReader(s.data_dir, "ks.kv/f")
@@ -276,7 +276,7 @@ def test_a_feed_added_again_starts_empty_at_offset_0(session: Any, capsys: Any) 
     # the issue's reproduction (it printed offsets 0, 1, 2, the dropped feed's records first)
     assert updates(cli_read(s.data_dir, "ks.kv/f", capsys)) == [(0, [3], {"v": 3})]
     reader = FeedReader(s.data_dir, "ks.kv/f")
-    assert reader.path != old_topic and reader.path.parent == old_topic.parent
+    assert reader.table != old_topic and reader.table.parent == old_topic.parent
     assert [(m.offset, m.key) for m in reader.read()] == [(0, [3])]
     assert reader.next_offsets() == {0: 1} and reader.earliest_offsets() == {0: 0}
     # the old incarnation's committed offset (2) does not apply to the new topic

@@ -89,7 +89,7 @@ def test_a_login_is_required_and_checked(secured: CqlServer, admin: Any) -> None
 
 
 def test_the_roles_file_holds_hashes_only(secured: CqlServer, admin: Any) -> None:
-    path = secured.coordinator.roles.path
+    path = secured.coordinator.roles.location.path
     text = path.read_text()
     assert "alice" in text and "wonder-land" not in text
     assert "wonder-land" not in json.dumps(json.loads(text))  # not even escaped

@@ -6,7 +6,7 @@ directory), so a crash leaves the old roles or the new ones, never a mix. It hol
 scrypt hashes (``cqlcdc.auth.passwords``), never a password, and is readable by its owner
 only.
 
->>> store = RoleStore(Path("/tmp/cqlcdc-demo/auth/roles.json"))  # doctest: +SKIP
+>>> store = RoleStore("/tmp/cqlcdc-demo/auth/roles.json")  # doctest: +SKIP
 >>> store.ensure_default_superuser()  # doctest: +SKIP
 True
 >>> store.authenticate("cassandra", "cassandra").is_superuser  # doctest: +SKIP
@@ -21,12 +21,12 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from cqlcdc.auth.passwords import hash_password, needs_rehash, parse_hash, verify_password
 from cqlcdc.auth.resources import Permission, Resource
 from cqlcdc.errors import AuthenticationFailed, InvalidRequest, ServerError, Unauthorized
+from cqlcdc.location import Location
 
 DEFAULT_SUPERUSER = "cassandra"
 DEFAULT_PASSWORD = "cassandra"  # as Cassandra: change it (ALTER ROLE) once you have logged in
@@ -63,8 +63,8 @@ class RoleStore:
         ServerError: the file exists but is not a roles file this version reads.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Location | str | os.PathLike[str]) -> None:
+        self.location = Location.of(path)
         self._lock = threading.Lock()
         self._roles: dict[str, Role] = self._load()
 
@@ -379,30 +379,17 @@ class RoleStore:
             return True
 
     def _write(self, roles: Mapping[str, Role]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.location.parent.makedirs()
         document = {"format": FORMAT, "roles": {n: _to_json(r) for n, r in sorted(roles.items())}}
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(document, f, indent=1, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        # password hashes: readable by the owner only (on a local disk)
+        self.location.write_atomically(json.dumps(document, indent=1, sort_keys=True), 0o600)
 
     def _load(self) -> dict[str, Role]:
-        if not self.path.exists():
+        text = self.location.read_text()
+        if text is None:
             return {}
         try:
-            document = json.loads(self.path.read_text(encoding="utf-8"))
+            document = json.loads(text)
             if not isinstance(document, dict) or document.get("format") != FORMAT:
                 raise ValueError(f"not a roles file of format {FORMAT}")
             entries = document["roles"]
@@ -410,7 +397,7 @@ class RoleStore:
                 raise ValueError("'roles' is not an object")
             return {name: _from_json(name, entry) for name, entry in entries.items()}
         except (ValueError, KeyError, TypeError) as e:
-            raise ServerError(f"roles file {self.path} is damaged: {e}") from None
+            raise ServerError(f"roles file {self.location} is damaged: {e}") from None
 
 
 def _closure(roles: Mapping[str, Role], name: str) -> set[str]:

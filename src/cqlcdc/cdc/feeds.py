@@ -12,10 +12,8 @@ writes exactly as YDB's three rules require.
 from __future__ import annotations
 
 import functools
-import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +26,8 @@ from cqlcdc.changefeed.events import RowEvent
 from cqlcdc.changefeed.options import with_aws_region
 from cqlcdc.changefeed.partitioner import MURMUR3
 from cqlcdc.changefeed.records import encode, feed_records
+from cqlcdc.documents import JsonDocument
+from cqlcdc.location import Location
 from cqlcdc.schema.model import TableSchema
 
 STAGE_PREFIX = "feedstage/"
@@ -144,20 +144,12 @@ class FeedScans:
     records (``last_seq`` None while the scanner is still appending). Kept in
     ``<data_dir>/feedscans.json``; written by the session, read by the pipeline."""
 
-    def __init__(self, data_dir: str | Path) -> None:
-        self.path = Path(data_dir) / "feedscans.json"
-        self._mtime = -1
-        self._data: dict[str, dict[str, int | None]] = {}
+    def __init__(self, data_dir: Location | str | os.PathLike[str]) -> None:
+        self.document = JsonDocument(Location.of(data_dir) / "feedscans.json")
 
     def all(self) -> dict[str, dict[str, int | None]]:
-        try:
-            mtime = self.path.stat().st_mtime_ns
-        except FileNotFoundError:
-            return {}
-        if mtime != self._mtime:
-            self._data = json.loads(self.path.read_text())
-            self._mtime = mtime
-        return self._data
+        data: dict[str, dict[str, int | None]] | None = self.document.load()
+        return data or {}
 
     def get(self, table_id: str, feed: str) -> dict[str, int | None] | None:
         return self.all().get(f"{table_id}/{feed}")
@@ -180,13 +172,7 @@ class FeedScans:
             "step": step,
             "tx_id": tx_id,
         }
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as sink:
-            json.dump(data, sink)
-            sink.flush()
-            os.fsync(sink.fileno())
-        os.replace(tmp, self.path)
-        self._mtime = -1
+        self.document.save(data)
 
     def scanning(self, table_id: str, feed: str, seq: int) -> bool:
         """Whether a write at ``seq`` may meet partitions the feed's scan has not exported."""

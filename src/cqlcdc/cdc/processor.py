@@ -9,11 +9,9 @@ pipeline, e.g. a list index out of bounds).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -39,7 +37,9 @@ from cqlcdc.cdc.feeds import (
 from cqlcdc.cdc.log_writer import LogRow, LogWriter, WriteInfo
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.changefeed.events import expiry_events, row_events, snapshot_events
+from cqlcdc.documents import JsonDocument
 from cqlcdc.errors import CqlError, UnappliedWrite
+from cqlcdc.location import Location
 from cqlcdc.schema.log_table import TIME
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.schema.physical import LOG_INTERNAL, TICKS, column_name, conform, value_type
@@ -207,13 +207,18 @@ class CoreProcessor:
     """
 
     def __init__(
-        self, data_dir: str | Path, catalog: SchemaSource | None = None, aws_region: str = ""
+        self,
+        data_dir: Location | str | os.PathLike[str],
+        catalog: SchemaSource | None = None,
+        aws_region: str = "",
     ) -> None:
-        self.data_dir = str(data_dir)
+        # a Location, not a path: the processor is pickled into executors on other machines
+        self.data_dir = Location.of(data_dir)
         self.aws_region = aws_region  # DynamoDB Streams feeds that set no AWS_REGION get it
         self._catalog = catalog
         self._generations: Generations | None = None
-        self._generations_mtime = -1
+        self._generations_doc = JsonDocument(self.data_dir / GENERATIONS_FILE)
+        self._generations_data: Any = None
         self.truncations = Truncations(self.data_dir)
         self.scans = FeedScans(self.data_dir)
         # a test hook (FAULT_TABLE_ENV): writes of this table fail in process_bucket
@@ -232,7 +237,8 @@ class CoreProcessor:
         self.fault_table = state.get("fault_table")
         self._catalog = None
         self._generations = None
-        self._generations_mtime = -1
+        self._generations_doc = JsonDocument(self.data_dir / GENERATIONS_FILE)
+        self._generations_data = None
         self.truncations = Truncations(self.data_dir)
         self.scans = FeedScans(self.data_dir)
 
@@ -241,17 +247,18 @@ class CoreProcessor:
         if self._catalog is None:
             from cqlcdc.schema.catalog import Catalog
 
-            self._catalog = Catalog(Path(self.data_dir))
+            self._catalog = Catalog(self.data_dir)
         return self._catalog
 
     @property
     def generations(self) -> Generations:
         """The CDC generations, re-read when a new generation was added to the file."""
-        path = Path(self.data_dir) / GENERATIONS_FILE
-        mtime = path.stat().st_mtime_ns if path.exists() else -1
-        if self._generations is None or mtime != self._generations_mtime:
-            self._generations = load_generations(Path(self.data_dir))
-            self._generations_mtime = mtime
+        data = self._generations_doc.load()
+        if data is None:
+            self._generations = load_generations(self.data_dir)
+        elif self._generations is None or data is not self._generations_data:
+            self._generations = Generations.from_json(data)
+        self._generations_data = data
         return self._generations
 
     def expiry_column(self, output: str) -> str | None:
@@ -901,19 +908,18 @@ class Truncations:
     of base state skips older fragments. Kept in ``<data_dir>/truncations.json``.
     """
 
-    def __init__(self, data_dir: str | Path) -> None:
-        self.path = Path(data_dir) / "truncations.json"
-        self._mtime = -1.0
+    def __init__(self, data_dir: Location | str | os.PathLike[str]) -> None:
+        self.document = JsonDocument(Location.of(data_dir) / "truncations.json")
+        self._raw: Any = None
         self._seqs: dict[str, int] = {}
 
     def seqs(self) -> dict[str, int]:
-        try:
-            mtime = self.path.stat().st_mtime
-        except FileNotFoundError:
+        raw = self.document.load()
+        if raw is None:
             return {}
-        if mtime != self._mtime:
-            self._seqs = {str(k): int(v) for k, v in json.loads(self.path.read_text()).items()}
-            self._mtime = mtime
+        if raw is not self._raw:
+            self._seqs = {str(k): int(v) for k, v in raw.items()}
+            self._raw = raw
         return self._seqs
 
     def upto(self, table_id: str) -> int:
@@ -922,16 +928,13 @@ class Truncations:
     def truncate(self, table_id: str, seq: int) -> None:
         seqs = dict(self.seqs())
         seqs[table_id] = seq
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as sink:
-            json.dump(seqs, sink)
-            sink.flush()
-            os.fsync(sink.fileno())
-        os.replace(tmp, self.path)
-        self._mtime = -1.0
+        self.document.save(seqs)
 
 
-def load_generations(data_dir: Path, num_ranges: int = 16, seed: int = 0) -> Generations:
+def load_generations(
+    data_dir: Location | str | os.PathLike[str], num_ranges: int = 16, seed: int = 0
+) -> Generations:
     """The CDC generations of a data directory (created with the first one if missing)."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    return Generations.load_or_create(data_dir / GENERATIONS_FILE, num_ranges, seed)
+    root = Location.of(data_dir)
+    root.makedirs()
+    return Generations.load_or_create(root / GENERATIONS_FILE, num_ranges, seed)

@@ -14,16 +14,18 @@ its range), then ``random38 << 26 | vnode_index << 4 | version(1)``.
 from __future__ import annotations
 
 import dataclasses
-import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from cqlcdc.documents import JsonDocument, write_document
+from cqlcdc.location import Location
 from cqlcdc.storage.token import MIN_TOKEN, bucket_of
 from cqlcdc.storage.uuids import SeededBits
 from cqlcdc.storage.vectorized import token_buckets
@@ -95,17 +97,25 @@ class Generations:
         self._flat: tuple[tuple[int, ...], pa.Array, int] | None = None
 
     @staticmethod
+    def from_json(data: Sequence[dict[str, Any]]) -> Generations:
+        """The generations of a saved document (``save``)."""
+        return Generations([Generation.from_json(g) for g in data])
+
+    @staticmethod
     def load_or_create(
-        path: Path, num_ranges: int, seed: int, created_ms: int | None = None
+        path: Location | str | os.PathLike[str],
+        num_ranges: int,
+        seed: int,
+        created_ms: int | None = None,
     ) -> Generations:
         """The generations saved at ``path``, or a first one made now (``created_ms``: the
         time to give it instead of the clock's) and saved.
 
         The first generation's streams are derived from ``seed`` alone, not from its time,
         so one seed always gives the same stream ids."""
-        if path.exists():
-            data = json.loads(path.read_text())
-            return Generations([Generation.from_json(g) for g in data])
+        data = JsonDocument(path).load()
+        if data is not None:
+            return Generations.from_json(data)
         first = Generation.create(0, num_ranges, seed)
         if created_ms is None:
             created_ms = time.time_ns() // 1_000_000
@@ -113,10 +123,9 @@ class Generations:
         gens.save(path)
         return gens
 
-    def save(self, path: Path) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps([g.to_json() for g in self.generations]))
-        tmp.replace(path)
+    def save(self, path: Location | str | os.PathLike[str]) -> None:
+        """Replace the saved generations, durably (a crash leaves the old or the new)."""
+        write_document(path, [g.to_json() for g in self.generations])
 
     def add(self, timestamp_ms: int, seed: int) -> Generation:
         """A new generation from ``timestamp_ms`` on, with fresh streams over the same ranges

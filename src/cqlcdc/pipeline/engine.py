@@ -300,7 +300,7 @@ class Engine:
         self.tables_dir = self.data_dir / "tables"
         for directory in (self.data_dir, self.ingest_dir, self.tables_dir):
             directory.makedirs()
-        # TRANSITION: the stores not yet on Location take the local path
+        # TRANSITION: the lock takes a local path until the lease replaces it
         self._root: Any = self.data_dir.path if self.data_dir.is_local else self.data_dir
         self._own_scratch = scratch_dir is None
         self.scratch_dir = Path(scratch_dir or tempfile.mkdtemp(prefix="cqlcdc-engine-"))
@@ -318,11 +318,11 @@ class Engine:
         self._manifest = Manifest.load(self.data_dir)
         self._failure: BaseException | None = None
         self._query: StreamingQuery | None = None
-        self._lock = lock or DataDirLock(self.data_dir)
+        self._lock = lock or DataDirLock(self._root)
         self.skipped: dict[int, str] = {}
         # tables whose records are held, not applied (``cqlcdc.store.containment``); replaced
         # whole when one is added, so readers in other threads need no lock
-        self.stopped: dict[str, StoppedTable] = load_stopped(self._root)
+        self.stopped: dict[str, StoppedTable] = load_stopped(self.data_dir)
         self._attempt_records: pa.Table = INGEST_SCHEMA.empty_table()
         self._batch_id = self._manifest.batch_id + 1  # the batch being applied
         # batch.json as last read or written (read once per start: this process is its writer)
@@ -342,9 +342,7 @@ class Engine:
         self._last_purge = clock()
         self.compaction = compaction
         self._compactor = (
-            Compactor(self._root / "tables", processor, compaction)
-            if compaction is not None
-            else None
+            Compactor(self.tables_dir, processor, compaction) if compaction is not None else None
         )
         self._last_vacuum: float | None = None  # None: vacuum on the first batch
         self.batch_timings: list[dict[str, float]] = []
@@ -382,8 +380,8 @@ class Engine:
         # Spark's checkpoint is scratch: the manifest (and batch.json) say where to resume
         shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         # seqs `cqlcdc recover` told the engine to drop (it runs only while no engine does)
-        self.skipped = load_skipped(self._root)
-        self.stopped = load_stopped(self._root)
+        self.skipped = load_skipped(self.data_dir)
+        self.stopped = load_stopped(self.data_dir)
         with self._cond:
             self._failure = None
             self._manifest = Manifest.load(self.data_dir)
@@ -534,9 +532,9 @@ class Engine:
             error=error_line(str(err)),
         )
         stopped = {**self.stopped, table_id: entry}
-        save_stopped(self._root, stopped)
+        save_stopped(self.data_dir, stopped)
         self.stopped = stopped
-        log.error("%s", entry.log_line(self._root))
+        log.error("%s", entry.log_line(self.data_dir))
         return True
 
     def _stopped_at(self, err: Exception, batch_id: int) -> Exception:
@@ -546,7 +544,7 @@ class Engine:
         failure = unapplied_failure(str(err), batch_id)
         if failure is None:
             return err
-        save_failure(self._root, failure)
+        save_failure(self.data_dir, failure)
         return UnappliedWrite(
             f"The pipeline stopped at a write it cannot apply ({failure.message}). Later "
             "writes wait behind it and every other acknowledged write is kept. To go on "
@@ -687,7 +685,7 @@ class Engine:
         if held.num_rows == 0:
             return records, []
         messages = [
-            stopped[table_id].held_message(self._root, seq)
+            stopped[table_id].held_message(self.data_dir, seq)
             for table_id, seq in zip(
                 held.column("table_id").to_pylist(), held.column("seq").to_pylist(), strict=True
             )

@@ -12,7 +12,7 @@ consumes each record exactly once (the topic's records never change once committ
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
@@ -21,6 +21,9 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     InputPartition,
 )
+
+if TYPE_CHECKING:
+    from cqlcdc.location import Location
 
 SCHEMA = "partition INT, offset BIGINT, key STRING, value STRING"
 
@@ -35,7 +38,7 @@ class _Range(InputPartition):
         self.end = end
 
 
-def _rows(path: str, feed: str, part: _Range) -> Iterator[tuple[Any, ...]]:
+def _rows(path: Location, feed: str, part: _Range) -> Iterator[tuple[Any, ...]]:
     import json
 
     from cqlcdc.feed_reader import FeedReader
@@ -49,7 +52,9 @@ def _rows(path: str, feed: str, part: _Range) -> Iterator[tuple[Any, ...]]:
 
 
 class _BatchReader(DataSourceReader):
-    def __init__(self, path: str, feed: str) -> None:
+    """Pickled into the tasks with the data directory as a Location (never a driver path)."""
+
+    def __init__(self, path: Location, feed: str) -> None:
         self.path = path
         self.feed = feed
 
@@ -69,7 +74,7 @@ class _BatchReader(DataSourceReader):
 class _StreamReader(DataSourceStreamReader):
     """Offsets are ``{"<partition>": next_offset}``; a batch reads ``[start, end)``."""
 
-    def __init__(self, path: str, feed: str, starting: str) -> None:
+    def __init__(self, path: Location, feed: str, starting: str) -> None:
         self.path = path
         self.feed = feed
         self.starting = starting
@@ -103,7 +108,8 @@ class _StreamReader(DataSourceStreamReader):
 
 
 class ChangefeedDataSource(DataSource):
-    """``format("cqlcdc_changefeed")``: options ``path`` (data directory), ``feed``
+    """``format("cqlcdc_changefeed")``: options ``path`` (the data directory: a local path or
+    an object-store URI, with ``storage.<KEY>`` options as delta-rs names them), ``feed``
     (``ks.table/feed``) and, for streaming, ``startingOffsets`` (earliest | latest)."""
 
     @classmethod
@@ -113,12 +119,17 @@ class ChangefeedDataSource(DataSource):
     def schema(self) -> str:
         return SCHEMA
 
+    def _location(self) -> Location:
+        from cqlcdc.pipeline.table_scan import source_location
+
+        return source_location(self.options)
+
     def reader(self, schema: Any) -> DataSourceReader:
-        return _BatchReader(self.options["path"], self.options["feed"])
+        return _BatchReader(self._location(), self.options["feed"])
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return _StreamReader(
-            self.options["path"],
+            self._location(),
             self.options["feed"],
             self.options.get("startingOffsets", "earliest"),
         )

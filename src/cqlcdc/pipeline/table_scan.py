@@ -12,10 +12,10 @@ files; base rows are merged per partition (TTL and tombstones applied) as CQL re
 from __future__ import annotations
 
 import json
+import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -50,6 +50,7 @@ from cqlcdc.cdc.processor import (
 from cqlcdc.cdc.readded import hide_readded
 from cqlcdc.cdc.streams import Generation
 from cqlcdc.errors import InvalidRequest, ServerError
+from cqlcdc.location import Location
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.schema.physical import column_name
@@ -65,6 +66,8 @@ from cqlcdc.store.commit import (
     table_dir,
 )
 
+# a data source option ``storage.<KEY>`` is the storage option KEY, as delta-rs names it
+STORAGE_OPTION_PREFIX = "storage."
 # the Delta app transaction id the engine records batch ids under (Engine's default)
 APP_ID = "cqlcdc"
 # rows per Arrow batch a base read hands Spark (its rows are built in Python)
@@ -76,7 +79,8 @@ class TableScan:
     """One table of a data directory at one snapshot; picklable, so tasks get it whole.
 
     Attributes:
-        data_dir: the data directory.
+        data_dir: the data directory (a Location: tasks on other machines open the same
+            objects through it, never a path of the driver).
         schema: the table read: a base table or a CDC log table (its current schema).
         base: the base table (the table itself when it is one).
         version: the Delta version of the table's output at the snapshot (None: no rows).
@@ -86,7 +90,7 @@ class TableScan:
         num_buckets: token buckets of the data directory (None: unknown, no pruning).
     """
 
-    data_dir: str
+    data_dir: Location
     schema: TableSchema
     base: TableSchema
     version: int | None
@@ -104,8 +108,9 @@ class TableScan:
         return log_output(self.base) if self.is_log else base_output(self.base)
 
     @property
-    def uri(self) -> str:
-        return str(table_dir(Path(self.data_dir) / "tables", self.output))
+    def table(self) -> Location:
+        """Where the output table read is."""
+        return table_dir(self.data_dir / "tables", self.output)
 
     @property
     def column_names(self) -> list[str]:
@@ -117,18 +122,41 @@ class TableScan:
         return pa.schema([(c.name, c.type.arrow_type()) for c in self.schema.select_star_columns])
 
 
-def open_scan(data_dir: str | Path, table: str, snapshot: int | None = None) -> TableScan:
+def source_location(options: Mapping[str, str]) -> Location:
+    """The data directory a data source's options name: ``path`` (a local path or an
+    object-store URI) and any ``storage.<KEY>`` options (``storage.AWS_ENDPOINT_URL``...;
+    the standard AWS environment of the driver and the executors fills in the rest).
+
+    Found on the driver, so a relative path is the driver's: the tasks get the Location.
+
+    Raises:
+        InvalidRequest: no ``path`` option.
+    """
+    if "path" not in options:
+        raise InvalidRequest("The cqlcdc data sources need the option 'path' (the data directory)")
+    storage = {
+        key[len(STORAGE_OPTION_PREFIX) :]: value
+        for key, value in options.items()
+        if key.lower().startswith(STORAGE_OPTION_PREFIX)
+    }
+    return Location.of(options["path"], storage)
+
+
+def open_scan(
+    data_dir: Location | str | os.PathLike[str], table: str, snapshot: int | None = None
+) -> TableScan:
     """Find ``table`` (``ks.t`` or ``ks.t_scylla_cdc_log``) in ``data_dir`` at a snapshot.
 
     Args:
-        data_dir: the data directory (read only: no lock is taken, no engine started).
+        data_dir: the data directory, a local path or an object-store URI (read only: no
+            lock is taken, no engine started).
         table: the table's qualified name.
         snapshot: a committed batch id (None: the last committed batch).
 
     Raises:
         InvalidRequest: no such table, or a batch id that is not committed.
     """
-    root = Path(data_dir).resolve()
+    root = Location.of(data_dir)
     keyspace, _, name = table.partition(".")
     if not keyspace or not name:
         raise InvalidRequest(f"A table is named keyspace.table, not {table!r}")
@@ -153,8 +181,8 @@ def open_scan(data_dir: str | Path, table: str, snapshot: int | None = None) -> 
         )
     else:
         latest = manifest.version_of(output)
-        uri = str(table_dir(tables_dir, output))
-        version = None if latest is None else version_at(uri, latest, snapshot)
+        where = table_dir(tables_dir, output)
+        version = None if latest is None else version_at(where, latest, snapshot)
         batch_id = snapshot
         max_seq = -1  # known only if a truncation needs it
     truncated = 0
@@ -165,7 +193,7 @@ def open_scan(data_dir: str | Path, table: str, snapshot: int | None = None) -> 
         if max_seq <= truncated and batch_id != manifest.batch_id:
             truncated = 0  # the snapshot holds no write after the TRUNCATE: it came later
     return TableScan(
-        data_dir=str(root),
+        data_dir=root,
         schema=schema,
         base=base,
         version=version,
@@ -176,8 +204,8 @@ def open_scan(data_dir: str | Path, table: str, snapshot: int | None = None) -> 
     )
 
 
-def version_at(uri: str, latest: int, batch_id: int) -> int | None:
-    """The newest version of the Delta table at ``uri`` (up to ``latest``) that holds no
+def version_at(where: Location, latest: int, batch_id: int) -> int | None:
+    """The newest version of the Delta table at ``where`` (up to ``latest``) that holds no
     batch after ``batch_id``; None when the table's first commit came later.
 
     A table records the last batch committed into it as its app transaction version, which
@@ -185,7 +213,7 @@ def version_at(uri: str, latest: int, batch_id: int) -> int | None:
     """
 
     def batch_of(version: int) -> int:
-        committed = open_table(uri, version).transaction_version(APP_ID)
+        committed = open_table(where, version).transaction_version(APP_ID)
         return -1 if committed is None else int(committed)
 
     if batch_of(latest) <= batch_id:
@@ -202,18 +230,18 @@ def version_at(uri: str, latest: int, batch_id: int) -> int | None:
     return low
 
 
-def snapshot_max_seq(tables_dir: Path, manifest: Manifest, batch_id: int) -> int:
+def snapshot_max_seq(tables_dir: Location, manifest: Manifest, batch_id: int) -> int:
     """The highest ingest seq any output holds as of ``batch_id`` (from file statistics).
 
     Only a TRUNCATE read at an older snapshot needs it: the truncation shows there once a
     write after it does."""
     highest = 0
     for output, latest in manifest.versions.items():
-        uri = str(table_dir(tables_dir, output))
-        version = version_at(uri, latest, batch_id)
+        where = table_dir(tables_dir, output)
+        version = version_at(where, latest, batch_id)
         if version is None:
             continue
-        actions = _add_actions(uri, version)
+        actions = _add_actions(where, version)
         for column in ("max._seq", "max.seq"):
             if column in actions.column_names and actions.num_rows:
                 top = pc.max(actions[column]).as_py()
@@ -221,18 +249,19 @@ def snapshot_max_seq(tables_dir: Path, manifest: Manifest, batch_id: int) -> int
     return highest
 
 
-def _add_actions(uri: str, version: int) -> pa.Table:
+def _add_actions(where: Location, version: int) -> pa.Table:
     """The table's files at ``version`` with their statistics (``min.<column>``...)."""
-    return pa.table(open_table(uri, version).get_add_actions(flatten=True))
+    return pa.table(open_table(where, version).get_add_actions(flatten=True))
 
 
-def num_buckets(data_dir: Path) -> int | None:
+def num_buckets(data_dir: Location) -> int | None:
     """The data directory's token buckets: one range per bucket in every generation."""
     path = data_dir / GENERATIONS_FILE
     try:
-        generations = json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
+        text = path.read_text()
+        if text is None:
+            return None
+        generations = json.loads(text)
     except (OSError, ValueError) as err:
         raise ServerError(f"Cannot read {path}: {err}") from err
     return Generation.from_json(generations[0]).num_ranges if generations else None
@@ -318,7 +347,7 @@ def log_files(scan: TableScan, prune: FilterType | None) -> list[str]:
     (paths relative to the table)."""
     if scan.version is None:
         return []
-    dataset = statistics_free_dataset(open_table(scan.uri, scan.version), prune or None)
+    dataset = statistics_free_dataset(open_table(scan.table, scan.version), prune or None)
     return [fragment.path for fragment in dataset.get_fragments()]
 
 
@@ -327,7 +356,7 @@ def read_log_file(
 ) -> Iterator[pa.RecordBatch]:
     """The rows of one log data file that match ``condition``, as Spark's batches."""
     assert scan.version is not None
-    full = statistics_free_dataset(open_table(scan.uri, scan.version))
+    full = statistics_free_dataset(open_table(scan.table, scan.version))
     fragment = full.format.make_fragment(path, full.filesystem)
     one = ds.FileSystemDataset([fragment], full.schema, full.format, full.filesystem)
     stored = {column_name(scan.schema, n): n for n in scan.column_names}
@@ -362,7 +391,7 @@ def base_buckets(scan: TableScan, wanted: Sequence[int] | None) -> list[int]:
     """The buckets the base table has files in at the snapshot (among ``wanted``)."""
     if scan.version is None:
         return []
-    actions = _add_actions(scan.uri, scan.version)
+    actions = _add_actions(scan.table, scan.version)
     if not actions.num_rows:
         return []
     lows = actions["min.bucket"].to_numpy()
@@ -384,7 +413,7 @@ def read_base_bucket(
     per CQL row as ``SELECT *`` returns them, filtered by ``condition``."""
     if scan.version is None:
         return
-    table = open_table(scan.uri, scan.version)
+    table = open_table(scan.table, scan.version)
     keep = pc.field("bucket") == bucket
     if scan.truncated:
         keep &= pc.field("seq") > scan.truncated

@@ -54,6 +54,7 @@ from cqlcdc.pipeline.table_scan import (
     open_scan,
     read_base_bucket,
     read_log_file,
+    source_location,
     spark_arrow_schema,
     spark_schema,
 )
@@ -379,7 +380,8 @@ class _StreamReader(DataSourceStreamReader):
 
 
 class TableDataSource(DataSource):
-    """``format("cqlcdc")``: options ``path`` (the data directory), ``table`` (``ks.t`` or
+    """``format("cqlcdc")``: options ``path`` (the data directory: a local path or an
+    object-store URI, with ``storage.<KEY>`` options as delta-rs names them), ``table`` (``ks.t`` or
     ``ks.t_scylla_cdc_log``), ``snapshot`` (batch reads: a committed batch id, default the
     last) and ``startingOffsets`` (streaming: ``earliest`` | ``latest``)."""
 
@@ -396,7 +398,7 @@ class TableDataSource(DataSource):
             batch = None if snapshot is None else int(snapshot)
         except ValueError:
             raise InvalidRequest(f"snapshot is a batch id, not {snapshot!r}") from None
-        return open_scan(self.options["path"], self.options["table"], batch)
+        return open_scan(source_location(self.options), self.options["table"], batch)
 
     def schema(self) -> StructType:
         return spark_schema(self._scan())

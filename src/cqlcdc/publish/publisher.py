@@ -10,16 +10,17 @@ broker: a transaction whose commit outcome was unknown is never published twice.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from cqlcdc.feed_reader import FeedReader
+from cqlcdc.location import Location
 from cqlcdc.publish.kafka_client import (
     FEED_HEADER,
     OFFSET_HEADER,
@@ -61,7 +62,7 @@ class PublishConfig:
         progress_s: seconds between progress lines (0: none but the last).
     """
 
-    data_dir: str | Path
+    data_dir: Location | str | os.PathLike[str]
     feed: str
     bootstrap: str
     topic: str

@@ -13,15 +13,16 @@ ScyllaDB. After each successful DDL the catalog is saved to ``<data_dir>/catalog
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from cqlcdc.cql import ast
 from cqlcdc.errors import AlreadyExists, ConfigurationError, InvalidRequest, Unauthorized
+from cqlcdc.location import Location
 from cqlcdc.schema import persist, table_ddl
 from cqlcdc.schema.cdc_options import parse_cdc_options
 from cqlcdc.schema.describe import describe_statement
@@ -81,8 +82,8 @@ class Catalog:
     table is dropped, so records validated against an old schema can still be processed.
     """
 
-    def __init__(self, data_dir: Path | None = None) -> None:
-        self.data_dir = data_dir
+    def __init__(self, data_dir: Location | str | os.PathLike[str] | None = None) -> None:
+        self.data_dir = None if data_dir is None else Location.of(data_dir)
         self._keyspaces: dict[str, Keyspace] = {}
         self._types: dict[str, dict[str, UserType]] = {}
         self._tables: dict[str, dict[str, str]] = {}  # keyspace -> name -> table_id
@@ -90,8 +91,8 @@ class Catalog:
         # checks every new table version before it is recorded (the coordinator's: every
         # output can hold it, ``cqlcdc.pipeline.admission``); raising refuses the DDL
         self.admission: Callable[[TableSchema], None] | None = None
-        if data_dir is not None:
-            self._load(data_dir / persist.CATALOG_FILE)
+        if self.data_dir is not None:
+            self._load(self.data_dir / persist.CATALOG_FILE)
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -605,7 +606,7 @@ class Catalog:
     def _save(self) -> None:
         if self.data_dir is None:
             return
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.makedirs()
         document = {
             "keyspaces": [persist.keyspace_to_json(k) for k in self._keyspaces.values()],
             "types": {
@@ -617,9 +618,7 @@ class Catalog:
                 for tid, versions in self._versions.items()
             },
         }
-        persist.write_atomically(
-            self.data_dir / persist.CATALOG_FILE, persist.dump_document(document)
-        )
+        (self.data_dir / persist.CATALOG_FILE).write_atomically(persist.dump_document(document))
 
     def copy(self) -> Catalog:
         """A catalog equal to this one that DDL can change without touching this one (the
@@ -640,7 +639,7 @@ class Catalog:
             self._keyspaces, self._types, self._tables, self._versions = {}, {}, {}, {}
             self._load(self.data_dir / persist.CATALOG_FILE)
 
-    def _load(self, path: Path) -> None:
+    def _load(self, path: Location) -> None:
         document = persist.load_document(path)
         if document is None:
             return

@@ -1,4 +1,5 @@
-"""The catalog on disk: ``<data_dir>/catalog.json``, written atomically (temp + fsync + rename).
+"""The catalog in a data directory: ``<data_dir>/catalog.json``, written atomically
+(``Location.write_atomically``: temp + fsync + rename on a disk, one PUT in an object store).
 
 Types are stored structurally (``typeshape.type_to_json``), so every table version reloads
 exactly, including versions that reference an older definition of a user type.
@@ -8,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
+from cqlcdc.location import Location
 from cqlcdc.schema.model import (
     CdcOptions,
     Column,
@@ -133,29 +134,15 @@ def table_from_json(data: dict[str, Any]) -> TableSchema:
     )
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that a crash leaves the old or the new file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def load_document(path: Path) -> dict[str, Any] | None:
+def load_document(path: Location | str | os.PathLike[str]) -> dict[str, Any] | None:
     """The saved catalog document, or None when there is none yet."""
-    if not path.exists():
+    where = Location.of(path)
+    text = where.read_text()
+    if text is None:
         return None
-    with open(path, encoding="utf-8") as f:
-        data: dict[str, Any] = json.load(f)
+    data: dict[str, Any] = json.loads(text)
     if data.get("format") != FORMAT_VERSION:
-        raise ValueError(f"unsupported catalog format in {path}: {data.get('format')!r}")
+        raise ValueError(f"unsupported catalog format in {where}: {data.get('format')!r}")
     return data
 
 
@@ -171,5 +158,4 @@ __all__ = [
     "load_document",
     "table_from_json",
     "table_to_json",
-    "write_atomically",
 ]

@@ -34,7 +34,6 @@ from deltalake.transaction import AddAction, RemoveAction, create_table_with_add
 from cqlcdc.errors import ServerError
 from cqlcdc.location import Location
 from cqlcdc.schema.log_table import TICKS
-from cqlcdc.schema.persist import write_atomically
 from cqlcdc.storage.vectorized import timeuuid_ticks
 from cqlcdc.store.durable import synced_file
 
@@ -134,9 +133,9 @@ def data_files_from_arrow(table: pa.Table) -> list[DataFile]:
     return [DataFile(**row) for row in table.to_pylist()]
 
 
-def table_dir(tables_dir: str | Path, output: str) -> Path:
+def table_dir(tables_dir: Location | str | os.PathLike[str], output: str) -> Location:
     """The directory of output table `output` (names like ``log/ks.t`` nest)."""
-    return Path(tables_dir) / output
+    return Location.of(tables_dir).child(output)
 
 
 def _delta_stats(table: pa.Table) -> str:
@@ -208,7 +207,7 @@ def write_data_file(
     The name is unique per attempt, so a replay never overwrites a committed file; files of an
     attempt that is not committed are never referenced and can be deleted.
     """
-    root = Location.of(tables_dir).child(output)
+    root = table_dir(tables_dir, output)
     root.makedirs()
     name = f"part-{batch_id:010d}-b{bucket:05d}-{uuid.uuid4().hex}.parquet"
     path = root / name
@@ -286,7 +285,7 @@ def commit_output(
     Returns:
         The table handle, at the version holding this batch.
     """
-    root = Location.of(tables_dir).child(output)
+    root = table_dir(tables_dir, output)
     uri, options = root.delta_uri, root.delta_options()
     schema = _unified(files)
     actions: list[AddAction | RemoveAction] = [
@@ -354,26 +353,28 @@ class Manifest:
         return self.versions.get(output)
 
     @classmethod
-    def load(cls, data_dir: str | Path) -> Manifest:
+    def load(cls, data_dir: Location | str | os.PathLike[str]) -> Manifest:
         """Read the manifest of `data_dir` (an empty one if no batch committed yet)."""
-        path = Path(data_dir) / MANIFEST_NAME
+        root = Location.of(data_dir)
+        path = root / MANIFEST_NAME
         try:
-            raw = json.loads(path.read_text())
-        except FileNotFoundError:
-            return cls(batch_id=-1, max_seq=0)
+            text = path.read_text()
+            if text is None:
+                return cls(batch_id=-1, max_seq=0)
+            raw = json.loads(text)
         except (OSError, ValueError) as err:
             raise ServerError(f"Cannot read manifest {path}: {err}") from err
         written = int(raw.get("format", 1))
         if written > FORMAT:
             raise ServerError(
-                f"Data directory {Path(data_dir)} has format {written} (written by a newer "
+                f"Data directory {root} has format {written} (written by a newer "
                 f"cqlcdc); this version reads format {FORMAT}: open it with the version that "
                 f"wrote it"
             )
         if written < FORMAT:
             held = _OLD_FORMATS.get(written, "another layout")
             raise ServerError(
-                f"Data directory {Path(data_dir)} has format {written} (written by an older "
+                f"Data directory {root} has format {written} (written by an older "
                 f"cqlcdc, which stored {held}); this version reads format "
                 f"{FORMAT} and does not migrate it: open it with the version that wrote it, or "
                 f"export its tables and load them into a new directory"
@@ -385,9 +386,9 @@ class Manifest:
             extra=dict(raw.get("extra", {})),
         )
 
-    def save(self, data_dir: str | Path) -> None:
-        """Write atomically (``write_atomically``: temp file, fsync, rename over the old
-        one, fsync the directory)."""
+    def save(self, data_dir: Location | str | os.PathLike[str]) -> None:
+        """Write atomically (``Location.write_atomically``: on a disk a temp file, fsync,
+        rename over the old one, fsync the directory; in an object store one PUT)."""
         body = {
             "format": FORMAT,
             "batch_id": self.batch_id,
@@ -395,17 +396,23 @@ class Manifest:
             "versions": self.versions,
             "extra": self.extra,
         }
-        write_atomically(Path(data_dir) / MANIFEST_NAME, json.dumps(body, sort_keys=True))
+        (Location.of(data_dir) / MANIFEST_NAME).write_atomically(json.dumps(body, sort_keys=True))
 
 
 FilterType = list[tuple[str, str, Any]]
 
 
+def open_table(where: Location | str | os.PathLike[str], version: int) -> DeltaTable:
+    """The Delta table at ``where`` (a local path or an object-store URI) as of
+    ``version``, opened once per process: a version never changes, and opening one replays
+    its log (milliseconds a read would otherwise pay each time; requests in an object
+    store)."""
+    return _open_table(Location.of(where), version)
+
+
 @functools.lru_cache(maxsize=128)
-def open_table(path: str, version: int) -> DeltaTable:
-    """The Delta table at ``path`` as of ``version``, opened once: a version never changes,
-    and opening one replays its log (milliseconds a read would otherwise pay each time)."""
-    return DeltaTable(path, version=version)
+def _open_table(where: Location, version: int) -> DeltaTable:
+    return DeltaTable(where.delta_uri, version=version, storage_options=where.delta_options())
 
 
 def statistics_free_dataset(table: DeltaTable, prune: FilterType | None = None) -> ds.Dataset:
@@ -492,11 +499,12 @@ class VersionedReader:
 
     def __init__(
         self,
-        tables_dir: str | Path,
+        tables_dir: Location | str | os.PathLike[str],
         versions: dict[str, int],
         tables: dict[str, DeltaTable] | None = None,
     ) -> None:
-        self.tables_dir = str(tables_dir)
+        # a Location, not a path: the reader is pickled into executors on other machines
+        self.tables_dir = Location.of(tables_dir)
         self.versions = dict(versions)
         # handles already open at the wanted version (the driver's cache); never pickled
         self._tables: dict[str, DeltaTable] = {
@@ -526,7 +534,7 @@ class VersionedReader:
             return None
         table = self._tables.get(output)
         if table is None:
-            table = open_table(str(table_dir(self.tables_dir, output)), version)
+            table = open_table(table_dir(self.tables_dir, output), version)
             self._tables[output] = table
         return table
 
@@ -578,17 +586,24 @@ class VersionedReader:
         return dataset.to_table(filter=filters, columns=columns)
 
 
-@dataclass(frozen=True)
 class Snapshot:
     """A consistent view of every output table: all as of one committed batch.
 
     Attributes:
+        tables_dir: where the output tables are (a local path or an object-store URI).
+        manifest: the batch the view is at.
         batch_id: the batch the view is at (-1: nothing committed yet).
         max_seq: every ingest record with seq <= this is visible, none above.
     """
 
-    tables_dir: Path
-    manifest: Manifest
+    __slots__ = ("manifest", "tables_dir")
+
+    def __init__(self, tables_dir: Location | str | os.PathLike[str], manifest: Manifest) -> None:
+        self.tables_dir = Location.of(tables_dir)
+        self.manifest = manifest
+
+    def __repr__(self) -> str:
+        return f"Snapshot({self.tables_dir.uri!r}, batch_id={self.batch_id})"
 
     @property
     def batch_id(self) -> int:
@@ -612,7 +627,7 @@ class Snapshot:
         version = self.manifest.version_of(output)
         if version is None:
             return pa.schema([])
-        table = open_table(str(table_dir(self.tables_dir, output)), version)
+        table = open_table(table_dir(self.tables_dir, output), version)
         return statistics_free_dataset(table).schema
 
     def count(self, output: str, condition: ds.Expression, prune: FilterType | None = None) -> int:
@@ -621,7 +636,7 @@ class Snapshot:
         version = self.manifest.version_of(output)
         if version is None:
             return 0
-        table = open_table(str(table_dir(self.tables_dir, output)), version)
+        table = open_table(table_dir(self.tables_dir, output), version)
         return int(statistics_free_dataset(table, prune).count_rows(filter=condition))
 
     def read(

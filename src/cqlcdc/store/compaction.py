@@ -11,19 +11,21 @@ state) are merged to one row per partition on the way. See docs/pipeline.md, "Co
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction, RemoveAction
 
+from cqlcdc.location import Location
 from cqlcdc.store.commit import (
     ROW_GROUP_ROWS,
     DataFile,
@@ -95,9 +97,12 @@ class Compactor:
     """
 
     def __init__(
-        self, tables_dir: str | Path, processor: BucketProcessor, policy: CompactionPolicy
+        self,
+        tables_dir: Location | str | os.PathLike[str],
+        processor: BucketProcessor,
+        policy: CompactionPolicy,
     ) -> None:
-        self.tables_dir = Path(tables_dir)
+        self.tables_dir = Location.of(tables_dir)
         self.processor = processor
         self.policy = policy
         self._small: dict[str, dict[int, int]] = {}
@@ -206,7 +211,7 @@ class Compactor:
 
     def _rewrite(self, output: str, table: DeltaTable, bucket: int, chosen: list[_File]) -> bool:
         root = table_dir(self.tables_dir, output)
-        parts = [pq.read_table(root / f.path) for f in chosen]
+        parts = [_read_parquet(root.child(unquote(f.path))) for f in chosen]
         rows = pa.concat_tables(parts, promote_options="permissive")
         merged = self.processor.compact_rows(output, rows)
         data_change = merged is not None  # a merge changes rows; joining files does not
@@ -237,31 +242,48 @@ class Compactor:
         return True
 
     def _write(
-        self, root: Path, rows: pa.Table, batch: int, bucket: int, modification_time: int
+        self, root: Location, rows: pa.Table, batch: int, bucket: int, modification_time: int
     ) -> DataFile:
         name = f"part-{batch:010d}-b{bucket:05d}-{uuid.uuid4().hex}.parquet"
-        path = root / name
         # zstd: compacted files are the long-lived ones; no dictionaries and no statistics
         # where no read prunes, as for data files (dictionaries made these files larger
         # and their writes ~50% slower, the next batch waiting for them)
-        with synced_file(path) as sink:
-            pq.write_table(
-                rows,
-                sink,
-                compression="zstd",
-                use_dictionary=False,
-                row_group_size=self.policy.row_group_rows,
-                write_statistics=statistics_columns(rows.column_names),
-            )
+        size = _write_parquet(
+            root.child(name),
+            rows,
+            compression="zstd",
+            use_dictionary=False,
+            row_group_size=self.policy.row_group_rows,
+            write_statistics=statistics_columns(rows.column_names),
+        )
         return DataFile(
             output="",
             path=name,
-            size=path.stat().st_size,
+            size=size,
             num_records=rows.num_rows,
             modification_time=modification_time,
             stats=_delta_stats(rows),
             schema=rows.schema.serialize().to_pybytes(),
         )
+
+
+def _read_parquet(where: Location) -> pa.Table:
+    """A whole Parquet file of a table (through this process's filesystem client)."""
+    if where.is_local:
+        return pq.read_table(where.path)
+    return pq.read_table(where.fs_path, filesystem=where.filesystem)
+
+
+def _write_parquet(where: Location, rows: pa.Table, **options: Any) -> int:
+    """Write ``rows`` as a new Parquet file at ``where``, durable when this returns (a
+    local file fsynced; an object stored by its upload's completion). Returns its size."""
+    if where.is_local:
+        with synced_file(where.path) as sink:
+            pq.write_table(rows, sink, **options)
+        return where.path.stat().st_size
+    with where.filesystem.open_output_stream(where.fs_path) as stream:
+        pq.write_table(rows, stream, **options)
+        return int(stream.tell())
 
 
 def vacuum(table: DeltaTable, retention_hours: int) -> list[str]:

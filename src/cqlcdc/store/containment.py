@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from cqlcdc.errors import InvalidRequest, ServerError
+from cqlcdc.location import Location
 from cqlcdc.store.commit import Manifest, Snapshot
 from cqlcdc.store.ingest import IngestLog
 from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord
@@ -110,7 +111,7 @@ class StoppedTable:
     batch_id: int
     error: str
 
-    def held_message(self, data_dir: Path, seq: int) -> str:
+    def held_message(self, data_dir: Location | str | os.PathLike[str], seq: int) -> str:
         """What the writer of a held write is told."""
         return (
             f"write seq={seq} to {self.table} was not applied: the table is stopped since "
@@ -118,7 +119,7 @@ class StoppedTable:
             f"held; run `cqlcdc recover --data-dir {data_dir}` to retry or drop it"
         )
 
-    def refusal(self, data_dir: Path) -> ServerError:
+    def refusal(self, data_dir: Location | str | os.PathLike[str]) -> ServerError:
         """The error a new write to the stopped table gets up front."""
         return ServerError(
             f"Table {self.table} is stopped: write seq={self.first_seq} could not be applied "
@@ -126,7 +127,7 @@ class StoppedTable:
             f"--retry-table {self.table}` (or --skip-table) is run with the server stopped"
         )
 
-    def log_line(self, data_dir: Path) -> str:
+    def log_line(self, data_dir: Location | str | os.PathLike[str]) -> str:
         """The one line the server logs when the table stops."""
         return (
             f"table {self.table} stopped at write seq={self.first_seq} (batch "
@@ -136,19 +137,21 @@ class StoppedTable:
         )
 
 
-def load_stopped(data_dir: Path) -> dict[str, StoppedTable]:
+def load_stopped(data_dir: Location | str | os.PathLike[str]) -> dict[str, StoppedTable]:
     """The stopped tables of a data directory, by table id."""
-    path = data_dir / STOPPED_FILE
-    if not path.exists():
+    text = (Location.of(data_dir) / STOPPED_FILE).read_text()
+    if text is None:
         return {}
-    return {entry["table_id"]: StoppedTable(**entry) for entry in json.loads(path.read_text())}
+    return {entry["table_id"]: StoppedTable(**entry) for entry in json.loads(text)}
 
 
-def save_stopped(data_dir: Path, stopped: dict[str, StoppedTable]) -> None:
+def save_stopped(
+    data_dir: Location | str | os.PathLike[str], stopped: dict[str, StoppedTable]
+) -> None:
     """Write ``stopped.json`` durably (replacing it whole)."""
-    path = data_dir / STOPPED_FILE
+    path = Location.of(data_dir) / STOPPED_FILE
     if not stopped:
-        path.unlink(missing_ok=True)
+        path.delete()
         return
     write_json(path, [dataclasses.asdict(s) for _, s in sorted(stopped.items())])
 
@@ -176,9 +179,9 @@ class StoppedReport:
     held: int
 
 
-def stopped_reports(data_dir: str | Path) -> list[StoppedReport]:
+def stopped_reports(data_dir: Location | str | os.PathLike[str]) -> list[StoppedReport]:
     """Every stopped table, with how many writes it holds (read at the committed batch)."""
-    root = Path(data_dir)
+    root = Location.of(data_dir)
     stopped = load_stopped(root)
     if not stopped:
         return []
@@ -188,7 +191,9 @@ def stopped_reports(data_dir: str | Path) -> list[StoppedReport]:
     return [StoppedReport(s, by_table.get(s.table_id, 0)) for _, s in sorted(stopped.items())]
 
 
-def resume_table(data_dir: str | Path, table: str, retry: bool) -> tuple[StoppedTable, int]:
+def resume_table(
+    data_dir: Location | str | os.PathLike[str], table: str, retry: bool
+) -> tuple[StoppedTable, int]:
     """Let a stopped table take writes again (under the data directory's lock, so no
     engine runs meanwhile).
 
@@ -201,8 +206,8 @@ def resume_table(data_dir: str | Path, table: str, retry: bool) -> tuple[Stopped
         DataDirLocked: a process holds the data directory.
         InvalidRequest: no stopped table has that name (or id).
     """
-    root = Path(data_dir)
-    with DataDirLock(root):
+    root = Location.of(data_dir)
+    with DataDirLock(root.path):  # the lease replaces this lock (a local one today)
         stopped = load_stopped(root)
         found = [s for s in stopped.values() if table in (s.table, s.table_id)]
         if not found:
@@ -215,7 +220,7 @@ def resume_table(data_dir: str | Path, table: str, retry: bool) -> tuple[Stopped
         mine = held.filter(pc.equal(held.column("table_id"), entry.table_id))
         mine = mine.sort_by("seq")
         if retry and mine.num_rows:
-            log = IngestLog(root / "ingest")
+            log = IngestLog((root / "ingest").path)
             first = max(log.last_seq(), manifest.max_seq) + 1
             log.append(
                 [
@@ -232,7 +237,7 @@ def resume_table(data_dir: str | Path, table: str, retry: bool) -> tuple[Stopped
         return entry, mine.num_rows
 
 
-def drop_held(data_dir: str | Path, seqs: range) -> int:
+def drop_held(data_dir: Location | str | os.PathLike[str], seqs: range) -> int:
     """Drop the held writes ``seqs`` for good (``cqlcdc recover --skip``: the one write a
     stopped table cannot apply, before ``--retry-table`` appends the others again). Under
     the data directory's lock. Returns how many were held.
@@ -240,8 +245,8 @@ def drop_held(data_dir: str | Path, seqs: range) -> int:
     Raises:
         DataDirLocked: a process holds the data directory.
     """
-    root = Path(data_dir)
-    with DataDirLock(root):
+    root = Location.of(data_dir)
+    with DataDirLock(root.path):  # the lease replaces this lock (a local one today)
         held = _held(root)
         if held.num_rows == 0:
             return 0
@@ -250,7 +255,7 @@ def drop_held(data_dir: str | Path, seqs: range) -> int:
             pc.and_(pc.greater_equal(seq, seqs.start), pc.less(seq, seqs.stop))
         ).num_rows
         if found:
-            table = DeltaTable(str(root / "tables" / HELD))
+            table = _delta_table(root / "tables" / HELD)
             table.delete(f"seq >= {seqs.start} AND seq < {seqs.stop}")
             manifest = Manifest.load(root)
             versions = {**manifest.versions, HELD: table.version()}
@@ -258,35 +263,62 @@ def drop_held(data_dir: str | Path, seqs: range) -> int:
         return found
 
 
-def _held(root: Path) -> pa.Table:
+def _held(root: Location) -> pa.Table:
     manifest = Manifest.load(root)
     if manifest.version_of(HELD) is None:
         return HELD_SCHEMA.empty_table()
     return Snapshot(root / "tables", manifest).read(HELD)
 
 
-def _delete_held(tables_dir: Path, table_id: str) -> int:
-    table = DeltaTable(str(tables_dir / HELD))
+def _delta_table(where: Location) -> DeltaTable:
+    """The latest version of the Delta table at ``where``, to change it."""
+    return DeltaTable(where.delta_uri, storage_options=where.delta_options())
+
+
+def _delete_held(tables_dir: Location, table_id: str) -> int:
+    table = _delta_table(tables_dir / HELD)
     table.delete(f"table_id = '{table_id}'")
     return table.version()
 
 
-def _undo_uncommitted(tables_dir: Path, manifest: Manifest, table_id: str) -> Manifest:
+def _table_outputs(tables_dir: Location, table_id: str) -> list[str]:
+    """The outputs of ``table_id`` that have a Delta table (``<kind>/<id>`` or
+    ``<kind>/<id>/<topic>``): a LIST per output kind, and one per nested output."""
+    found: list[str] = []
+    for kind in tables_dir.list_names():
+        own = tables_dir.child(kind, table_id)
+        names = own.list_names()
+        if "_delta_log" in names:  # a table (its entries are its files: not listed)
+            found.append(f"{kind}/{table_id}")
+            continue
+        found.extend(
+            f"{kind}/{table_id}/{name}"
+            for name in names
+            if "_delta_log" in own.child(name).list_names()
+        )
+    return sorted(found)
+
+
+def _remove_tree(where: Location) -> None:
+    """Delete a directory and everything under it (every object under the prefix)."""
+    if where.is_local:
+        shutil.rmtree(where.path, ignore_errors=True)
+    else:
+        where.filesystem.delete_dir(where.fs_path)
+
+
+def _undo_uncommitted(tables_dir: Location, manifest: Manifest, table_id: str) -> Manifest:
     """Undo the commits a failed batch left in ``table_id``'s outputs past the manifest:
     they hold writes that were never applied (a retry appends them again). An output the
     manifest does not know at all was made by that batch alone and is removed."""
     versions = dict(manifest.versions)
-    for log_dir in sorted(
-        {*tables_dir.glob(f"*/{table_id}/_delta_log")}
-        | {*tables_dir.glob(f"*/{table_id}/*/_delta_log")}
-    ):
-        root = log_dir.parent
-        output = root.relative_to(tables_dir).as_posix()
+    for output in _table_outputs(tables_dir, table_id):
+        root = tables_dir.child(output)
         known = versions.get(output)
         if known is None:
-            shutil.rmtree(root)
+            _remove_tree(root)
             continue
-        table = DeltaTable(str(root))
+        table = _delta_table(root)
         if table.version() > known:
             table.restore(known)
             table.update_incremental()

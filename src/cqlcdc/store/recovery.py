@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cqlcdc.errors import DataDirLocked, InvalidRequest
-from cqlcdc.schema.persist import write_atomically
+from cqlcdc.location import Location
 
 LOCK_FILE = ".engine.lock"
 FAILURE_FILE = "failure.json"
@@ -108,24 +108,29 @@ def unapplied_failure(error_text: str, batch_id: int) -> Failure | None:
     return Failure(first, last, batch_id, message)
 
 
-def save_failure(data_dir: Path, failure: Failure) -> None:
-    write_json(data_dir / FAILURE_FILE, dataclasses.asdict(failure))
+def save_failure(data_dir: Location | str | os.PathLike[str], failure: Failure) -> None:
+    write_json(Location.of(data_dir) / FAILURE_FILE, dataclasses.asdict(failure))
 
 
-def load_failure(data_dir: Path) -> Failure | None:
-    path = data_dir / FAILURE_FILE
-    if not path.exists():
+def load_failure(data_dir: Location | str | os.PathLike[str]) -> Failure | None:
+    text = (Location.of(data_dir) / FAILURE_FILE).read_text()
+    if text is None:
         return None
-    data = json.loads(path.read_text())
+    data = json.loads(text)
     return Failure(data["first_seq"], data["last_seq"], data["batch_id"], data["message"])
 
 
-def load_skipped(data_dir: Path) -> dict[int, str]:
+def clear_failure(data_dir: Location | str | os.PathLike[str]) -> None:
+    """Forget the recorded failure (none recorded: nothing to do)."""
+    (Location.of(data_dir) / FAILURE_FILE).delete()
+
+
+def load_skipped(data_dir: Location | str | os.PathLike[str]) -> dict[int, str]:
     """Seqs of ingest records to drop, with the reason each is reported as failed."""
-    path = data_dir / SKIPPED_FILE
-    if not path.exists():
+    text = (Location.of(data_dir) / SKIPPED_FILE).read_text()
+    if text is None:
         return {}
-    return {int(seq): reason for seq, reason in json.loads(path.read_text()).items()}
+    return {int(seq): reason for seq, reason in json.loads(text).items()}
 
 
 def parse_seqs(text: str) -> range:
@@ -144,7 +149,9 @@ def parse_seqs(text: str) -> range:
     return range(first, last + 1)
 
 
-def skip_records(data_dir: str | Path, seqs: range, committed_seq: int) -> int:
+def skip_records(
+    data_dir: Location | str | os.PathLike[str], seqs: range, committed_seq: int
+) -> int:
     """Have the engine drop the ingest records ``seqs`` (under the data directory's lock, so
     no engine runs meanwhile). Returns how many seqs were added.
 
@@ -152,8 +159,8 @@ def skip_records(data_dir: str | Path, seqs: range, committed_seq: int) -> int:
         DataDirLocked: a process holds the data directory.
         InvalidRequest: a seq is already committed (applied; nothing to skip).
     """
-    root = Path(data_dir)
-    with DataDirLock(root):
+    root = Location.of(data_dir)
+    with DataDirLock(root.path):  # the lease replaces this lock (a local one today)
         if seqs.start <= committed_seq:
             raise InvalidRequest(
                 f"ingest record seq={seqs.start} is committed already (every seq up to "
@@ -167,18 +174,19 @@ def skip_records(data_dir: str | Path, seqs: range, committed_seq: int) -> int:
             skipped[seq] = f"write seq={seq} skipped by cqlcdc recover: {reason}"
         write_json(root / SKIPPED_FILE, {str(k): v for k, v in sorted(skipped.items())})
         if failure is not None and failure.first_seq in seqs and failure.last_seq in seqs:
-            (root / FAILURE_FILE).unlink()
+            clear_failure(root)
         return len(added)
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Location | str | os.PathLike[str], data: Any) -> None:
     """Replace ``path`` with ``data`` as JSON, durably (a crash leaves the old or the new)."""
-    write_atomically(path, json.dumps(data, indent=1))
+    Location.of(path).write_atomically(json.dumps(data, indent=1))
 
 
 __all__ = [
     "DataDirLock",
     "Failure",
+    "clear_failure",
     "load_failure",
     "load_skipped",
     "parse_seqs",
