@@ -31,6 +31,7 @@ from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_listing, system_ta
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
+from cqlcdc.location import Location
 from cqlcdc.pipeline.admission import admit
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.describe import describe_statement
@@ -40,8 +41,8 @@ from cqlcdc.storage.select import ResultSet
 from cqlcdc.storage.token import bucket_of
 from cqlcdc.storage.uuids import SeededBits
 from cqlcdc.store.ingest import FailedAppends, IngestLog
+from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import IngestRecord
-from cqlcdc.store.recovery import DataDirLock
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,8 @@ class Coordinator:
         verbose: let Spark's console output through (default: ``<data_dir>/spark.log``).
         aws_region: ``awsRegion`` of DynamoDB Streams feeds that set no ``AWS_REGION``
             (YDB's server-wide ``SetAwsRegion``).
+        lease_ttl_s: the ttl of the data directory's lease (None: ``$CQLCDC_LEASE_TTL``,
+            else 30 s; ``cqlcdc.store.lease``).
 
     Raises:
         DataDirLocked: another process (or another coordinator here) owns ``data_dir``.
@@ -72,18 +75,19 @@ class Coordinator:
 
     def __init__(
         self,
-        data_dir: str | Path,
+        data_dir: Location | str | Path,
         master: str = "local[*]",
         num_buckets: int = DEFAULT_BUCKETS,
         driver_max_rows: int | None = None,
         verbose: bool = False,
         aws_region: str = "",
+        lease_ttl_s: float | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.aws_region = aws_region
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # taken before Spark starts, so a second process is told at once who owns the data
-        lock = DataDirLock(self.data_dir)
+        lock = Lease(data_dir, lease_ttl_s)
         lock.acquire()
         try:
             self._open(master, num_buckets, driver_max_rows, lock, verbose)
@@ -96,7 +100,7 @@ class Coordinator:
         master: str,
         num_buckets: int,
         driver_max_rows: int | None,
-        lock: DataDirLock,
+        lock: Lease,
         verbose: bool,
     ) -> None:
         from cqlcdc.pipeline.engine import Engine

@@ -51,6 +51,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         master=args.master,
         verbose=args.verbose,
         aws_region=args.aws_region,
+        lease_ttl_s=args.lease_ttl,
     )
     try:
         if args.print_only:

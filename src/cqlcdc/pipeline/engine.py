@@ -54,9 +54,9 @@ from cqlcdc.store.containment import (
     table_tag,
 )
 from cqlcdc.store.ingest import Handoff, IngestLog, read_ingest_file
+from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import INGEST_SCHEMA, BucketProcessor
 from cqlcdc.store.recovery import (
-    DataDirLock,
     load_skipped,
     save_failure,
     unapplied_failure,
@@ -249,7 +249,7 @@ class Engine:
         purge_interval_s: how often expired rows (CDC log TTL) are deleted, at most.
         compaction: when to compact small files and vacuum (None: never; docs/pipeline.md).
         clock: seconds since the epoch (injectable for tests).
-        lock: the data directory's lock, when the caller took it already (start() takes
+        lock: the data directory's lease, when the caller took it already (start() takes
             it otherwise; stop() releases it).
     """
 
@@ -267,7 +267,7 @@ class Engine:
         purge_interval_s: float = 300.0,
         compaction: CompactionPolicy | None = CompactionPolicy(),  # noqa: B008 - frozen
         clock: Callable[[], float] = time.time,
-        lock: DataDirLock | None = None,
+        lock: Lease | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.ingest_dir = self.data_dir / "ingest"
@@ -286,7 +286,7 @@ class Engine:
         self._manifest = Manifest.load(self.data_dir)
         self._failure: BaseException | None = None
         self._query: StreamingQuery | None = None
-        self._lock = lock or DataDirLock(self.data_dir)
+        self._lock = lock or Lease(self.data_dir)
         self.skipped: dict[int, str] = {}
         # tables whose records are held, not applied (``cqlcdc.store.containment``); replaced
         # whole when one is added, so readers in other threads need no lock

@@ -32,8 +32,9 @@ from deltalake import DeltaTable
 from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.store.commit import Manifest, Snapshot
 from cqlcdc.store.ingest import IngestLog
+from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord
-from cqlcdc.store.recovery import DataDirLock, write_json
+from cqlcdc.store.recovery import write_json
 
 STOPPED_FILE = "stopped.json"
 # the output holding the records of stopped tables (INGEST_SCHEMA: the records as appended)
@@ -202,7 +203,7 @@ def resume_table(data_dir: str | Path, table: str, retry: bool) -> tuple[Stopped
         InvalidRequest: no stopped table has that name (or id).
     """
     root = Path(data_dir)
-    with DataDirLock(root):
+    with Lease(root):
         stopped = load_stopped(root)
         found = [s for s in stopped.values() if table in (s.table, s.table_id)]
         if not found:
@@ -241,7 +242,7 @@ def drop_held(data_dir: str | Path, seqs: range) -> int:
         DataDirLocked: a process holds the data directory.
     """
     root = Path(data_dir)
-    with DataDirLock(root):
+    with Lease(root):
         held = _held(root)
         if held.num_rows == 0:
             return 0
