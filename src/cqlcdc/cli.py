@@ -678,6 +678,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f": {e.filename}" if e.filename else ""
         print(f"cqlcdc: {e.strerror or e}{where}", file=sys.stderr)
         return 1
+    except UnsupportedLocation as e:  # a command that cannot work in an object store yet
+        print(f"cqlcdc: {e}", file=sys.stderr)
+        return 2
 
 
 def entry() -> None:

@@ -26,7 +26,7 @@ def add_data_dir_arguments(p: argparse.ArgumentParser) -> None:
     """Add ``--data-dir`` and ``--storage-option`` to a command's parser."""
     p.add_argument(
         "--data-dir",
-        default=os.environ.get(DATA_DIR_ENV, DEFAULT_DATA_DIR),
+        default=None,
         metavar="PATH_OR_URI",
         help=f"data directory: a local path or s3://bucket/prefix (default: ./{DEFAULT_DATA_DIR} "
         f"or ${DATA_DIR_ENV})",
@@ -48,7 +48,8 @@ def data_dir_location(args: argparse.Namespace) -> Location:
         UnsupportedLocation: a URI of a scheme cqlcdc cannot store in, or a malformed
             ``--storage-option``.
     """
-    return Location.of(args.data_dir, parse_storage_options(args.storage_option))
+    where = args.data_dir or os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR
+    return Location.of(where, parse_storage_options(args.storage_option))
 
 
 def add_lease_argument(p: argparse.ArgumentParser) -> None:
