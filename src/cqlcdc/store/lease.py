@@ -52,6 +52,15 @@ _HTTP_DATE_RESOLUTION_S = 1.0
 _ACQUIRE_ATTEMPTS = 5
 
 
+def _elapsed_s() -> float:
+    """The holder's clock for its own deadline: CLOCK_BOOTTIME where there is one, since
+    CLOCK_MONOTONIC stops while the machine is suspended and a laptop waking up would
+    believe in a lease that expired while it slept."""
+    if hasattr(time, "CLOCK_BOOTTIME"):
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    return time.monotonic()
+
+
 def lease_ttl_s(ttl_s: float | None = None) -> float:
     """The lease ttl to use: ``ttl_s`` if given, else ``$CQLCDC_LEASE_TTL``, else 30 s.
 
@@ -158,7 +167,7 @@ class Lease:
         self._object = self.location.child(LEASE_FILE)
         self._file: IO[str] | None = None  # the flock, on a local directory
         self._etag: str | None = None  # our lease object's, in an object store
-        self._valid_until = 0.0  # time.monotonic() after which we may have lost it
+        self._valid_until = 0.0  # _elapsed_s() after which we may have lost it
         self._lost: str | None = None
         self._callbacks: list[Callable[[str], None]] = []
         self._mutex = threading.Lock()
@@ -227,7 +236,7 @@ class Lease:
             return True
         if self._etag is None or self._lost is not None:
             return False
-        if time.monotonic() >= self._valid_until:
+        if _elapsed_s() >= self._valid_until:
             self._mark_lost(f"not renewed within its ttl of {self.ttl_s:g} s")
             return False
         return True
@@ -270,7 +279,7 @@ class Lease:
             self.check()
         etag, record = self._etag, self.record
         assert etag is not None and record is not None
-        sent = time.monotonic()
+        sent = _elapsed_s()
         now = _now_text()
         renewed = LeaseRecord(
             **{
@@ -290,7 +299,7 @@ class Lease:
                 return  # released or lost meanwhile: the new etag is not ours to keep
             self._etag = outcome  # ours either way: release() deletes it
             self.record = renewed
-            if time.monotonic() < sent + self.ttl_s:
+            if _elapsed_s() < sent + self.ttl_s:
                 self._valid_until = sent + self.ttl_s
                 return
         # it came back after the old lease's time was up: another process may have seen
@@ -363,7 +372,7 @@ class Lease:
     def _take(self, *, if_none_match: bool = False, if_match: str | None = None) -> bool:
         """Write a new lease of ours if the object is still absent / still ``if_match``."""
         record = self._new_record(guard="conditional-put", ttl_s=self.ttl_s)
-        sent = time.monotonic()
+        sent = _elapsed_s()
         outcome = self._put(record, if_match=if_match, if_none_match=if_none_match)
         if isinstance(outcome, _Refused):
             return False
@@ -477,7 +486,7 @@ class Lease:
                 if not self.valid():
                     return
                 log.warning("could not renew the lease of %s: %s", self.location.uri, e)
-                wait = min(retry, max(0.0, self._valid_until - time.monotonic()))
+                wait = min(retry, max(0.0, self._valid_until - _elapsed_s()))
 
     def _mark_lost(self, reason: str) -> None:
         with self._mutex:
