@@ -403,16 +403,18 @@ class Lease:
     def _get(self) -> tuple[LeaseRecord | None, str, float] | None:
         """The lease object: its record (None if unreadable), etag, and age by the store's
         clock. None: there is none."""
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = self._bucket_key()
         try:
             response = self._client().get_object(Bucket=bucket, Key=key)
+            body = response["Body"].read()
         except ClientError as e:
-            if _status(e) == 404:
+            if _code(e) == "NoSuchKey":
                 return None
             raise _os_error(e, self._object.uri) from e
-        body = response["Body"].read()
+        except BotoCoreError as e:  # the store unreachable, a timeout
+            raise _os_error(e, self._object.uri) from e
         try:
             record: LeaseRecord | None = LeaseRecord.from_json(body)
         except (ValueError, TypeError):
@@ -429,7 +431,7 @@ class Lease:
         self, record: LeaseRecord, *, if_match: str | None = None, if_none_match: bool = False
     ) -> str | _Refused:
         """One conditional PUT of ``record``: its new etag, or why the store refused it."""
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = self._bucket_key()
         kwargs: dict[str, Any] = {}
@@ -446,27 +448,31 @@ class Lease:
                 **kwargs,
             )
         except ClientError as e:
-            status = _status(e)
             # 412: the condition did not hold; 409: a concurrent conditional write won;
-            # 404: If-Match on an object that is gone
-            if status in (404, 409, 412):
-                return _Refused(f"HTTP {status} {e.response.get('Error', {}).get('Code', '')}")
+            # 404 NoSuchKey: If-Match on an object that is gone (NoSuchBucket is no answer)
+            if _status(e) in (409, 412) or _code(e) == "NoSuchKey":
+                return _Refused(f"HTTP {_status(e)} {_code(e)}")
+            raise _os_error(e, self._object.uri) from e
+        except BotoCoreError as e:
             raise _os_error(e, self._object.uri) from e
         return str(response["ETag"])
 
     def _delete_object(self, etag: str) -> None:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = self._bucket_key()
         try:
             self._client().delete_object(Bucket=bucket, Key=key, IfMatch=etag)
         except ClientError as e:
-            if _status(e) in (404, 409, 412):
+            if _status(e) in (409, 412) or _code(e) == "NoSuchKey":
                 return  # not ours any more: whoever holds it now keeps it
+            log.warning("could not delete the lease of %s: %s", self.location.uri, e)
+        except BotoCoreError as e:  # it expires by itself
             log.warning("could not delete the lease of %s: %s", self.location.uri, e)
 
     def _client(self) -> Any:
-        return _s3_client(self.location.delta_options() or {}, min(10.0, self.ttl_s / 3))
+        # one attempt per call, short enough that a renewal's answer comes in its ttl
+        return _s3_client(self.location.delta_options() or {}, min(5.0, self.ttl_s / 6))
 
     # --- renewal ---------------------------------------------------------------------------
 
@@ -482,7 +488,7 @@ class Lease:
                 wait = interval
             except LeaseLost:
                 return
-            except (OSError, ValueError) as e:  # the store unreachable, for now
+            except Exception as e:  # the store unreachable, for now: try again, until it runs out
                 if not self.valid():
                     return
                 log.warning("could not renew the lease of %s: %s", self.location.uri, e)
@@ -508,6 +514,10 @@ class _Refused:
 
 def _status(error: Any) -> int:
     return int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+
+
+def _code(error: Any) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
 
 
 def _os_error(error: Any, uri: str) -> OSError:
@@ -560,7 +570,7 @@ def _cached_s3_client(options: tuple[tuple[str, str], ...], timeout_s: float) ->
     config = Config(
         connect_timeout=timeout_s,
         read_timeout=timeout_s,
-        retries={"max_attempts": 2, "mode": "standard"},
+        retries={"total_max_attempts": 1},
     )
     with _CLIENT_LOCK:  # boto3's default session is not thread-safe; its clients are
         return boto3.session.Session().client("s3", config=config, **kwargs)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import textwrap
@@ -353,3 +355,55 @@ def test_two_processes_one_s3_data_dir(tmp_path: Path, s3_data_dir: Location) ->
             if process is not None and process.poll() is None:
                 process.kill()
                 process.wait(10)
+
+
+# --- a store that cannot be used --------------------------------------------------------------
+
+
+def test_s3_missing_bucket_is_an_error_not_a_holder(moto_s3: str) -> None:
+    with pytest.raises(OSError, match="NoSuchBucket"):
+        Lease("s3://cqlcdc-no-such-bucket/d1", ttl_s=30).acquire()
+
+
+def test_s3_unreachable_store_is_one_os_error() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    location = Location.of(
+        "s3://bucket/d1",
+        {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": "us-east-1",
+        },
+    )
+    with pytest.raises(OSError, match=re.escape("s3://bucket/d1/lease.json")):
+        Lease(location, ttl_s=3).acquire()
+
+
+def test_s3_renewals_that_cannot_reach_the_store_lose_the_lease_at_its_ttl(
+    s3_data_dir: Location, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ttl_s = 1.5
+    lost = threading.Event()
+    reasons: list[str] = []
+    lease = Lease(s3_data_dir, ttl_s=ttl_s)
+    lease.acquire()
+    acquired = time.monotonic()
+    lease.on_lost(lambda reason: (reasons.append(reason), lost.set()))
+    attempts: list[float] = []
+
+    def unreachable(*args: object, **kwargs: object) -> str:
+        attempts.append(time.monotonic())
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(lease, "_put", unreachable)
+    assert lost.wait(10)
+    assert time.monotonic() - acquired >= ttl_s - 0.1  # valid until its ttl ran out
+    assert reasons == [f"not renewed within its ttl of {ttl_s:g} s"]
+    assert len(attempts) >= 2  # retried before giving up
+    assert not lease.valid()
+    monkeypatch.undo()
+    lease.release()  # the record it could not renew is still ours: deleted
+    assert read_lease(s3_data_dir) is None
