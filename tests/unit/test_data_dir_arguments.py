@@ -111,3 +111,18 @@ def test_lease_ttl_on_the_commands_that_own_the_data_dir(capsys: Any) -> None:
 def test_connect_refuses_another_scheme_before_starting_anything() -> None:
     with pytest.raises(UnsupportedLocation, match="scheme 'ftp' is not supported"):
         connect(data_dir="ftp://host/d1")
+
+
+def test_a_held_data_dir_is_refused_in_one_line_naming_the_holder(
+    tmp_path: Path, capsys: Any
+) -> None:
+    from cqlcdc.store.lease import Lease
+
+    (tmp_path / "ingest").mkdir()
+    with Lease(tmp_path):
+        assert main(["recover", "--data-dir", str(tmp_path), "--skip", "5"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"cqlcdc: data directory {tmp_path} is in use by another cqlcdc")
+    assert f"pid {os.getpid()}, since " in err and "until it exits" in err
