@@ -177,20 +177,23 @@ class Lease:
     # --- the holder's API -----------------------------------------------------------------
 
     def acquire(self) -> None:
-        """Take the lease (a no-op while this object holds it).
+        """Take the lease (a no-op while this object holds it and it is valid; a lost one
+        is released and taken afresh, if it can be).
 
         In an object store a lease is expired when the store's own clock says so: the
         ``Date`` of the response that read it minus the object's ``Last-Modified`` is more
         than the holder's ttl (plus a second for the dates' resolution). The holder gives
         up its lease ``ttl_s`` after it *sent* its last successful renewal, by its own
-        monotonic clock, which is before the store stamped that renewal: so no two
+        clock, which is before the store stamped that renewal: so no two
         processes hold it at once, whatever the clocks of their machines say.
 
         Raises:
             DataDirLocked: another process holds a live lease (the one line names it).
         """
         if self.held:
-            return
+            if self.valid():
+                return
+            self.release()
         self._stop.clear()
         self._lost = None
         if self.location.is_local:
@@ -295,11 +298,11 @@ class Lease:
             self.check()
         assert isinstance(outcome, str)
         with self._mutex:
-            if self._lost is not None or self._etag is None:
-                return  # released or lost meanwhile: the new etag is not ours to keep
-            self._etag = outcome  # ours either way: release() deletes it
+            if self._etag is None:
+                return  # released meanwhile
+            self._etag = outcome  # the object is ours either way: release() deletes it
             self.record = renewed
-            if _elapsed_s() < sent + self.ttl_s:
+            if self._lost is None and _elapsed_s() < sent + self.ttl_s:
                 self._valid_until = sent + self.ttl_s
                 return
         # it came back after the old lease's time was up: another process may have seen

@@ -238,8 +238,12 @@ def test_s3_expiry_takeover_and_the_old_holder_learns_it_lost(s3_data_dir: Locat
         old.release()  # must not delete the new holder's lease
         assert read_lease(s3_data_dir) == record
         assert new.valid()
+        assert not _taken(old)
     finally:
         new.release()
+    old.acquire()  # a lost lease is taken afresh once it is free
+    assert old.valid() and old.lost_reason is None
+    old.release()
 
 
 def test_s3_takeover_refused_by_a_renewal_between_read_and_write(s3_data_dir: Location) -> None:
