@@ -188,7 +188,7 @@ def _connect(args: argparse.Namespace) -> Any:
     from cqlcdc.session import connect
 
     return connect(
-        data_dir=args.data_dir,
+        data_dir=data_dir_location(args),
         master=args.master,
         verbose=args.verbose,
         aws_region=getattr(args, "aws_region", ""),
