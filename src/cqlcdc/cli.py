@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from cqlcdc.cql import ast, parse_statement, split_statements
+from cqlcdc.data_dir_arguments import (
+    add_data_dir_arguments,
+    add_lease_argument,
+    data_dir_location,
+)
 from cqlcdc.errors import CqlError, CqlSyntaxError, DataDirLocked
+from cqlcdc.location import UnsupportedLocation
 from cqlcdc.publish.command import add_publish_command
 from cqlcdc.replay_command import add_replay_command
 
@@ -182,10 +188,11 @@ def _connect(args: argparse.Namespace) -> Any:
     from cqlcdc.session import connect
 
     return connect(
-        data_dir=args.data_dir,
+        data_dir=data_dir_location(args),
         master=args.master,
         verbose=args.verbose,
         aws_region=getattr(args, "aws_region", ""),
+        lease_ttl_s=getattr(args, "lease_ttl", None),
     )
 
 
@@ -387,11 +394,8 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 def engine_arguments(p: argparse.ArgumentParser) -> None:
     """The options of every command that opens a data directory's engine."""
-    p.add_argument(
-        "--data-dir",
-        default=os.environ.get("CQLCDC_DATA_DIR", "cqlcdc-data"),
-        help="data directory (default: ./cqlcdc-data or $CQLCDC_DATA_DIR)",
-    )
+    add_data_dir_arguments(p)
+    add_lease_argument(p)
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     p.add_argument(
         "--verbose",
@@ -428,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
     feed_sub = feed.add_subparsers(dest="feed_command", required=True)
     read = feed_sub.add_parser("read", help="print a feed's records as JSON lines")
     read.add_argument("feed", help="keyspace.table/feed")
-    read.add_argument("--data-dir", default=os.environ.get("CQLCDC_DATA_DIR", "cqlcdc-data"))
+    add_data_dir_arguments(read)
     read.add_argument("--partition", type=int, default=None)
     read.add_argument("--from-offset", type=int, default=0)
     read.add_argument("--follow", action="store_true", help="keep printing new records")
@@ -498,7 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="show stopped tables and the write the pipeline stopped at; retry or drop a "
         "stopped table's held writes, or skip a write (--skip SEQ)",
     )
-    recover.add_argument("--data-dir", default=os.environ.get("CQLCDC_DATA_DIR", "cqlcdc-data"))
+    add_data_dir_arguments(recover)
     recover.add_argument(
         "--skip",
         action="append",
@@ -653,8 +657,15 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one ``cqlcdc`` command; an error of the engine is one line on stderr, exit 1."""
+    """Run one ``cqlcdc`` command; an error of the engine is one line on stderr, exit 1; a
+    data directory that cannot be stored in (``--data-dir ftp://...``) one line, exit 2."""
     args = build_parser().parse_args(argv)
+    if hasattr(args, "data_dir"):
+        try:
+            args.data_dir = data_dir_location(args)
+        except UnsupportedLocation as e:
+            print(f"cqlcdc: {e}", file=sys.stderr)
+            return 2
     try:
         return int(args.func(args))
     except DataDirLocked as e:
@@ -667,6 +678,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f": {e.filename}" if e.filename else ""
         print(f"cqlcdc: {e.strerror or e}{where}", file=sys.stderr)
         return 1
+    except UnsupportedLocation as e:  # a command that cannot work in an object store yet
+        print(f"cqlcdc: {e}", file=sys.stderr)
+        return 2
 
 
 def entry() -> None:

@@ -42,8 +42,8 @@ from cqlcdc.storage.select import ResultSet
 from cqlcdc.storage.token import bucket_of
 from cqlcdc.storage.uuids import SeededBits
 from cqlcdc.store.ingest import FailedAppends
+from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import IngestRecord
-from cqlcdc.store.recovery import DataDirLock
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,8 @@ class Coordinator:
             local data directory, a file in the temp directory for an object store).
         aws_region: ``awsRegion`` of DynamoDB Streams feeds that set no ``AWS_REGION``
             (YDB's server-wide ``SetAwsRegion``).
+        lease_ttl_s: the ttl of the data directory's lease (None: ``$CQLCDC_LEASE_TTL``,
+            else 30 s; ``cqlcdc.store.lease``).
 
     Raises:
         DataDirLocked: another process (or another coordinator here) owns ``data_dir``.
@@ -82,14 +84,13 @@ class Coordinator:
         driver_max_rows: int | None = None,
         verbose: bool = False,
         aws_region: str = "",
+        lease_ttl_s: float | None = None,
     ) -> None:
         self.data_dir = Location.of(data_dir)
         self.aws_region = aws_region
         self.data_dir.makedirs()
-        # TRANSITION: the lock takes a local path until the lease replaces it
-        self._root: Any = self.data_dir.path if self.data_dir.is_local else self.data_dir
         # taken before Spark starts, so a second process is told at once who owns the data
-        lock = DataDirLock(self._root)
+        lock = Lease(self.data_dir, lease_ttl_s)
         lock.acquire()
         try:
             self._open(master, num_buckets, driver_max_rows, lock, verbose)
@@ -102,7 +103,7 @@ class Coordinator:
         master: str,
         num_buckets: int,
         driver_max_rows: int | None,
-        lock: DataDirLock,
+        lock: Lease,
         verbose: bool,
     ) -> None:
         from cqlcdc.pipeline.engine import Engine

@@ -139,16 +139,38 @@ class CorruptIngestFile(ServerError):
 
 
 class DataDirLocked(ServerError):
-    """Another process owns the data directory (one engine per data directory)."""
+    """Another process owns the data directory (one engine per data directory).
 
-    def __init__(self, data_dir: object, pid: int | None = None) -> None:
-        holder = f"pid {pid}" if pid is not None else "pid unknown"
+    Args:
+        data_dir: the data directory.
+        pid: the holder's process id, when known.
+        holder: the holder as its lease record names it (host, pid, since when, until
+            when), when known.
+    """
+
+    def __init__(self, data_dir: object, pid: int | None = None, holder: str | None = None) -> None:
+        if holder is None:
+            holder = f"pid {pid}" if pid is not None else "pid unknown"
         super().__init__(
             f"data directory {data_dir} is in use by another cqlcdc process ({holder}); "
             "one process owns a data directory at a time"
         )
         self.data_dir = data_dir
         self.pid = pid
+        self.holder = holder
+
+
+class LeaseLost(ServerError):
+    """This process no longer owns its data directory: its lease could not be renewed in
+    time, or another process took it over after it expired. Nothing more may be committed."""
+
+    def __init__(self, data_dir: object, reason: str) -> None:
+        super().__init__(
+            f"lost the lease of data directory {data_dir}: {reason}; this process no longer "
+            "owns it and commits nothing more"
+        )
+        self.data_dir = data_dir
+        self.reason = reason
 
 
 class UnappliedWrite(ServerError):
@@ -171,6 +193,7 @@ __all__ = [
     "DataDirLocked",
     "FunctionFailure",
     "InvalidRequest",
+    "LeaseLost",
     "Overloaded",
     "ProtocolError",
     "ReadFailure",

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from cqlcdc.data_dir_arguments import data_dir_location
 from cqlcdc.errors import CqlError
 
 
@@ -47,10 +48,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from cqlcdc.session import connect
 
     session = connect(
-        data_dir=args.data_dir,
+        data_dir=data_dir_location(args),
         master=args.master,
         verbose=args.verbose,
         aws_region=args.aws_region,
+        lease_ttl_s=args.lease_ttl,
     )
     try:
         if args.print_only:

@@ -11,7 +11,7 @@ once the streaming pipeline has committed it together with its CDC log rows.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -449,18 +449,21 @@ def _cql_units(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def connect(
-    data_dir: str | Path | None = None,
+    data_dir: Location | str | Path | None = None,
     master: str = "local[*]",
     keyspace: str | None = None,
     num_buckets: int = DEFAULT_BUCKETS,
     driver_max_rows: int | None = None,
     verbose: bool = False,
     aws_region: str = "",
+    storage_options: Mapping[str, str] | None = None,
+    lease_ttl_s: float | None = None,
 ) -> Session:
     """Open a session on an embedded engine (Spark in ``master`` mode, data in ``data_dir``).
 
     Args:
-        data_dir: where tables, logs and the ingest log live (default ``./cqlcdc-data``).
+        data_dir: where tables, logs and the ingest log live: a local path (default
+            ``./cqlcdc-data``) or ``s3://bucket/prefix``.
         master: any Spark master URL (``local[*]``, ``local-cluster[2,1,1024]``, ``spark://``).
         keyspace: the initial current keyspace.
         num_buckets: token buckets of a new data directory (the unit of parallelism).
@@ -470,6 +473,12 @@ def connect(
             goes to ``<data_dir>/spark.log``).
         aws_region: ``awsRegion`` of the DynamoDB Streams records of feeds that set no
             ``AWS_REGION`` (YDB's server-wide default, ``SetAwsRegion``).
+        storage_options: settings of an object store as delta-rs names them
+            (``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``, ...); the standard
+            AWS environment variables and profiles fill in the rest.
+        lease_ttl_s: how long the data directory's lease lives unrenewed (None:
+            ``$CQLCDC_LEASE_TTL``, else 30 s): how long a killed owner keeps an object-store
+            directory from others.
 
     Returns:
         A Session shaped like the cassandra-driver's (``execute()``, ``close()``); closing it
@@ -478,13 +487,16 @@ def connect(
 
     Raises:
         DataDirLocked: another process owns ``data_dir``.
+        UnsupportedLocation: ``data_dir`` is a URI of a scheme cqlcdc cannot store in.
     """
+    location = Location.of(data_dir or Path.cwd() / "cqlcdc-data", storage_options)
     coordinator = Coordinator(
-        data_dir or Path.cwd() / "cqlcdc-data",
+        location,
         master,
         num_buckets,
         driver_max_rows,
         verbose,
         aws_region=aws_region,
+        lease_ttl_s=lease_ttl_s,
     )
     return Session(coordinator, keyspace, owns=True)

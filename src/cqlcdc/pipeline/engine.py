@@ -71,9 +71,9 @@ from cqlcdc.store.ingest import (
     read_ingest_file,
 )
 from cqlcdc.store.intent import BatchIntent
+from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import INGEST_SCHEMA, BucketProcessor
 from cqlcdc.store.recovery import (
-    DataDirLock,
     load_skipped,
     save_failure,
     unapplied_failure,
@@ -273,7 +273,7 @@ class Engine:
         purge_interval_s: how often expired rows (CDC log TTL) are deleted, at most.
         compaction: when to compact small files and vacuum (None: never; docs/pipeline.md).
         clock: seconds since the epoch (injectable for tests).
-        lock: the data directory's lock, when the caller took it already (start() takes
+        lock: the data directory's lease, when the caller took it already (start() takes
             it otherwise; stop() releases it).
         scratch_dir: where the local scratch goes (default: a new temp directory).
     """
@@ -292,7 +292,7 @@ class Engine:
         purge_interval_s: float = 300.0,
         compaction: CompactionPolicy | None = CompactionPolicy(),  # noqa: B008 - frozen
         clock: Callable[[], float] = time.time,
-        lock: DataDirLock | None = None,
+        lock: Lease | None = None,
         scratch_dir: str | Path | None = None,
     ) -> None:
         self.data_dir = Location.of(data_dir)
@@ -300,8 +300,6 @@ class Engine:
         self.tables_dir = self.data_dir / "tables"
         for directory in (self.data_dir, self.ingest_dir, self.tables_dir):
             directory.makedirs()
-        # TRANSITION: the lock takes a local path until the lease replaces it
-        self._root: Any = self.data_dir.path if self.data_dir.is_local else self.data_dir
         self._own_scratch = scratch_dir is None
         self.scratch_dir = Path(scratch_dir or tempfile.mkdtemp(prefix="cqlcdc-engine-"))
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
@@ -318,7 +316,7 @@ class Engine:
         self._manifest = Manifest.load(self.data_dir)
         self._failure: BaseException | None = None
         self._query: StreamingQuery | None = None
-        self._lock = lock or DataDirLock(self._root)
+        self._lock = lock or Lease(self.data_dir)
         self.skipped: dict[int, str] = {}
         # tables whose records are held, not applied (``cqlcdc.store.containment``); replaced
         # whole when one is added, so readers in other threads need no lock
@@ -592,6 +590,7 @@ class Engine:
         batch_id = self._batch_id = manifest.batch_id + 1
         first = manifest.max_seq + 1
         intent = BatchIntent(batch_id, manifest.max_seq, to_seq)
+        self._check_lease()
         if self._intent != intent:
             intent.save(self.data_dir)  # before any output commits this batch
             self._intent = intent
@@ -645,6 +644,7 @@ class Engine:
             if self._compactor is not None:
                 self._compactor.note_commit(output, by_output[output], table)
         new_manifest = Manifest(batch_id=batch_id, max_seq=max_seq, versions=versions, extra=extra)
+        self._check_lease()
         new_manifest.save(self.data_dir)
         self._publish(new_manifest)
         self._trim_ingest(manifest.max_seq)
@@ -664,6 +664,14 @@ class Engine:
                 "maintain_s": maintained - committed,
             }
         )
+
+    def _check_lease(self) -> None:
+        """Raise LeaseLost when this process no longer owns the data directory (its lease
+        ran out or was taken over): it must not commit. Checked by the running query before
+        a batch's first write and before its manifest (a caller handing a frame to
+        ``process_batch`` without ``start`` owns the directory by other means)."""
+        if self._query is not None:
+            self._lock.check()
 
     def _commit(self, output: str, files: list[DataFile], batch_id: int) -> DeltaTable:
         """``commit_output``, with a refusal of a table's output (a schema delta-rs does

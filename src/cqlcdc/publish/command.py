@@ -12,6 +12,8 @@ import signal
 import sys
 from typing import Any
 
+from cqlcdc.data_dir_arguments import add_data_dir_arguments
+
 
 def add_publish_command(feed_subparsers: Any) -> argparse.ArgumentParser:
     """Register ``publish`` on the ``cqlcdc changefeed`` subparsers.
@@ -27,7 +29,7 @@ def add_publish_command(feed_subparsers: Any) -> argparse.ArgumentParser:
         "of a consumer group), partition i to Kafka partition i.",
     )
     p.add_argument("feed", help="keyspace.table/feed")
-    p.add_argument("--data-dir", default=os.environ.get("CQLCDC_DATA_DIR", "cqlcdc-data"))
+    add_data_dir_arguments(p)
     p.add_argument("--bootstrap", required=True, metavar="HOST:PORT[,HOST:PORT]")
     p.add_argument("--topic", required=True, help="Kafka topic (created if missing)")
     p.add_argument(

@@ -33,8 +33,9 @@ from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.location import Location
 from cqlcdc.store.commit import Manifest, Snapshot
 from cqlcdc.store.ingest import IngestLog
+from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord
-from cqlcdc.store.recovery import DataDirLock, write_json
+from cqlcdc.store.recovery import write_json
 
 STOPPED_FILE = "stopped.json"
 # the output holding the records of stopped tables (INGEST_SCHEMA: the records as appended)
@@ -207,7 +208,7 @@ def resume_table(
         InvalidRequest: no stopped table has that name (or id).
     """
     root = Location.of(data_dir)
-    with DataDirLock(root.path):  # the lease replaces this lock (a local one today)
+    with Lease(root):
         stopped = load_stopped(root)
         found = [s for s in stopped.values() if table in (s.table, s.table_id)]
         if not found:
@@ -246,7 +247,7 @@ def drop_held(data_dir: Location | str | os.PathLike[str], seqs: range) -> int:
         DataDirLocked: a process holds the data directory.
     """
     root = Location.of(data_dir)
-    with DataDirLock(root.path):  # the lease replaces this lock (a local one today)
+    with Lease(root):
         held = _held(root)
         if held.num_rows == 0:
             return 0

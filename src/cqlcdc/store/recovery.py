@@ -1,7 +1,4 @@
-"""Who owns a data directory, and what to do when the pipeline cannot apply a write.
-
-One process owns a data directory: ``DataDirLock`` is an exclusive ``flock`` on
-``.engine.lock`` that also records the owner's pid, so a second process is told who holds it.
+"""What to do when the pipeline cannot apply a write.
 
 Writes are validated before they are appended, so the core should never meet a record it
 cannot apply. If it does (a defect), the failure is attributed to its table, which stops
@@ -10,74 +7,25 @@ at that record instead of skipping an acknowledged write, and is recorded in
 ``failure.json``. ``cqlcdc recover`` shows it and, when told to, adds the record's seq to
 ``skipped.json``: the engine then drops that record (reporting it as failed to anyone
 waiting for it) and applies every other write.
-
->>> lock = DataDirLock("/tmp/d"); lock.acquire(); lock.release()  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from cqlcdc.errors import DataDirLocked, InvalidRequest
+from cqlcdc.errors import InvalidRequest
 from cqlcdc.location import Location
+from cqlcdc.store.lease import Lease
 
-LOCK_FILE = ".engine.lock"
 FAILURE_FILE = "failure.json"
 SKIPPED_FILE = "skipped.json"
 # how UnappliedWrite names its records (it may arrive as text from a Spark executor)
 _UNAPPLIED = re.compile(r"cannot apply ingest records? seq=(\d+)(?:\.\.(\d+))?")
-
-
-class DataDirLock:
-    """The exclusive lock of a data directory, held by the process that runs its engine."""
-
-    def __init__(self, data_dir: str | Path) -> None:
-        self.data_dir = Path(data_dir)
-        self._file: IO[str] | None = None
-
-    def acquire(self) -> None:
-        """Take the lock and record this process's pid in it.
-
-        Raises:
-            DataDirLocked: another process holds it (the message names the pid).
-        """
-        if self._file is not None:
-            return
-        handle = open(self.data_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held until release()
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip()
-            handle.close()
-            raise DataDirLocked(self.data_dir, int(holder) if holder.isdigit() else None) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        self._file = handle
-
-    def release(self) -> None:
-        handle, self._file = self._file, None
-        if handle is not None:
-            handle.seek(0)
-            handle.truncate()
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            handle.close()
-
-    def __enter__(self) -> DataDirLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +108,7 @@ def skip_records(
         InvalidRequest: a seq is already committed (applied; nothing to skip).
     """
     root = Location.of(data_dir)
-    with DataDirLock(root.path):  # the lease replaces this lock (a local one today)
+    with Lease(root):
         if seqs.start <= committed_seq:
             raise InvalidRequest(
                 f"ingest record seq={seqs.start} is committed already (every seq up to "
@@ -184,7 +132,6 @@ def write_json(path: Location | str | os.PathLike[str], data: Any) -> None:
 
 
 __all__ = [
-    "DataDirLock",
     "Failure",
     "clear_failure",
     "load_failure",
