@@ -38,6 +38,10 @@ ROOT = Path(__file__).resolve().parents[2]
 BUCKET = "cqlcdc-test"
 WORKER_MEMORY = "1g"  # exactly what cqlcdc asks for an executor (pipeline.spark)
 DAEMON_MEMORY = "192m"  # the master's and workers' own JVMs (Spark's default is 1g)
+# the daemons and spark-class's launcher JVM start faster with the client compiler only and
+# the serial collector (they do little work); the master's REST server (a fixed port,
+# 6066) is not needed
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 WORKER_TMPFS_SIZE = "1g"  # a bound on what a worker's executor can write as scratch
 START_TIMEOUT_S = 60.0
 
@@ -64,6 +68,25 @@ class SparkCluster:
     ui_url: str
     hidden: list[Path]
     worker_logs: list[Path] = field(default_factory=list)
+    # each worker's process and work directory (inside its own namespace's tmpfs)
+    workers: list[tuple[subprocess.Popen[bytes], Path]] = field(default_factory=list)
+
+    def finished_tasks(self) -> list[int]:
+        """Tasks each worker's executors have finished so far, from their logs.
+
+        The executors' logs are in the worker's work directory, which only its namespace
+        sees: they are read through ``/proc/PID/root``, the worker's own view of the files.
+        """
+        counts = []
+        for proc, work_dir in self.workers:
+            root = Path(f"/proc/{proc.pid}/root") / work_dir.relative_to("/")
+            counts.append(
+                sum(
+                    log.read_text(errors="replace").count("Executor: Finished task")
+                    for log in root.glob("app-*/*/stderr")
+                )
+            )
+        return counts
 
     def alive_workers(self) -> list[dict[str, object]]:
         """The master's view of its workers (its web UI's JSON)."""
@@ -188,6 +211,9 @@ def daemon_env(extra: Mapping[str, str]) -> dict[str, str]:
     env.update(
         SPARK_HOME=str(SPARK_HOME),
         SPARK_DAEMON_MEMORY=DAEMON_MEMORY,
+        SPARK_DAEMON_JAVA_OPTS=QUICK_JVM,
+        SPARK_LAUNCHER_OPTS=QUICK_JVM,
+        SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
         SPARK_LOCAL_IP="127.0.0.1",
         SPARK_NO_DAEMONIZE="1",
         PYTHONPATH=os.pathsep.join([str(CQLCDC_SRC), str(ROOT)]),
@@ -237,17 +263,18 @@ def spark_cluster(
         for i in range(workers):
             wlog = log_dir / f"worker-{i}.log"
             cluster.worker_logs.append(wlog)
+            work_dir = hidden[0] / f"spark-worker-{i}"
             with open(wlog, "wb") as out:
-                procs.append(
-                    subprocess.Popen(
-                        worker_command(hidden, hidden[0] / f"spark-worker-{i}", master_url),
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                        env=daemon,
-                        start_new_session=True,
-                    )
+                worker = subprocess.Popen(
+                    worker_command(hidden, work_dir, master_url),
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=daemon,
+                    start_new_session=True,
                 )
+            procs.append(worker)
+            cluster.workers.append((worker, work_dir))
 
         def registered() -> bool:
             for p, wl in zip(procs[1:], cluster.worker_logs, strict=True):

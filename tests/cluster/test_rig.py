@@ -77,6 +77,7 @@ def probe(
     """One driver process on the cluster runs both probes (a Spark start is the cost)."""
     from tests.cluster.rig import driver_env
 
+    before = sum(cluster.finished_tasks())
     tmp = tmp_path_factory.mktemp("probe")
     env = driver_env(s3_server, tmp)
     driver_file = tmp / "driver-only.txt"
@@ -93,6 +94,7 @@ def probe(
     assert done.returncode == 0 and lines, done.stderr[-4000:]
     result: dict[str, Any] = json.loads(lines[-1][len("PROBE ") :])
     result["driver_file"] = str(driver_file)
+    result["finished_on_workers"] = sum(cluster.finished_tasks()) - before
     assert driver_file.read_text() == "written by the driver"  # it is there, for the driver
     return result
 
@@ -114,6 +116,8 @@ def test_tasks_run_on_the_two_workers_not_in_the_driver(probe: dict[str, Any]) -
     # the barrier stage's two tasks ran at once: one on each worker's executor
     assert sorted(t["executor"] for t in probe["who"]) == ["0", "1"]
     assert probe["who"][0]["mnt"] != probe["who"][1]["mnt"]  # a namespace per worker
+    # and the workers' executors logged them: what the e2e tests count to show the same
+    assert probe["finished_on_workers"] == 4
 
 
 def test_no_room_for_an_executor_fails_at_start_in_one_line(
