@@ -350,7 +350,7 @@ print("ROWS " + json.dumps(out, default=str))
 def spark_rows(rows: list[dict[str, Any]], table: str) -> Any:
     if table.endswith("_scylla_cdc_log"):
         return histories(rows, ("pk", "ck"))
-    return sorted(tuple(_plain(v) for _, v in sorted(r.items())) for r in rows)
+    return sorted((tuple(_plain(v) for _, v in sorted(r.items())) for r in rows), key=repr)
 
 
 def test_spark_read_format_cqlcdc_on_the_cluster(
