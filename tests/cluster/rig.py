@@ -95,6 +95,15 @@ class SparkCluster:
         return [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM it when the test process dies, however it dies
+    (prctl's parent-death signal survives exec), so no daemon outlives a killed run."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def _stop(proc: subprocess.Popen[bytes], grace_s: float = 15.0) -> None:
     """SIGTERM the process group (a worker's executors and Python workers are in it), then
     SIGKILL what is left after ``grace_s``."""
@@ -135,6 +144,7 @@ def moto_server(log_dir: Path) -> Iterator[S3Server]:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
     try:
 
@@ -258,6 +268,7 @@ def spark_cluster(
                 stdin=subprocess.DEVNULL,
                 env=daemon,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         procs.append(master)
         for i in range(workers):
@@ -272,6 +283,7 @@ def spark_cluster(
                     stdin=subprocess.DEVNULL,
                     env=daemon,
                     start_new_session=True,
+                    preexec_fn=_die_with_parent,
                 )
             procs.append(worker)
             cluster.workers.append((worker, work_dir))
