@@ -173,6 +173,11 @@ class LeaseLost(ServerError):
         self.reason = reason
 
 
+class NoExecutors(ServerError):
+    """A Spark cluster gave the engine no executor in time (``pipeline.spark``): its
+    workers have too little memory or too few cores free for the executors asked for."""
+
+
 class UnappliedWrite(ServerError):
     """The pipeline cannot apply a durable ingest record (a defect, never bad input: writes
     are validated before they are appended). The engine stops at it rather than skip an

@@ -74,7 +74,15 @@ def run_all(cases: list[dict[str, Any]], workdir: Path) -> dict[str, CaseRun]:
     out = io.StringIO()
     with redirect_stdout(out):
         main(["run", str(path), "--format", "json", "--data-dir", str(workdir / "data")])
-    results = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+    return collect_runs(cases, owners, out.getvalue())
+
+
+def collect_runs(
+    cases: list[dict[str, Any]], owners: list[tuple[str, int]], output: str
+) -> dict[str, CaseRun]:
+    """Split the JSON lines ``cqlcdc run --format json`` printed for ``build_script``'s
+    script into each case's results (in-process, or ``--connect`` to a server)."""
+    results = [json.loads(line) for line in output.splitlines() if line.strip()]
     runs = {c["id"]: CaseRun(c) for c in cases}
     assert len(results) == len(owners), (len(results), len(owners))
     for (case_id, _), res in zip(owners, results, strict=True):

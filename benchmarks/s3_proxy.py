@@ -1,0 +1,269 @@
+"""An S3 proxy on loopback: a fixed latency per request, and a count of requests by kind.
+
+Moto answers in about a millisecond; S3 takes tens. Put this proxy between cqlcdc and moto
+(``AWS_ENDPOINT_URL`` = the proxy) to see what S3's latency does to acknowledgements, and
+read how many object-store requests of each kind (PUT, GET, HEAD, LIST, DELETE, POST) a
+workload made: S3 bills per request. Path-style addressing (what every client uses with an
+explicit endpoint on an IP address) is assumed: the first path segment is the bucket.
+
+>>> with S3Proxy("http://127.0.0.1:5000", latency_s=0.02) as proxy:  # doctest: +SKIP
+...     os.environ["AWS_ENDPOINT_URL"] = proxy.endpoint
+...     proxy.counts()  # {"PUT": 0, "GET": 0, ...}
+
+As a command (prints the counts every ``--every`` seconds and at exit)::
+
+    python benchmarks/s3_proxy.py --upstream http://127.0.0.1:5000 --latency-ms 20 --port 5001
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import threading
+import time
+import urllib.parse
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import ClassVar
+
+KINDS = ("PUT", "GET", "HEAD", "LIST", "DELETE", "POST")
+# a listing is a GET of the bucket itself with one of these (ListObjects v1 and v2)
+LIST_QUERY = {"list-type", "prefix", "delimiter", "continuation-token", "marker"}
+# headers that belong to one hop, never forwarded (RFC 9110 section 7.6.1)
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
+}
+
+
+def request_kind(method: str, target: str) -> str:
+    """The billing kind of one S3 request: LIST is a GET of a bucket (no key) that lists it.
+
+    >>> request_kind("GET", "/bucket?list-type=2&prefix=d/")
+    'LIST'
+    >>> request_kind("GET", "/bucket/d/_delta_log/00000000000000000000.json")
+    'GET'
+    """
+    url = urllib.parse.urlsplit(target)
+    key = url.path.lstrip("/").partition("/")[2]
+    if method == "GET" and not key:
+        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        if not query or LIST_QUERY & set(query):
+            return "LIST"
+    return method if method in KINDS else "OTHER"
+
+
+class S3Proxy:
+    """A threaded HTTP proxy in front of ``upstream`` (an S3 API endpoint).
+
+    Args:
+        upstream: the S3 server, e.g. ``http://127.0.0.1:5000``.
+        latency_s: added to every request before it is forwarded (per request, so requests
+            in flight at once each wait their own, as with S3).
+        port: where to listen on 127.0.0.1 (0: a free port; see ``endpoint``).
+    """
+
+    def __init__(self, upstream: str, latency_s: float = 0.02, port: int = 0) -> None:
+        url = urllib.parse.urlsplit(upstream)
+        if url.scheme != "http" or url.hostname is None:
+            raise ValueError(f"upstream must be http://host:port, not {upstream!r}")
+        self.upstream = (url.hostname, url.port or 80)
+        self.latency_s = latency_s
+        self._counts: Counter[str] = Counter()
+        self._bytes: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The proxy's URL (what ``AWS_ENDPOINT_URL`` should say)."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def counts(self) -> dict[str, int]:
+        """Requests forwarded since the start or the last ``reset``, by kind."""
+        with self._lock:
+            return {kind: self._counts[kind] for kind in (*KINDS, "OTHER")}
+
+    def bytes_sent(self) -> dict[str, int]:
+        """Request body bytes forwarded, by kind (what PUTs and POSTs uploaded)."""
+        with self._lock:
+            return {kind: self._bytes[kind] for kind in (*KINDS, "OTHER")}
+
+    def reset(self) -> dict[str, int]:
+        """Zero the counts; return them as they were."""
+        with self._lock:
+            before = {kind: self._counts[kind] for kind in (*KINDS, "OTHER")}
+            self._counts.clear()
+            self._bytes.clear()
+            return before
+
+    def start(self) -> S3Proxy:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="s3-proxy", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> S3Proxy:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _count(self, kind: str, body_bytes: int) -> None:
+        with self._lock:
+            self._counts[kind] += 1
+            self._bytes[kind] += body_bytes
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(_Forwarder):
+            owner: ClassVar[S3Proxy] = proxy
+
+        return Handler
+
+
+class _Forwarder(BaseHTTPRequestHandler):
+    """Forwards one keep-alive client connection's requests over one upstream connection."""
+
+    owner: ClassVar[S3Proxy]
+    protocol_version = "HTTP/1.1"  # keep-alive, and ``Expect: 100-continue`` answered here
+    _upstream: http.client.HTTPConnection | None = None
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # one line per request would drown a benchmark's output
+
+    def do_GET(self) -> None:
+        self._forward()
+
+    def do_PUT(self) -> None:
+        self._forward()
+
+    def do_HEAD(self) -> None:
+        self._forward()
+
+    def do_DELETE(self) -> None:
+        self._forward()
+
+    def do_POST(self) -> None:
+        self._forward()
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _forward(self) -> None:
+        owner = self.owner
+        body = self._read_body()
+        kind = request_kind(self.command, self.path)
+        time.sleep(owner.latency_s)  # the injected per-request latency, before S3 "answers"
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        if body or self.command in ("PUT", "POST"):
+            headers["Content-Length"] = str(len(body))
+        try:
+            status, reason, reply_headers, reply = self._exchange(headers, body)
+        except (OSError, http.client.HTTPException) as e:
+            self.send_error(502, f"upstream: {e}")
+            return
+        owner._count(kind, len(body))
+        self.send_response(status, reason)
+        for key, value in reply_headers:
+            if key.lower() not in HOP_BY_HOP and key.lower() != "content-length":
+                self.send_header(key, value)
+        if self.command == "HEAD":  # the object's length, and no body
+            length = dict((k.lower(), v) for k, v in reply_headers).get("content-length")
+            if length is not None:
+                self.send_header("Content-Length", length)
+        else:
+            self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(reply)
+
+    def _exchange(
+        self, headers: dict[str, str], body: bytes
+    ) -> tuple[int, str, list[tuple[str, str]], bytes]:
+        """One request upstream over this connection's keep-alive connection (reopened once
+        if the server closed it meanwhile)."""
+        fresh = self._upstream is None
+        if self._upstream is None:
+            self._upstream = http.client.HTTPConnection(*self.owner.upstream, timeout=120)
+        try:
+            return _send(self._upstream, self.command, self.path, headers, body)
+        except (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine):
+            self._upstream.close()
+            self._upstream = None
+            if fresh:
+                raise
+        self._upstream = http.client.HTTPConnection(*self.owner.upstream, timeout=120)
+        return _send(self._upstream, self.command, self.path, headers, body)
+
+    def finish(self) -> None:
+        super().finish()
+        if self._upstream is not None:
+            self._upstream.close()
+
+
+def _send(
+    connection: http.client.HTTPConnection,
+    method: str,
+    target: str,
+    headers: dict[str, str],
+    body: bytes,
+) -> tuple[int, str, list[tuple[str, str]], bytes]:
+    connection.request(method, target, body=body, headers=headers)
+    answer = connection.getresponse()
+    reply = answer.read()
+    return answer.status, answer.reason, answer.getheaders(), reply
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upstream", required=True, help="the S3 server, http://host:port")
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--every", type=float, default=0, help="print counts every N s")
+    args = parser.parse_args()
+    proxy = S3Proxy(args.upstream, latency_s=args.latency_ms / 1000, port=args.port)
+    with proxy:
+        print(f"proxy {proxy.endpoint} -> {args.upstream}, +{args.latency_ms:g} ms", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(args.every or 3600)
+                if args.every:
+                    print(json.dumps(proxy.counts()), flush=True)
+    print(json.dumps(proxy.counts()), flush=True)
+
+
+if __name__ == "__main__":
+    main()
