@@ -196,7 +196,10 @@ class _Forwarder(BaseHTTPRequestHandler):
             self.send_error(502, f"upstream: {e}")
             return
         owner._count(kind, len(body))
-        self.send_response(status, reason)
+        # the upstream's own Date and Server, not a second pair of the proxy's (a client
+        # that reads the store's clock from Date would get two dates joined by a comma)
+        self.log_request(status)
+        self.send_response_only(status, reason)
         for key, value in reply_headers:
             if key.lower() not in HOP_BY_HOP and key.lower() != "content-length":
                 self.send_header(key, value)

@@ -425,6 +425,8 @@ class Lease:
         date = response["ResponseMetadata"].get("HTTPHeaders", {}).get("date")
         if date:
             server_now = parsedate_to_datetime(date)
+            if server_now.tzinfo is None:  # "-0000": UTC with no zone said (RFC 5322)
+                server_now = server_now.replace(tzinfo=UTC)
             age_s = (server_now - response["LastModified"]).total_seconds()
         else:  # a store that sends no Date: fall back on our clock (skew counts then)
             age_s = time.time() - response["LastModified"].timestamp()
