@@ -53,6 +53,9 @@ WRITE_TIMEOUT_S = 120.0
 # behind (in writes, or in ingest files, each of which a micro-batch reads), so a backlog,
 # and the wait of the reads behind it, stays bounded
 MAX_UNAPPLIED_WRITES = 1_000_000
+# the longest an append to an object store waits for the writers of the last one to come
+# back (their acknowledgement's round trip): fewer, fuller PUTs (docs/performance.md)
+OBJECT_STORE_LINGER_S = 0.015
 MAX_UNAPPLIED_FILES = 400
 
 
@@ -135,6 +138,12 @@ class Coordinator:
         self._durable_seq = self.ingest.last_seq()
         self._file_ends: deque[int] = deque()  # last seq of each ingest file appended
         self._appending = False
+        # group commit in an object store: how many records the next append should wait for
+        # (those of the last append, whose writers come back, and those queued meanwhile),
+        # and at most how long (a PUT costs per request: fewer, fuller appends)
+        self._group_target = 0
+        self._queued_writes = 0  # appends queued since the last append took the queue
+        self.group_linger_s = 0.0 if self.data_dir.is_local else OBJECT_STORE_LINGER_S
         self._failed_appends = FailedAppends()
         self._last_ts = 0
         self._last_now_us = 0
@@ -383,6 +392,7 @@ class Coordinator:
         if records[0].seq < self.next_seq:
             raise ServerError(f"ingest seq {records[0].seq} reused (next is {self.next_seq})")
         self._queue.extend(records)
+        self._queued_writes += 1
         self.next_seq = records[-1].seq + 1
         self._pending_seq = records[-1].seq
 
@@ -415,11 +425,14 @@ class Coordinator:
                     self._durable.wait()
                 self._appending = True
             error: BaseException | None = None
+            self._linger()
             with self.lock:
                 batch, self._queue = self._queue, []
+                writes, self._queued_writes = self._queued_writes, 0
             if not batch or batch[-1].seq < seq:
                 with self.lock:
                     self._queue[:0] = batch  # put back: seq was never handed out
+                    self._queued_writes += writes
                 with self._durable:
                     self._appending = False
                     self._durable.notify_all()
@@ -435,6 +448,8 @@ class Coordinator:
                 else:
                     self._durable_seq = batch[-1].seq
                     self._file_ends.append(batch[-1].seq)
+                    with self.lock:
+                        self._group_target = writes + self._queued_writes
                 self._durable.notify_all()
             if error is not None:
                 log.error(
@@ -444,6 +459,24 @@ class Coordinator:
                     error,
                 )
                 raise ServerError(f"Ingest append failed: {error}") from error
+
+    def _linger(self) -> None:
+        """Before an append to an object store, wait (at most ``group_linger_s``) until as
+        many writes are queued as there were writers at the last append: its own writers,
+        acknowledged and coming back with their next write, and those that queued behind
+        it. Without it concurrent writers split into two cohorts that alternate, each
+        append half full, twice the PUTs. A lone writer (a target of one) never waits; a
+        local disk's append is cheap and never waits."""
+        if self.group_linger_s <= 0:
+            return
+        deadline = time.monotonic() + self.group_linger_s
+        while True:
+            with self.lock:
+                if self._queued_writes >= self._group_target:
+                    return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.001)
 
     # -- waiting -----------------------------------------------------------------------------
 

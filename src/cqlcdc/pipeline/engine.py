@@ -926,7 +926,9 @@ class Engine:
         may still read the last batch's files). Keeps the log small however long the
         engine runs."""
         if upto_seq > 0:
-            removed = self._ingest_log.trim(upto_seq)
+            with self._files_lock:
+                known = list(self._files.values())
+            removed = self._ingest_log.trim(upto_seq, files=known)
             with self._files_lock:
                 for path in removed:
                     self._files.pop(path.uri, None)

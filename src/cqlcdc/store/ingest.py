@@ -378,11 +378,22 @@ class IngestLog:
         for file in self.files():
             read_ingest_file(file.path)
 
-    def trim(self, upto_seq: int, archive_dir: str | Path | None = None) -> list[Location]:
+    def trim(
+        self,
+        upto_seq: int,
+        archive_dir: str | Path | None = None,
+        files: list[IngestFile] | None = None,
+    ) -> list[Location]:
         """Delete (or move to the local `archive_dir`) files whose records all have seq <=
         `upto_seq`.
 
         Call it only with a seq whose batch is committed (e.g. ``Snapshot.max_seq``).
+
+        Args:
+            upto_seq: the highest committed seq.
+            archive_dir: a local directory to move the files to instead.
+            files: the log's files, when the caller knows them (the engine's index of its
+                own appends): no LIST request then.
 
         Returns:
             The files removed from the ingest directory.
@@ -392,7 +403,8 @@ class IngestLog:
         if archive is not None:
             archive.mkdir(parents=True, exist_ok=True)
         with self._lock:
-            for file in self.files():
+            present = sorted(self.files() if files is None else files, key=lambda f: f.first_seq)
+            for file in present:
                 if file.last_seq > upto_seq:
                     break
                 if archive is not None and file.path.is_local:
@@ -405,7 +417,9 @@ class IngestLog:
                 if self.handoff is not None:  # read by executor tasks, or never: not needed
                     self.handoff.take(file.path)
                 removed.append(file.path)
-            if removed:
+            if removed and len(removed) == len(present):
+                # no file left to say where the log ends: the mark says it (written only
+                # then, so a busy log pays no write for it)
                 trimmed = max(self._trimmed_upto(), _parse_last(removed[-1]))
                 (self.directory / _TRIM_MARK).write_atomically(str(trimmed))
                 if archive is not None:
