@@ -29,6 +29,7 @@ from cqlcdc.store.containment import (
     StoppedTable,
     _remove_tree,
     _table_outputs,
+    _undo_uncommitted,
     load_stopped,
     save_stopped,
 )
@@ -237,3 +238,22 @@ def test_compaction_files(data_dir: Location) -> None:
     where = data_dir / "part-1.parquet"
     size = _write_parquet(where, rows, compression="zstd")
     assert size > 0 and _read_parquet(where).equals(rows)
+
+
+def test_undo_uncommitted_restores_and_removes(data_dir: Location) -> None:
+    """``cqlcdc recover``'s undo of a failed batch: an output past the manifest is restored
+    to the manifest's version, one the manifest does not know is removed, and the manifest
+    is saved with the restored versions."""
+    tables = data_dir / "tables"
+    rows = pa.table({"x": [1]})
+    known = _write_table(tables.child("base/t1"), rows)
+    _write_table(tables.child("base/t1"), rows)  # the failed batch's commit
+    _write_table(tables.child("feed/t1/f.1"), rows)  # an output made by that batch alone
+    manifest = Manifest(batch_id=3, max_seq=10, versions={"base/t1": known})
+    manifest.save(data_dir)
+    undone = _undo_uncommitted(tables, manifest, "t1")
+    restored = undone.versions["base/t1"]
+    assert Manifest.load(data_dir) == undone and restored > known
+    table = DeltaTable(tables.child("base/t1").delta_uri, storage_options=data_dir.delta_options())
+    assert table.to_pyarrow_table().num_rows == 1  # the failed batch's row is gone
+    assert _table_outputs(tables, "t1") == ["base/t1"]
