@@ -332,7 +332,8 @@ def _object_filesystem(
 ) -> pafs.FileSystem:
     """pyarrow's client for one bucket. Built from the URI (``FileSystem.from_uri`` honours
     ``AWS_ENDPOINT_URL`` and the AWS profiles; a bare ``S3FileSystem()`` ignores the
-    endpoint variable), then with the explicit options where any are given. pyarrow's S3 must
+    endpoint variable), then with the explicit options where any are given; opens are
+    delayed, so that a small object is written with one PUT. pyarrow's S3 must
     be finalized before the interpreter exits, or the process aborts at exit."""
     if scheme not in OBJECT_STORE_SCHEMES:
         raise UnsupportedLocation(f"scheme {scheme!r} is not supported")
@@ -342,10 +343,12 @@ def _object_filesystem(
         target: value for key, value in options if (target := _S3_OPTION_KEYS.get(key.lower()))
     }
     if not settings:
-        fs, _ = pafs.FileSystem.from_uri(f"s3://{bucket}")
+        fs, _ = pafs.FileSystem.from_uri(f"s3://{bucket}?allow_delayed_open=true")
         return fs
     endpoint = settings.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL")
-    kwargs: dict[str, object] = {}
+    # a delayed open: a small file is one PUT when it is closed, not a multipart upload's
+    # three requests (create, part, complete) from the open on
+    kwargs: dict[str, object] = {"allow_delayed_open": True}
     if endpoint:
         parsed = urlparse(endpoint)
         kwargs["endpoint_override"] = parsed.netloc or parsed.path
