@@ -95,15 +95,6 @@ class SparkCluster:
         return [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM it when the test process dies, however it dies
-    (prctl's parent-death signal survives exec), so no daemon outlives a killed run."""
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
 def _stop(proc: subprocess.Popen[bytes], grace_s: float = 15.0) -> None:
     """SIGTERM the process group (a worker's executors and Python workers are in it), then
     SIGKILL what is left after ``grace_s``."""
@@ -144,7 +135,6 @@ def moto_server(log_dir: Path) -> Iterator[S3Server]:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
         )
     try:
 
@@ -172,6 +162,11 @@ def moto_server(log_dir: Path) -> Iterator[S3Server]:
             region_name="us-east-1",
         ).create_bucket(Bucket=BUCKET)
         yield S3Server(endpoint, env)
+        if proc.poll() is not None:  # every request since failed: say why, once
+            raise RuntimeError(
+                f"the moto S3 server exited during the tests ({proc.returncode}):\n"
+                + log.read_text()[-2000:]
+            )
     finally:
         _stop(proc)
 
@@ -268,7 +263,6 @@ def spark_cluster(
                 stdin=subprocess.DEVNULL,
                 env=daemon,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
             )
         procs.append(master)
         for i in range(workers):
@@ -283,7 +277,6 @@ def spark_cluster(
                     stdin=subprocess.DEVNULL,
                     env=daemon,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
                 )
             procs.append(worker)
             cluster.workers.append((worker, work_dir))
