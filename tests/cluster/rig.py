@@ -124,16 +124,17 @@ def _wait(what: str, ready: object, proc: subprocess.Popen[bytes], log: Path) ->
 
 @contextlib.contextmanager
 def moto_server(log_dir: Path) -> Iterator[S3Server]:
-    """``python -m moto.server`` on a free loopback port, with bucket ``cqlcdc-test``."""
+    """moto's S3 API server (``s3_process.py``) on a free loopback port, with bucket
+    ``cqlcdc-test``; stopped by closing its stdin."""
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     log = log_dir / "moto.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            [sys.executable, str(Path(__file__).with_name("s3_process.py")), str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             start_new_session=True,
         )
     try:
@@ -168,7 +169,14 @@ def moto_server(log_dir: Path) -> Iterator[S3Server]:
                 + log.read_text()[-2000:]
             )
     finally:
-        _stop(proc)
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):
+            proc.stdin.close()  # its signal to stop
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
 
 
 def outermost(paths: Sequence[Path]) -> list[Path]:
