@@ -21,14 +21,19 @@ import argparse
 import contextlib
 import http.client
 import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.parse
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import ClassVar
 
+CONTROL = "/_proxy/"  # the proxy's own requests (counts, reset): no bucket is named so
 KINDS = ("PUT", "GET", "HEAD", "LIST", "DELETE", "POST")
 # a listing is a GET of the bucket itself with one of these (ListObjects v1 and v2)
 LIST_QUERY = {"list-type", "prefix", "delimiter", "continuation-token", "marker"}
@@ -63,7 +68,14 @@ def request_kind(method: str, target: str) -> str:
 
 
 class S3Proxy:
-    """A threaded HTTP proxy in front of ``upstream`` (an S3 API endpoint).
+    """A threaded HTTP proxy in front of ``upstream`` (an S3 API endpoint), in a process of
+    its own.
+
+    Its own process, not a thread of the caller's: delta-rs's Python bindings hold the GIL
+    while their Rust runtime waits on S3 (``DeltaTable.is_deltatable``, ``write_deltalake``,
+    ...), so a proxy thread in the same interpreter never runs to answer, and the request
+    hangs until its timeout. The counts are read from the proxy's process over its control
+    path (``/_proxy/...``: a bucket name never holds ``_``, so no S3 request is taken for it).
 
     Args:
         upstream: the S3 server, e.g. ``http://127.0.0.1:5000``.
@@ -73,54 +85,67 @@ class S3Proxy:
     """
 
     def __init__(self, upstream: str, latency_s: float = 0.02, port: int = 0) -> None:
-        url = urllib.parse.urlsplit(upstream)
-        if url.scheme != "http" or url.hostname is None:
-            raise ValueError(f"upstream must be http://host:port, not {upstream!r}")
-        self.upstream = (url.hostname, url.port or 80)
+        _upstream_address(upstream)  # refused here, not in the child
+        self.upstream = upstream
         self.latency_s = latency_s
-        self._counts: Counter[str] = Counter()
-        self._bytes: Counter[str] = Counter()
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self.port = port
+        self._proc: subprocess.Popen[str] | None = None
+        self._endpoint: str | None = None
 
     @property
     def endpoint(self) -> str:
         """The proxy's URL (what ``AWS_ENDPOINT_URL`` should say)."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        if self._endpoint is None:
+            raise RuntimeError("the proxy is not started")
+        return self._endpoint
 
     def counts(self) -> dict[str, int]:
         """Requests forwarded since the start or the last ``reset``, by kind."""
-        with self._lock:
-            return {kind: self._counts[kind] for kind in (*KINDS, "OTHER")}
+        return dict(self._control("GET", "counts")["counts"])
 
     def bytes_sent(self) -> dict[str, int]:
         """Request body bytes forwarded, by kind (what PUTs and POSTs uploaded)."""
-        with self._lock:
-            return {kind: self._bytes[kind] for kind in (*KINDS, "OTHER")}
+        return dict(self._control("GET", "counts")["bytes"])
 
     def reset(self) -> dict[str, int]:
         """Zero the counts; return them as they were."""
-        with self._lock:
-            before = {kind: self._counts[kind] for kind in (*KINDS, "OTHER")}
-            self._counts.clear()
-            self._bytes.clear()
-            return before
+        return dict(self._control("POST", "reset")["counts"])
 
     def start(self) -> S3Proxy:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="s3-proxy", daemon=True
+        argv = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--upstream",
+            self.upstream,
+            "--latency-ms",
+            repr(self.latency_s * 1000),
+            "--port",
+            str(self.port),
+        ]
+        self._proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
         )
-        self._thread.start()
+        assert self._proc.stdout is not None
+        first = self._proc.stdout.readline()  # "proxy http://127.0.0.1:PORT -> ..."
+        if not first.startswith("proxy http://"):
+            self.stop()
+            raise RuntimeError(f"the S3 proxy did not start: {first!r}")
+        self._endpoint = first.split()[1]
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join()
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        self._proc = None
 
     def __enter__(self) -> S3Proxy:
         return self.start()
@@ -129,6 +154,57 @@ class S3Proxy:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+    def _control(self, method: str, what: str) -> dict[str, dict[str, int]]:
+        host, port = _upstream_address(self.endpoint)
+        connection = http.client.HTTPConnection(host, port, timeout=30)
+        try:
+            connection.request(method, f"{CONTROL}{what}", body=b"" if method == "POST" else None)
+            answer = connection.getresponse()
+            body = answer.read()
+            if answer.status != 200:
+                raise RuntimeError(f"the S3 proxy's {what}: {answer.status} {body[:200]!r}")
+            result: dict[str, dict[str, int]] = json.loads(body)
+            return result
+        finally:
+            connection.close()
+
+
+def _upstream_address(url_text: str) -> tuple[str, int]:
+    url = urllib.parse.urlsplit(url_text)
+    if url.scheme != "http" or url.hostname is None:
+        raise ValueError(f"upstream must be http://host:port, not {url_text!r}")
+    return url.hostname, url.port or 80
+
+
+class _ProxyServer:
+    """The proxy itself (in the proxy's process): the listening server and the counts."""
+
+    def __init__(self, upstream: str, latency_s: float, port: int) -> None:
+        self.upstream = _upstream_address(upstream)
+        self.latency_s = latency_s
+        self._counts: Counter[str] = Counter()
+        self._bytes: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self.server.daemon_threads = True
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def snapshot(self, reset: bool = False) -> dict[str, dict[str, int]]:
+        with self._lock:
+            kinds = (*KINDS, "OTHER")
+            state = {
+                "counts": {kind: self._counts[kind] for kind in kinds},
+                "bytes": {kind: self._bytes[kind] for kind in kinds},
+            }
+            if reset:
+                self._counts.clear()
+                self._bytes.clear()
+            return state
 
     def _count(self, kind: str, body_bytes: int) -> None:
         with self._lock:
@@ -139,7 +215,7 @@ class S3Proxy:
         proxy = self
 
         class Handler(_Forwarder):
-            owner: ClassVar[S3Proxy] = proxy
+            owner: ClassVar[_ProxyServer] = proxy
 
         return Handler
 
@@ -147,7 +223,7 @@ class S3Proxy:
 class _Forwarder(BaseHTTPRequestHandler):
     """Forwards one keep-alive client connection's requests over one upstream connection."""
 
-    owner: ClassVar[S3Proxy]
+    owner: ClassVar[_ProxyServer]
     protocol_version = "HTTP/1.1"  # keep-alive, and ``Expect: 100-continue`` answered here
     _upstream: http.client.HTTPConnection | None = None
 
@@ -185,6 +261,9 @@ class _Forwarder(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         owner = self.owner
         body = self._read_body()
+        if self.path.startswith(CONTROL):
+            self._answer_control()
+            return
         kind = request_kind(self.command, self.path)
         time.sleep(owner.latency_s)  # the injected per-request latency, before S3 "answers"
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
@@ -212,6 +291,20 @@ class _Forwarder(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(reply)
+
+    def _answer_control(self) -> None:
+        """The counts (``GET /_proxy/counts``), or the counts then zeroed (``POST
+        /_proxy/reset``), as JSON; never forwarded nor counted."""
+        what = self.path[len(CONTROL) :]
+        if (self.command, what) not in (("GET", "counts"), ("POST", "reset")):
+            self.send_error(404, f"no control {self.command} {what}")
+            return
+        reply = json.dumps(self.owner.snapshot(reset=what == "reset")).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
 
     def _exchange(
         self, headers: dict[str, str], body: bytes
@@ -257,15 +350,20 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--every", type=float, default=0, help="print counts every N s")
     args = parser.parse_args()
-    proxy = S3Proxy(args.upstream, latency_s=args.latency_ms / 1000, port=args.port)
-    with proxy:
-        print(f"proxy {proxy.endpoint} -> {args.upstream}, +{args.latency_ms:g} ms", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            while True:
-                time.sleep(args.every or 3600)
-                if args.every:
-                    print(json.dumps(proxy.counts()), flush=True)
-    print(json.dumps(proxy.counts()), flush=True)
+    proxy = _ProxyServer(args.upstream, latency_s=args.latency_ms / 1000, port=args.port)
+    # SIGTERM (``S3Proxy.stop``) ends it as Ctrl-C does: the counts printed, then exit
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    thread = threading.Thread(target=proxy.server.serve_forever, name="s3-proxy", daemon=True)
+    thread.start()
+    print(f"proxy {proxy.endpoint} -> {args.upstream}, +{args.latency_ms:g} ms", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        while True:
+            time.sleep(args.every or 3600)
+            if args.every:
+                print(json.dumps(proxy.snapshot()["counts"]), flush=True)
+    proxy.server.shutdown()
+    proxy.server.server_close()
+    print(json.dumps(proxy.snapshot()["counts"]), flush=True)
 
 
 if __name__ == "__main__":
