@@ -177,6 +177,16 @@ def _upstream_address(url_text: str) -> tuple[str, int]:
     return url.hostname, url.port or 80
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that closes its connection before the answer is written (a reader that
+    wanted only part of an object) is not an error of the proxy's: no traceback for it."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 class _ProxyServer:
     """The proxy itself (in the proxy's process): the listening server and the counts."""
 
@@ -186,7 +196,7 @@ class _ProxyServer:
         self._counts: Counter[str] = Counter()
         self._bytes: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self.server = _QuietServer(("127.0.0.1", port), self._handler_class())
         self.server.daemon_threads = True
 
     @property
