@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import http.client
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -48,6 +49,32 @@ HOP_BY_HOP = {
     "upgrade",
     "expect",
 }
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+# ids: long hex runs with a letter (a run of digits alone is a number)
+_HEX = re.compile(r"(?<![0-9a-z])(?=[0-9]*[a-f])[0-9a-f]{16,}(?![0-9a-z])", re.I)
+_NUMBER = re.compile(r"\d{3,}")  # seqs, versions, batch ids; not the 1 of "d1"
+
+
+def object_shape(kind: str, target: str) -> str:
+    """Which object (or listing) a request went to, with its numbers and ids folded, so
+    requests to objects of one sort count together: ``PUT d1/ingest/N.arrow``.
+
+    >>> object_shape("PUT", "/b/d1/tables/ks/w/_delta_log/00000000000000000007.json")
+    'PUT d1/tables/ks/w/_delta_log/N.json'
+    >>> object_shape("LIST", "/b?list-type=2&prefix=d1%2Fingest%2F")
+    'LIST d1/ingest/'
+    """
+    url = urllib.parse.urlsplit(target)
+    key = urllib.parse.unquote(url.path.lstrip("/").partition("/")[2])
+    if kind == "LIST":
+        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        key = (query.get("prefix") or [""])[0]
+    elif url.query and not key:
+        key = "?" + url.query.split("=")[0]
+    folded = _NUMBER.sub("N", _HEX.sub("H", _UUID.sub("UUID", key)))
+    return f"{kind} {folded}"
 
 
 def request_kind(method: str, target: str) -> str:
@@ -107,9 +134,18 @@ class S3Proxy:
         """Request body bytes forwarded, by kind (what PUTs and POSTs uploaded)."""
         return dict(self._control("GET", "counts")["bytes"])
 
+    def objects(self) -> dict[str, int]:
+        """Requests since the start or the last ``reset`` by object sort (``object_shape``:
+        ``"PUT d1/ingest/N.arrow"``), most first."""
+        return dict(self._control("GET", "counts")["objects"])
+
     def reset(self) -> dict[str, int]:
         """Zero the counts; return them as they were."""
         return dict(self._control("POST", "reset")["counts"])
+
+    def reset_all(self) -> dict[str, dict[str, int]]:
+        """Zero the counts; return them as they were, with ``bytes`` and ``objects``."""
+        return self._control("POST", "reset")
 
     def start(self) -> S3Proxy:
         argv = [
@@ -195,6 +231,7 @@ class _ProxyServer:
         self.latency_s = latency_s
         self._counts: Counter[str] = Counter()
         self._bytes: Counter[str] = Counter()
+        self._objects: Counter[str] = Counter()
         self._lock = threading.Lock()
         self.server = _QuietServer(("127.0.0.1", port), self._handler_class())
         self.server.daemon_threads = True
@@ -210,16 +247,20 @@ class _ProxyServer:
             state = {
                 "counts": {kind: self._counts[kind] for kind in kinds},
                 "bytes": {kind: self._bytes[kind] for kind in kinds},
+                "objects": dict(self._objects.most_common()),
             }
             if reset:
                 self._counts.clear()
                 self._bytes.clear()
+                self._objects.clear()
             return state
 
-    def _count(self, kind: str, body_bytes: int) -> None:
+    def _count(self, kind: str, target: str, body_bytes: int) -> None:
+        shape = object_shape(kind, target)
         with self._lock:
             self._counts[kind] += 1
             self._bytes[kind] += body_bytes
+            self._objects[shape] += 1
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         proxy = self
@@ -284,7 +325,7 @@ class _Forwarder(BaseHTTPRequestHandler):
         except (OSError, http.client.HTTPException) as e:
             self.send_error(502, f"upstream: {e}")
             return
-        owner._count(kind, len(body))
+        owner._count(kind, self.path, len(body))
         # the upstream's own Date and Server, not a second pair of the proxy's (a client
         # that reads the store's clock from Date would get two dates joined by a comma)
         self.log_request(status)

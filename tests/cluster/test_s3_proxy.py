@@ -10,7 +10,7 @@ import boto3
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
-from benchmarks.s3_proxy import S3Proxy, request_kind
+from benchmarks.s3_proxy import S3Proxy, object_shape, request_kind
 
 from tests.cluster.rig import BUCKET, S3Server
 
@@ -40,6 +40,10 @@ def test_request_kinds() -> None:
     assert request_kind("GET", "/b?location") == "GET"  # GetBucketLocation lists nothing
     assert request_kind("GET", "/b/k?list-type=2") == "GET"  # a key is an object read
     assert request_kind("POST", "/b/k?uploads") == "POST"
+    assert object_shape("PUT", "/b/d1/ingest/00000000000000000042.arrow") == "PUT d1/ingest/N.arrow"
+    part = "/b/d1/t/part-00001-0f1e2d3c-aaaa-bbbb-cccc-0123456789ab-c000.snappy.parquet"
+    assert object_shape("PUT", part) == "PUT d1/t/part-N-UUID-cN.snappy.parquet"
+    assert object_shape("LIST", "/b?list-type=2&prefix=d1%2Fingest%2F") == "LIST d1/ingest/"
 
 
 def test_boto3_calls_are_counted_by_kind_and_delayed(proxy: S3Proxy) -> None:
@@ -65,6 +69,9 @@ def test_boto3_calls_are_counted_by_kind_and_delayed(proxy: S3Proxy) -> None:
         "OTHER": 0,
     }
     assert proxy.bytes_sent()["PUT"] == 1001
+    objects = proxy.objects()  # by object sort: the key's numbers folded
+    assert objects["PUT proxy/N"] == 1 and objects["PUT proxy/N-2"] == 1
+    assert objects["LIST proxy/"] == 1 and objects["DELETE proxy/N-2"] == 1
     assert elapsed >= 6 * LATENCY_S  # six requests, one after another, each delayed
     assert proxy.reset()["PUT"] == 2
     assert sum(proxy.counts().values()) == 0
