@@ -742,8 +742,8 @@ def print_object_store(
         f"{'ack p50 / p99 ms':<28}{local_ack['p50_ms']:>7} / {local_ack['p99_ms']:<5}"
         f"{store['ack']['p50_ms']:>7} / {store['ack']['p99_ms']}"
     )
-    print("object-store requests per 1,000 acknowledged writes (s3)")
-    kinds = ("PUT", "GET", "HEAD", "LIST", "DELETE")
+    print("object-store requests per 1,000 acknowledged writes (s3; POST: multipart uploads)")
+    kinds = ("PUT", "POST", "GET", "HEAD", "LIST", "DELETE")
     print(f"{'':28}" + "".join(f"{k:>9}" for k in kinds))
     for part, counts in store["requests_per_1000_writes"].items():
         print(f"{part:<28}" + "".join(f"{counts[k]:>9.2f}" for k in kinds))
