@@ -24,6 +24,12 @@ latency: sequential single-row UPDATEs through ``Session.execute`` on the runnin
     .venv/bin/python benchmarks/run.py           # 1M mutations / 100k partitions; ~6 minutes
     .venv/bin/python benchmarks/run.py --quick   # a smaller version, under 5 minutes
 
+``--data-dir s3://bucket/prefix`` runs the cqlcdc parts (not the scaling) a second time on that
+object-store data directory, through ``s3_proxy.py`` (``--s3-latency-ms``, 20 by default; 0:
+the store's own latency), starting a moto server when ``AWS_ENDPOINT_URL`` is unset, and
+reports both directories' rows/s and ack latency and the store's requests per 1,000
+acknowledged writes by kind (``run-*-s3.json``).
+
 Prints a table of rows/s with the ratios to (c) and (d), writes benchmarks/results/run.json
 (``run-quick.json``) and a PNG chart beside it; with ``--quick`` the last line printed is one
 JSON object with the headline numbers. ``--profile`` also writes cProfile summaries of the
