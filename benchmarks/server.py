@@ -17,7 +17,8 @@ moto S3 server, the counting proxy (``s3_proxy.py``, ``--s3-latency-ms`` per req
 default) in front of it, and a Spark standalone master with two workers (the rig of
 ``tests/cluster``); 64 writes in flight, then the object-store requests per 1,000
 acknowledged writes by kind and by object (the ingest appends, each Delta table's commits
-and data files, the manifest, the lease...). Writes ``benchmarks/results/server-s3.json``.
+and data files, the manifest, the lease...). Writes ``benchmarks/results/server-s3.json``
+(``server-s3-<N>ms.json`` at another latency).
 
     .venv/bin/python benchmarks/server.py --cluster [--seconds 20] [--in-flight 64]
 """
@@ -274,7 +275,10 @@ def cluster_main(args: argparse.Namespace) -> None:
         }
     )
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "server-s3.json").write_text(json.dumps(results, indent=1) + "\n")
+    name = (
+        "server-s3.json" if args.s3_latency_ms == 20 else f"server-s3-{args.s3_latency_ms:g}ms.json"
+    )
+    (RESULTS / name).write_text(json.dumps(results, indent=1) + "\n")
     print(
         f"{args.in_flight} in flight, +{args.s3_latency_ms:g} ms a request: "
         f"{run['writes_per_s']:.1f} writes/s, ack p50 {run['ack_p50_ms']:.1f} ms, "
