@@ -53,9 +53,11 @@ WRITE_TIMEOUT_S = 120.0
 # behind (in writes, or in ingest files, each of which a micro-batch reads), so a backlog,
 # and the wait of the reads behind it, stays bounded
 MAX_UNAPPLIED_WRITES = 1_000_000
-# the longest an append to an object store waits for the writers of the last one to come
-# back (their acknowledgement's round trip): fewer, fuller PUTs (docs/performance.md)
-OBJECT_STORE_LINGER_S = 0.015
+# the longest an append to an object store waits for more writes while they keep coming,
+# and the gap without a new write that ends the wait: fewer, fuller PUTs under load, a
+# lone writer barely delayed (docs/performance.md)
+OBJECT_STORE_LINGER_S = 0.15
+GROUP_QUIET_S = 0.003
 MAX_UNAPPLIED_FILES = 400
 
 
@@ -461,20 +463,28 @@ class Coordinator:
                 raise ServerError(f"Ingest append failed: {error}") from error
 
     def _linger(self) -> None:
-        """Before an append to an object store, wait (at most ``group_linger_s``) until as
-        many writes are queued as there were writers at the last append: its own writers,
-        acknowledged and coming back with their next write, and those that queued behind
-        it. Without it concurrent writers split into two cohorts that alternate, each
-        append half full, twice the PUTs. A lone writer (a target of one) never waits; a
-        local disk's append is cheap and never waits."""
+        """Before an append to an object store, let the queue fill: wait until as many
+        writes are queued as there were writers at the last append (its own writers,
+        acknowledged and coming back, and those that queued behind it) and no new write
+        has come for ``GROUP_QUIET_S``, or at most ``group_linger_s``. A PUT costs per
+        request, so under load an append carries what arrived in up to that window (as
+        WarpStream batches produce requests into timed object writes); a lone writer
+        waits only the quiet gap. Without it concurrent writers split into cohorts that
+        alternate, each append part full. A local disk's append is cheap and never waits."""
         if self.group_linger_s <= 0:
             return
-        deadline = time.monotonic() + self.group_linger_s
+        started = time.monotonic()
+        deadline = started + self.group_linger_s
+        count, changed = -1, started
         while True:
             with self.lock:
-                if self._queued_writes >= self._group_target:
-                    return
-            if time.monotonic() >= deadline:
+                queued = self._queued_writes
+            now = time.monotonic()
+            if queued != count:
+                count, changed = queued, now
+            if now >= deadline:
+                return
+            if queued >= self._group_target and now - changed >= GROUP_QUIET_S:
                 return
             time.sleep(0.001)
 
