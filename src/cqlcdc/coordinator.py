@@ -33,6 +33,7 @@ from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.location import Location
+from cqlcdc.observe import events
 from cqlcdc.pipeline.admission import admit
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.describe import describe_statement
@@ -450,6 +451,7 @@ class Coordinator:
                     self._file_ends.append(batch[-1].seq)
                     with self.lock:
                         self._group_target = writes + self._queued_writes
+                    events.group_committed(len(batch))
                 self._durable.notify_all()
             if error is not None:
                 log.error(

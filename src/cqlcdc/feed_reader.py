@@ -21,6 +21,7 @@ import pyarrow as pa
 from cqlcdc.cdc.feeds import FEED_SCHEMA, feed_output, table_feeds
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.location import Location
+from cqlcdc.observe import events
 from cqlcdc.store.commit import Manifest, open_table, table_dir
 
 if TYPE_CHECKING:
@@ -161,6 +162,7 @@ class FeedReader:
                         f"Offset {start} of partition {p} of {self.name} is no longer retained; "
                         f"the earliest retained offset is {earliest[p]}"
                     )
+                events.retention_gap(self.name, p, start, earliest[p])
                 yield FeedMessage(p, start, None, {"gap": {"from": start, "to": earliest[p]}})
                 start = earliest[p]
             for offset, key, value in self.raw_records(p, start):
