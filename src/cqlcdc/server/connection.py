@@ -199,8 +199,8 @@ class Connection:
             self.handshake.check(header)
             request = decode_request(frame)
         except ProtocolError as e:
-            await self._send(version, header.stream, error_response(e))
             note_request(server, opcode, e, started)
+            await self._send(version, header.stream, error_response(e))
             return False, False
         message = request.message
         if isinstance(message, Startup | Options | Register):
@@ -211,16 +211,16 @@ class Connection:
                 closing = isinstance(e, ProtocolError)
             else:
                 closing = False
-            await self._send(self.handshake.reply_version(header), header.stream, response)
             note_request(server, opcode, response, started)
+            await self._send(self.handshake.reply_version(header), header.stream, response)
             if header.opcode == Opcode.STARTUP:  # answered: v5 switches to segments now
                 self.handshake.switch_framing(self.framing)
                 self._lift_limit()
             return False, not closing
         if isinstance(message, AuthResponse):
             response = await self._log_in(message)
-            await self._send(version, header.stream, response)
             note_request(server, opcode, response, started)
+            await self._send(version, header.stream, response)
             return False, True
         handlers: dict[type, Handler] = {
             Query: self._query,
@@ -300,8 +300,9 @@ class Connection:
             self.in_flight.release()
             self.server.bodies.release(body_bytes)  # the request has run: its body is gone
             self.server.requests_serving -= 1
-        await self._send(version, stream, response)
+        # counted before it is sent: a client that has its answer finds it counted
         note_request(self.server, arrival[0], outcome, arrival[1])
+        await self._send(version, stream, response)
 
     async def _send(self, version: int, stream: int, response: ResponseMessage) -> None:
         """Send a response; a client that went away just does not get it."""
