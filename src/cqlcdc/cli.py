@@ -29,6 +29,7 @@ from cqlcdc.errors import CqlError, CqlSyntaxError, DataDirLocked
 from cqlcdc.location import UnsupportedLocation
 from cqlcdc.publish.command import add_publish_command
 from cqlcdc.replay_command import add_replay_command
+from cqlcdc.status_command import add_status_command
 
 _ERROR_KIND = {
     0x2000: "Syntax error in CQL query",
@@ -441,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     read.set_defaults(func=cmd_changefeed_read)
     add_publish_command(feed_sub)
     add_replay_command(sub, engine_arguments)
+    add_status_command(sub, connect_arguments)
     loadp = sub.add_parser(
         "load", help="bulk-load CQL files or CSV/Parquet/JSON-lines rows into a table"
     )

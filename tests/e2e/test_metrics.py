@@ -176,8 +176,9 @@ def test_label_cardinality_stays_bounded(metered: MetricsEndpoint, cql: Any) -> 
     """Thousands of distinct keys and many statements leave the series count where it was:
     no label names a key, a stream or a statement."""
     cql.execute(
-        "CREATE TABLE IF NOT EXISTS ks.wide (pk int, ck int, v text, PRIMARY KEY (pk, ck)) WITH cdc = {'enabled': true}"
-    )  # noqa: E501
+        "CREATE TABLE IF NOT EXISTS ks.wide (pk int, ck int, v text, PRIMARY KEY (pk, ck)) "
+        "WITH cdc = {'enabled': true}"
+    )
     insert = cql.prepare("INSERT INTO ks.wide (pk, ck, v) VALUES (?, ?, ?)")
     rows = [(i % 997, i, f"v{i}") for i in range(3000)]
     assert all(ok for ok, _ in execute_concurrent_with_args(cql, insert, rows, 32))

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from cqlcdc.observe import instruments
 
-log = logging.getLogger("cqlcdc.events")
+log = logging.getLogger("cqlcdc")  # the one logger the server shows (cqlcdc.observe.logs)
 
 # a micro-batch this slow is worth a line: writers wait on it (backpressure, reads)
 SLOW_BATCH_S = 10.0
