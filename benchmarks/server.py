@@ -9,8 +9,13 @@ Prints a table, writes `benchmarks/results/server.json`; the last line is one JS
 with `writes_per_s_64`, `ack_p99_ms_64`, `ack_p50_ms_1`, `read_p50_ms` (and
 `node_writes_per_s_64`: the 64-in-flight writes through the Node.js driver, a cheaper client).
 
+The cost of ``--metrics``: the same 64-in-flight writes with and without a metrics endpoint
+(scraped every second, harsher than Prometheus's default 15 s), alternating in one run
+(off, on, off, on...), printed as the change of throughput (``metrics_overhead_pct``).
+
     .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table)
     .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs
+    .venv/bin/python benchmarks/server.py --metrics-overhead  # only the --metrics runs
 """
 
 from __future__ import annotations
@@ -169,11 +174,145 @@ def node_process(host: str, port: int, in_flight: int, seconds: float) -> dict[s
     )
 
 
+def _scraper(url: str, stop: threading.Event) -> threading.Thread:
+    """Scrape ``url`` every second until ``stop`` (what a Prometheus server does)."""
+    import urllib.request
+
+    def run() -> None:
+        while not stop.wait(1.0):
+            with urllib.request.urlopen(url, timeout=10) as response:
+                response.read()
+
+    thread = threading.Thread(target=run, name="scraper", daemon=True)
+    thread.start()
+    return thread
+
+
+def metrics_overhead(
+    server: CqlServer, host: str, port: int, seconds: float, pairs: int
+) -> dict[str, Any]:
+    """64-in-flight writes without and with the metrics endpoint, in ``pairs`` pairs whose
+    order alternates (off-on, on-off...: a drift of the machine's load cancels out); the
+    overhead is the median of the pairs' drops of throughput. Also the CPU the metrics take,
+    measured apart: per answered request, and per scrape."""
+    from cqlcdc.observe import instruments
+    from cqlcdc.server.metrics import MetricsEndpoint
+
+    writes = node_process if _has_node() else driver_process
+    runs: dict[str, list[float]] = {"off": [], "on": []}
+    for pair in range(pairs):
+        for mode in ("off", "on") if pair % 2 == 0 else ("on", "off"):
+            endpoint = None
+            stop = threading.Event()
+            if mode == "on":
+                endpoint = MetricsEndpoint.start(server, "127.0.0.1:0", "bench")
+                scraper = _scraper(endpoint.url, stop)
+            else:
+                instruments.enabled = False  # as a server started without --metrics
+            try:
+                runs[mode].append(writes(host, port, 64, seconds)["writes_per_s"])
+            finally:
+                if endpoint is not None:
+                    stop.set()
+                    scraper.join()
+                    endpoint.close()
+    drops = [(off - on) / off * 100 for off, on in zip(runs["off"], runs["on"], strict=True)]
+    request_us, scrape_ms = _metrics_cpu(server)
+    on_s = statistics.mean(runs["on"])
+    # CPU seconds per second the metrics take at that throughput, scraped every 15 s
+    cpu_pct = (on_s * request_us / 1e6 + scrape_ms / 1e3 / 15) * 100
+    return {
+        "client": writes.__name__,
+        "writes_per_s_off": runs["off"],
+        "writes_per_s_on": runs["on"],
+        "pair_drops_pct": [round(d, 2) for d in drops],
+        "metrics_overhead_pct": round(statistics.median(drops), 2),
+        "request_us": round(request_us, 2),
+        "scrape_ms": round(scrape_ms, 2),
+        "metrics_cpu_pct_of_a_core": round(cpu_pct, 3),
+    }
+
+
+def _metrics_cpu(server: CqlServer) -> tuple[float, float]:
+    """CPU time of counting one answered write (``note_request``) in µs, and of one scrape
+    of the whole registry in ms (both in this process, single-threaded)."""
+    from prometheus_client import generate_latest
+
+    from cqlcdc.observe import instruments
+    from cqlcdc.server.metrics import MetricsEndpoint, note_request
+    from cqlcdc.server.results import VoidResult
+
+    endpoint = MetricsEndpoint.start(server, "127.0.0.1:0", "bench")
+    try:
+        count = 100_000
+        t0 = time.process_time()
+        for _ in range(count):
+            note_request(server, "EXECUTE", VoidResult(), time.perf_counter())
+        request_us = (time.process_time() - t0) / count * 1e6
+        scrapes = 20
+        t0 = time.process_time()
+        for _ in range(scrapes):
+            generate_latest(instruments.REGISTRY)
+        scrape_ms = (time.process_time() - t0) / scrapes * 1e3
+    finally:
+        endpoint.close()
+    return request_us, scrape_ms
+
+
+def _has_node() -> bool:
+    import shutil
+
+    modules = Path(__file__).resolve().parents[1] / "tests" / "node" / "node_modules"
+    return shutil.which("node") is not None and modules.is_dir()
+
+
+def print_overhead(result: dict[str, Any]) -> None:
+    off = ", ".join(f"{v:,.0f}" for v in result["writes_per_s_off"])
+    on = ", ".join(f"{v:,.0f}" for v in result["writes_per_s_on"])
+    print(f"64 in flight ({result['client']}), writes/s without --metrics: {off}")
+    print(f"64 in flight ({result['client']}), writes/s with --metrics:    {on}")
+    drops = ", ".join(f"{d:.2f}%" for d in result["pair_drops_pct"])
+    print(
+        f"metrics overhead: {result['metrics_overhead_pct']:.2f}% of write throughput "
+        f"(median of the pairs' drops: {drops})"
+    )
+    print(
+        f"metrics CPU: {result['request_us']:.1f} us per request, {result['scrape_ms']:.1f} ms "
+        f"per scrape: {result['metrics_cpu_pct_of_a_core']:.3f}% of a core at that throughput "
+        "with a scrape every 15 s"
+    )
+
+
+def overhead_only(seconds: float, pairs: int) -> None:
+    """Only the --metrics comparison, on a fresh directory (no read table to load)."""
+    data = Path(tempfile.mkdtemp(prefix="cqlcdc-metrics-bench-"))
+    s = cqlcdc.connect(data_dir=data, master="local[2]")
+    s.execute(KS)
+    s.execute("CREATE TABLE ks.w (pk bigint PRIMARY KEY, v bigint) WITH cdc = {'enabled': true}")
+    server = CqlServer(s.coordinator, port=0)
+    host, port = server.start_in_thread()
+    try:
+        writes = node_process if _has_node() else driver_process
+        writes(host, port, 64, seconds)  # warm up: Spark's first batches, the JIT of both
+        result = metrics_overhead(server, host, port, seconds, pairs)
+    finally:
+        server.stop_thread()
+        s.close()
+    print_overhead(result)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "server-metrics.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps({"metrics_overhead_pct": result["metrics_overhead_pct"]}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rows", type=int, default=None)
     parser.add_argument("--client", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--metrics-overhead", action="store_true", help="only the runs with and without --metrics"
+    )
+    parser.add_argument("--pairs", type=int, default=3, help="off/on pairs of --metrics runs")
     args = parser.parse_args()
     if args.client:
         host, port, in_flight, seconds = args.client.split(":")
@@ -181,6 +320,9 @@ def main() -> None:
         return
     rows = args.rows or (20_000 if args.quick else 1_000_000)
     seconds = 8.0 if args.quick else 20.0
+    if args.metrics_overhead:
+        overhead_only(seconds, args.pairs)
+        return
     data = Path(tempfile.mkdtemp(prefix="cqlcdc-server-bench-"))
     s = cqlcdc.connect(data_dir=data, master="local[2]")
     s.execute(KS)
@@ -203,6 +345,7 @@ def main() -> None:
         results[f"driver_{in_flight}"] = driver_process(host, port, in_flight, seconds)
         results[f"session_{in_flight}"] = session_writes(s, in_flight, seconds, in_flight * 10**7)
     results["node_64"] = node_process(host, port, 64, seconds)
+    results["metrics"] = metrics_overhead(server, host, port, seconds, args.pairs)
     read = cql.prepare("SELECT * FROM r WHERE pk = ?")
     results["read_p50_ms"] = timed(
         lambda i: cql.execute(read, ((i * 7919) % (rows // 10),)).all(), 50
@@ -246,6 +389,7 @@ def main() -> None:
         f"session {results['session_read_p50_ms']:.1f} ms"
     )
     print(f"stream-window log read p50: {results['log_window_p50_ms']:.1f} ms")
+    print_overhead(results["metrics"])
     RESULTS.mkdir(exist_ok=True)
     name = "server-quick.json" if args.quick else "server.json"
     (RESULTS / name).write_text(json.dumps(results, indent=1))
@@ -255,6 +399,7 @@ def main() -> None:
         "ack_p99_ms_64": round(results["driver_64"]["ack_p99_ms"], 1),
         "ack_p50_ms_1": round(results["driver_1"]["ack_p50_ms"], 1),
         "read_p50_ms": round(results["read_p50_ms"], 1),
+        "metrics_overhead_pct": results["metrics"]["metrics_overhead_pct"],
     }
     print(json.dumps(summary))
 

@@ -330,3 +330,65 @@ def test_a_prometheus_server_scrapes_the_endpoint(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_cqlcdc_serve_with_metrics_and_json_logs(spark: Any, tmp_path: Path) -> None:
+    """``cqlcdc serve --metrics PORT --log-format json``: one JSON line says it serves (with
+    versions, the CQL and the metrics addresses), a DDL is one line, SIGTERM ends with the
+    stop lines and exit 0, and nothing on stderr is a traceback."""
+    import os
+    import signal
+    import sys
+
+    cql_port, metrics_port = _free_port(), _free_port()
+    cli = Path(sys.executable).with_name("cqlcdc")
+    proc = subprocess.Popen(
+        [
+            str(cli),
+            "serve",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--port",
+            str(cql_port),
+            "--master",
+            "local[1]",
+            "--metrics",
+            str(metrics_port),
+            "--log-format",
+            "json",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
+    assert proc.stderr is not None
+    try:
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if "serving" in line:
+                break
+        started = json.loads(lines[-1])
+        assert started["level"] == "INFO" and started["logger"] == "cqlcdc.serve"
+        message = started["message"]
+        assert f"127.0.0.1:{cql_port}" in message
+        assert f"metrics on http://127.0.0.1:{metrics_port}/metrics" in message
+        assert "cqlcdc 0.1.0" in message and "pyspark" in message and "Python 3" in message
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as response:
+            assert b"cqlcdc_pipeline_committed_seq" in response.read()
+        cluster = Cluster(["127.0.0.1"], port=cql_port, load_balancing_policy=RoundRobinPolicy())
+        try:
+            session = cluster.connect()
+            session.execute(KS)
+        finally:
+            cluster.shutdown()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=120) == 0, rest
+    records = [json.loads(line) for line in rest.splitlines() if line.startswith("{")]
+    messages = [r["message"] for r in records]
+    assert "schema change: CREATED KEYSPACE ks" in messages, messages
+    assert any(m.startswith("stopping:") for m in messages), messages
+    assert any(m.startswith("stopped; every acknowledged write") for m in messages), messages
+    assert "Traceback" not in rest

@@ -24,20 +24,20 @@ _PHASES = ("plan", "process", "commit", "maintain")
 
 def group_committed(records: int) -> None:
     """One ingest append made ``records`` records durable (group commit)."""
-    instruments.GROUP_COMMIT.observe(records)
+    if instruments.enabled:
+        instruments.GROUP_COMMIT.observe(records)
 
 
 def batch_finished(timing: Mapping[str, float]) -> None:
     """A micro-batch committed; ``timing`` is the engine's record of it (``batch_id``,
     ``rows`` and seconds per phase: ``plan_s``, ``process_s``, ``commit_s``,
     ``maintain_s``). A slow one is logged."""
-    total_s = 0.0
-    for phase in _PHASES:
-        seconds = float(timing.get(f"{phase}_s", 0.0))
-        instruments.BATCH_PHASE.labels(phase=phase).inc(seconds)
-        total_s += seconds
-    instruments.BATCH_DURATION.observe(total_s)
-    instruments.BATCH_ROWS.observe(float(timing.get("rows", 0.0)))
+    total_s = sum(float(timing.get(f"{phase}_s", 0.0)) for phase in _PHASES)
+    if instruments.enabled:
+        for phase in _PHASES:
+            instruments.BATCH_PHASE.labels(phase=phase).inc(float(timing.get(f"{phase}_s", 0.0)))
+        instruments.BATCH_DURATION.observe(total_s)
+        instruments.BATCH_ROWS.observe(float(timing.get("rows", 0.0)))
     if total_s >= SLOW_BATCH_S:
         phases = ", ".join(f"{p} {float(timing.get(f'{p}_s', 0.0)):.1f} s" for p in _PHASES)
         log.warning(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from cqlcdc.directory_state import ingest_backlog, read_state
 from cqlcdc.errors import CqlError
+from cqlcdc.observe import instruments
 from cqlcdc.observe.instruments import REGISTRY, REQUEST_LATENCY, REQUESTS
 from cqlcdc.server.error_responses import ErrorResponse
 from cqlcdc.server.frames import Opcode
@@ -54,6 +55,10 @@ _RESPONSE_KINDS = {
 }
 
 
+# the counter and histogram of each (opcode, result, kind): bounded like the labels
+_CHILDREN: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+
+
 def opcode_name(opcode: int) -> str:
     """The request's kind as ScyllaDB names it (``QUERY``, ``EXECUTE``...)."""
     try:
@@ -65,6 +70,9 @@ def opcode_name(opcode: int) -> str:
 def note_request(server: CqlServer, opcode: str, outcome: object, started: float) -> None:
     """Count an answered request: by opcode and result (``ok`` or the error's class), and
     its latency by opcode and the kind of answer (``void``: a write's acknowledgement)."""
+    server.requests_served += 1
+    if not instruments.enabled:
+        return
     if isinstance(outcome, CqlError):
         result, kind = outcome.class_name, "error"
     elif isinstance(outcome, ErrorResponse):
@@ -72,9 +80,15 @@ def note_request(server: CqlServer, opcode: str, outcome: object, started: float
         result, kind = (cls.__name__ if cls is not None else "ServerError"), "error"
     else:
         result, kind = "ok", _RESPONSE_KINDS.get(type(outcome).__name__, "other")
-    REQUESTS.labels(opcode=opcode, result=result).inc()
-    REQUEST_LATENCY.labels(opcode=opcode, kind=kind).observe(time.perf_counter() - started)
-    server.requests_served += 1
+    key = (opcode, result, kind)
+    children = _CHILDREN.get(key)
+    if children is None:  # labels() takes a lock and builds a key: once per label set
+        children = _CHILDREN[key] = (
+            REQUESTS.labels(opcode=opcode, result=result),
+            REQUEST_LATENCY.labels(opcode=opcode, kind=kind),
+        )
+    children[0].inc()
+    children[1].observe(time.perf_counter() - started)
 
 
 def log_schema_change(change: SchemaChange, role: str | None) -> None:
@@ -306,6 +320,7 @@ class MetricsEndpoint:
             for collector in collectors:
                 REGISTRY.unregister(collector)
             raise
+        instruments.enabled = True
         return cls(httpd, collectors)
 
     @property
