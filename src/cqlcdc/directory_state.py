@@ -93,16 +93,22 @@ class DirectoryState:
 
 
 def read_state(
-    data_dir: Path,
+    data_dir: Path | None,
     catalog: Catalog | None = None,
     manifest: Manifest | None = None,
     stopped: dict[str, StoppedTable] | None = None,
 ) -> DirectoryState:
     """The state of ``data_dir``; a running engine passes its own catalog, manifest and
-    stopped tables (those in memory), anything not given is read from the files."""
-    catalog = catalog if catalog is not None else Catalog(data_dir)
-    manifest = manifest if manifest is not None else Manifest.load(data_dir)
-    stopped = stopped if stopped is not None else load_stopped(data_dir)
+    stopped tables (those in memory), anything not given is read from the files. A data
+    directory in an object store (``data_dir`` None) has its live state only: no consumer
+    offsets, publisher positions or pipeline failure record are read."""
+    if data_dir is None and (catalog is None or manifest is None or stopped is None):
+        raise ValueError("an object-store data directory needs its live state passed")
+    if data_dir is not None:
+        catalog = catalog if catalog is not None else Catalog(data_dir)
+        manifest = manifest if manifest is not None else Manifest.load(data_dir)
+        stopped = stopped if stopped is not None else load_stopped(data_dir)
+    assert catalog is not None and manifest is not None and stopped is not None
     commits: dict[str, dict[str, int]] = {}
     for output, version in manifest.versions.items():
         table_id = output_table_id(output)
@@ -138,8 +144,8 @@ def read_state(
                     feed.options.partitions,
                     sum(ends.values()),
                     feed.disabled,
-                    _consumers(data_dir / CONSUMERS_DIR / output, ends),
-                    _publishers(data_dir / PUBLISHERS_DIR / output, ends),
+                    _consumers(data_dir, output, ends),
+                    _publishers(data_dir, output, ends),
                 )
             )
     return DirectoryState(
@@ -147,15 +153,19 @@ def read_state(
         committed_seq=manifest.max_seq,
         tables=tuple(tables),
         feeds=tuple(feeds),
-        failure=load_failure(data_dir),
+        failure=None if data_dir is None else load_failure(data_dir),
         stopped=tuple(sorted(stopped.values(), key=lambda s: s.table)),
     )
 
 
-def _consumers(directory: Path, ends: dict[int, int]) -> tuple[ConsumerState, ...]:
+def _consumers(
+    data_dir: Path | None, output: str, ends: dict[int, int]
+) -> tuple[ConsumerState, ...]:
     """The consumer groups that committed offsets of a feed (``FeedConsumer``)."""
+    if data_dir is None:
+        return ()
     try:
-        files = sorted(directory.glob("*.json"))
+        files = sorted((data_dir / CONSUMERS_DIR / output).glob("*.json"))
     except OSError:
         return ()
     out = []
@@ -170,10 +180,14 @@ def _consumers(directory: Path, ends: dict[int, int]) -> tuple[ConsumerState, ..
     return tuple(out)
 
 
-def _publishers(directory: Path, ends: dict[int, int]) -> tuple[PublishState, ...]:
+def _publishers(
+    data_dir: Path | None, output: str, ends: dict[int, int]
+) -> tuple[PublishState, ...]:
     """The publishers of a feed that recorded their progress (``Publisher``)."""
+    if data_dir is None:
+        return ()
     try:
-        files = sorted(directory.glob("*.json"))
+        files = sorted((data_dir / PUBLISHERS_DIR / output).glob("*.json"))
     except OSError:
         return ()
     out = []

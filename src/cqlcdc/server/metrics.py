@@ -171,7 +171,8 @@ class PipelineCollector(Collector):
         coord = self.coordinator
         engine = coord.engine
         manifest = engine.snapshot().manifest
-        state = read_state(coord.data_dir, coord.catalog, manifest, engine.stopped)
+        local = coord.data_dir.path if coord.data_dir.is_local else None
+        state = read_state(local, coord.catalog, manifest, engine.stopped)
         durable, files_behind = ingest_backlog(coord.ingest.files(), state.committed_seq)
         info = GaugeMetricFamily("cqlcdc_info", "The cqlcdc version serving", labels=["version"])
         info.add_metric([self.version], 1)
