@@ -48,6 +48,9 @@ BOUNDED_LABELS = {
     "generation", "implementation", "major", "minor", "patchlevel",
 }  # fmt: skip
 
+# a read waits for the writes before it to be applied: seconds on a machine Spark shares
+READ_TIMEOUT_S = 120.0
+
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -110,7 +113,8 @@ def test_counters_and_lag_move_with_the_work(
     insert = cql.prepare("INSERT INTO ks.m (pk, v) VALUES (?, ?)")
     results = execute_concurrent_with_args(cql, insert, [(i, i) for i in range(300)], 32)
     assert all(ok for ok, _ in results)
-    assert cql.execute("SELECT count(*) FROM ks.m").one().count == 300  # waits: applied
+    count = cql.execute("SELECT count(*) FROM ks.m", timeout=READ_TIMEOUT_S)  # waits: applied
+    assert count.one().count == 300
     with pytest.raises(SyntaxException):
         cql.execute("SELEC nothing")
     after, _ = scrape(metered)
@@ -162,7 +166,7 @@ def test_counters_and_lag_move_with_the_work(
         assert value(samples, publish_lag, feed="ks.m/f", topic="m-updates") == 0
         results = execute_concurrent_with_args(cql, insert, [(i, -i) for i in range(300, 340)], 16)
         assert all(ok for ok, _ in results)
-        assert cql.execute("SELECT count(*) FROM ks.m").one().count == 340
+        assert cql.execute("SELECT count(*) FROM ks.m", timeout=READ_TIMEOUT_S).one().count == 340
         samples, _ = scrape(metered)
         assert value(samples, publish_lag, feed="ks.m/f", topic="m-updates") == 40
         assert value(samples, "cqlcdc_feed_publish_errors_total", feed="ks.m/f") == 0
@@ -241,7 +245,7 @@ def test_the_metric_names_parser() -> None:
 def test_every_dashboard_query_names_an_exported_metric(metered: MetricsEndpoint, cql: Any) -> None:
     cql.execute("CREATE TABLE IF NOT EXISTS ks.d (pk int PRIMARY KEY, v int)")
     cql.execute("INSERT INTO ks.d (pk, v) VALUES (1, 1)")
-    assert cql.execute("SELECT v FROM ks.d WHERE pk = 1").one().v == 1
+    assert cql.execute("SELECT v FROM ks.d WHERE pk = 1", timeout=READ_TIMEOUT_S).one().v == 1
     _, families = scrape(metered)
     exported = exported_names(families)
     for expr in dashboard_exprs():
