@@ -200,6 +200,9 @@ def metrics_overhead(
 
     writes = node_process if _has_node() else driver_process
     runs: dict[str, list[float]] = {"off": [], "on": []}
+    # the server's CPU per write (this process: the server, its engine's driver side): on a
+    # machine others load, it varies far less than the throughput does
+    cpu_us: dict[str, list[float]] = {"off": [], "on": []}
     for pair in range(pairs):
         for mode in ("off", "on") if pair % 2 == 0 else ("on", "off"):
             endpoint = None
@@ -210,13 +213,19 @@ def metrics_overhead(
             else:
                 instruments.enabled = False  # as a server started without --metrics
             try:
-                runs[mode].append(writes(host, port, 64, seconds)["writes_per_s"])
+                cpu0 = time.process_time()
+                result = writes(host, port, 64, seconds)
+                cpu_us[mode].append((time.process_time() - cpu0) / result["writes"] * 1e6)
+                runs[mode].append(result["writes_per_s"])
             finally:
                 if endpoint is not None:
                     stop.set()
                     scraper.join()
                     endpoint.close()
     drops = [(off - on) / off * 100 for off, on in zip(runs["off"], runs["on"], strict=True)]
+    cpu_rises = [
+        (on - off) / off * 100 for off, on in zip(cpu_us["off"], cpu_us["on"], strict=True)
+    ]
     request_us, scrape_ms = _metrics_cpu(server)
     on_s = statistics.mean(runs["on"])
     # CPU seconds per second the metrics take at that throughput, scraped every 15 s
@@ -227,6 +236,9 @@ def metrics_overhead(
         "writes_per_s_on": runs["on"],
         "pair_drops_pct": [round(d, 2) for d in drops],
         "metrics_overhead_pct": round(statistics.median(drops), 2),
+        "server_cpu_us_per_write_off": [round(v, 1) for v in cpu_us["off"]],
+        "server_cpu_us_per_write_on": [round(v, 1) for v in cpu_us["on"]],
+        "cpu_overhead_pct": round(statistics.median(cpu_rises), 2),
         "request_us": round(request_us, 2),
         "scrape_ms": round(scrape_ms, 2),
         "metrics_cpu_pct_of_a_core": round(cpu_pct, 3),
@@ -276,6 +288,12 @@ def print_overhead(result: dict[str, Any]) -> None:
         f"metrics overhead: {result['metrics_overhead_pct']:.2f}% of write throughput "
         f"(median of the pairs' drops: {drops})"
     )
+    cpu_off = ", ".join(f"{v:,.0f}" for v in result["server_cpu_us_per_write_off"])
+    cpu_on = ", ".join(f"{v:,.0f}" for v in result["server_cpu_us_per_write_on"])
+    print(
+        f"server CPU per write (us) without --metrics: {cpu_off}; with: {cpu_on}; median rise "
+        f"{result['cpu_overhead_pct']:.2f}%"
+    )
     print(
         f"metrics CPU: {result['request_us']:.1f} us per request, {result['scrape_ms']:.1f} ms "
         f"per scrape: {result['metrics_cpu_pct_of_a_core']:.3f}% of a core at that throughput "
@@ -301,7 +319,14 @@ def overhead_only(seconds: float, pairs: int) -> None:
     print_overhead(result)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "server-metrics.json").write_text(json.dumps(result, indent=1))
-    print(json.dumps({"metrics_overhead_pct": result["metrics_overhead_pct"]}))
+    print(
+        json.dumps(
+            {
+                "metrics_overhead_pct": result["metrics_overhead_pct"],
+                "cpu_overhead_pct": result["cpu_overhead_pct"],
+            }
+        )
+    )
 
 
 def main() -> None:

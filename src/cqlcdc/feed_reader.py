@@ -157,12 +157,12 @@ class FeedReader:
         for p in parts:
             start = from_offset
             if start < earliest[p]:
+                events.retention_gap(self.name, p, start, earliest[p])
                 if on_gap == "error":
                     raise OffsetOutOfRange(
                         f"Offset {start} of partition {p} of {self.name} is no longer retained; "
                         f"the earliest retained offset is {earliest[p]}"
                     )
-                events.retention_gap(self.name, p, start, earliest[p])
                 yield FeedMessage(p, start, None, {"gap": {"from": start, "to": earliest[p]}})
                 start = earliest[p]
             for offset, key, value in self.raw_records(p, start):

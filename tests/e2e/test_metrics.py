@@ -396,3 +396,22 @@ def test_cqlcdc_serve_with_metrics_and_json_logs(spark: Any, tmp_path: Path) -> 
     assert any(m.startswith("stopping:") for m in messages), messages
     assert any(m.startswith("stopped; every acknowledged write") for m in messages), messages
     assert "Traceback" not in rest
+
+
+def test_a_bad_metrics_address_is_one_line(tmp_path: Path) -> None:
+    """Refused before the data directory is opened: one line, no traceback."""
+    import sys
+
+    cli = Path(sys.executable).with_name("cqlcdc")
+    done = subprocess.run(
+        [str(cli), "serve", "--data-dir", str(tmp_path / "d"), "--metrics", "localhost:http"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        "cqlcdc: InvalidRequest: --metrics takes HOST:PORT or PORT, not 'localhost:http'\n"
+    )
+    assert not (tmp_path / "d").exists()

@@ -72,10 +72,12 @@ def pipeline_failed(batch_id: int, error: BaseException) -> None:
 
 
 def retention_gap(feed: str, partition: int, from_offset: int, earliest: int) -> None:
-    """A read of ``feed`` asked for offsets retention removed (it gets a gap notice)."""
+    """A read of ``feed`` asked for offsets retention removed (it gets a gap notice, or
+    an OffsetOutOfRange error)."""
     instruments.RETENTION_GAPS.labels(feed=feed).inc()
     log.warning(
-        "changefeed %s partition %d: offsets %d..%d are no longer retained (gap notice sent)",
+        "changefeed %s partition %d: a read from offset %d met a retention gap (offsets up to "
+        "%d are no longer retained)",
         feed,
         partition,
         from_offset,

@@ -29,7 +29,8 @@ def test_json_lines_carry_time_level_logger_and_message(stream: io.StringIO) -> 
     (line,) = _lines(stream)
     assert line["level"] == "WARNING" and line["logger"] == "cqlcdc"
     assert line["message"] == (
-        "changefeed ks.t/f partition 2: offsets 10..24 are no longer retained (gap notice sent)"
+        "changefeed ks.t/f partition 2: a read from offset 10 met a retention gap (offsets up "
+        "to 24 are no longer retained)"
     )
     assert str(line["ts"]).endswith("Z")
 
