@@ -188,6 +188,50 @@ def _scraper(url: str, stop: threading.Event) -> threading.Thread:
     return thread
 
 
+class _Meter:
+    """Thread CPU spent inside the metrics code while a run goes on: every counting call
+    (the connection's ``note_request``, the engine's ``group_committed`` and
+    ``batch_finished``) and every collector's ``collect`` is wrapped to add its
+    ``time.thread_time`` to ``seconds``. What the metrics cost, measured in the real run,
+    as a share of the server's CPU: immune to the machine's other load, unlike
+    throughput."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def wrap(self, owner: Any, name: str) -> None:
+        original = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent = time.thread_time() - t0
+                with self._lock:
+                    self.seconds += spent
+
+        setattr(owner, name, timed)
+        self._undo.append((owner, name, original))
+
+    def __enter__(self) -> _Meter:
+        from cqlcdc.observe import events
+        from cqlcdc.server import connection, metrics
+
+        self.wrap(connection, "note_request")
+        self.wrap(events, "group_committed")
+        self.wrap(events, "batch_finished")
+        self.wrap(metrics.ServerCollector, "collect")
+        self.wrap(metrics.PipelineCollector, "collect")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, original in reversed(self._undo):
+            setattr(owner, name, original)
+
+
 def metrics_overhead(
     server: CqlServer, host: str, port: int, seconds: float, pairs: int
 ) -> dict[str, Any]:
@@ -203,6 +247,7 @@ def metrics_overhead(
     # the server's CPU per write (this process: the server, its engine's driver side): on a
     # machine others load, it varies far less than the throughput does
     cpu_us: dict[str, list[float]] = {"off": [], "on": []}
+    shares: list[float] = []  # the metrics' CPU over the server's, in each run with them
     for pair in range(pairs):
         for mode in ("off", "on") if pair % 2 == 0 else ("on", "off"):
             endpoint = None
@@ -213,9 +258,13 @@ def metrics_overhead(
             else:
                 instruments.enabled = False  # as a server started without --metrics
             try:
-                cpu0 = time.process_time()
-                result = writes(host, port, 64, seconds)
-                cpu_us[mode].append((time.process_time() - cpu0) / result["writes"] * 1e6)
+                with _Meter() as meter:
+                    cpu0 = time.process_time()
+                    result = writes(host, port, 64, seconds)
+                    cpu_s = time.process_time() - cpu0
+                if mode == "on":
+                    shares.append(meter.seconds / cpu_s * 100)
+                cpu_us[mode].append(cpu_s / result["writes"] * 1e6)
                 runs[mode].append(result["writes_per_s"])
             finally:
                 if endpoint is not None:
@@ -239,6 +288,7 @@ def metrics_overhead(
         "server_cpu_us_per_write_off": [round(v, 1) for v in cpu_us["off"]],
         "server_cpu_us_per_write_on": [round(v, 1) for v in cpu_us["on"]],
         "cpu_overhead_pct": round(statistics.median(cpu_rises), 2),
+        "metrics_cpu_share_pct": [round(v, 3) for v in shares],
         "request_us": round(request_us, 2),
         "scrape_ms": round(scrape_ms, 2),
         "metrics_cpu_pct_of_a_core": round(cpu_pct, 3),
@@ -294,6 +344,8 @@ def print_overhead(result: dict[str, Any]) -> None:
         f"server CPU per write (us) without --metrics: {cpu_off}; with: {cpu_on}; median rise "
         f"{result['cpu_overhead_pct']:.2f}%"
     )
+    share = ", ".join(f"{v:.2f}%" for v in result["metrics_cpu_share_pct"])
+    print(f"the metrics' CPU, measured inside the runs with --metrics, of the server's: {share}")
     print(
         f"metrics CPU: {result['request_us']:.1f} us per request, {result['scrape_ms']:.1f} ms "
         f"per scrape: {result['metrics_cpu_pct_of_a_core']:.3f}% of a core at that throughput "
@@ -324,6 +376,7 @@ def overhead_only(seconds: float, pairs: int) -> None:
             {
                 "metrics_overhead_pct": result["metrics_overhead_pct"],
                 "cpu_overhead_pct": result["cpu_overhead_pct"],
+                "metrics_cpu_share_pct": max(result["metrics_cpu_share_pct"]),
             }
         )
     )
