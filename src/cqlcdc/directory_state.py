@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cqlcdc.cdc.feeds import feed_output, table_feeds
+from cqlcdc.location import Location
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.store.commit import Manifest
 from cqlcdc.store.containment import StoppedTable, load_stopped, output_table_id
@@ -214,7 +215,7 @@ def _publishers(
 
 
 def save_publish_state(
-    data_dir: Path, output: str, group: str, topic: str, positions: dict[int, int],
+    data_dir: Location, output: str, group: str, topic: str, positions: dict[int, int],
     errors: int, last_error: str,
 ) -> None:  # fmt: skip
     """Record a publisher's progress for ``cqlcdc status`` and the server's metrics (the
@@ -222,10 +223,8 @@ def save_publish_state(
     import os
     import time
 
-    from cqlcdc.schema.persist import write_atomically
-
-    directory = data_dir / PUBLISHERS_DIR / output
-    directory.mkdir(parents=True, exist_ok=True)
+    target = data_dir.child(PUBLISHERS_DIR, output, f"{group}.json")
+    target.parent.makedirs()
     body = {
         "topic": topic,
         "positions": {str(p): o for p, o in sorted(positions.items())},
@@ -234,7 +233,7 @@ def save_publish_state(
         "updated_s": time.time(),
         "pid": os.getpid(),
     }
-    write_atomically(directory / f"{group}.json", json.dumps(body))
+    target.write_atomically(json.dumps(body))
 
 
 def ingest_backlog(files: list[IngestFile], committed_seq: int) -> tuple[int, int]:

@@ -31,7 +31,7 @@ from cqlcdc.directory_state import DirectoryState, ingest_backlog, read_state
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.store.commit import MANIFEST_NAME, Manifest
 from cqlcdc.store.ingest import IngestLog
-from cqlcdc.store.recovery import LOCK_FILE
+from cqlcdc.store.lease import read_lease
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,31 +42,41 @@ class Holder:
     alive: bool
     host: str
     command: str
-    started_s: float | None  # epoch seconds; None where /proc does not say
+    started_s: float | None  # the process's start (epoch s); None where /proc does not say
+    lease: str  # the lease record as the refusal line names it
 
 
 def data_dir_holder(data_dir: Path) -> Holder | None:
-    """Who holds ``data_dir``: the pid its owner wrote in the lock file (``DataDirLock``
-    empties the file when it lets go; a process killed holding it leaves its pid behind,
-    which is then reported as not alive). None: no one holds it.
+    """Who holds ``data_dir``: its lease record (``cqlcdc.store.lease``; the holder deletes
+    it when it lets go). A record can outlive its holder (kill -9): on this host the pid
+    decides, elsewhere the lease's expiry. None: no one holds it.
 
-    The one place that knows how ownership is recorded, so that a change of it (a lease
-    object) changes only this function.
+    The one place that knows how ownership is recorded.
     """
-    try:
-        text = (data_dir / LOCK_FILE).read_text().strip()
-    except OSError:
+    record = read_lease(data_dir)
+    if record is None:
         return None
-    if not text.isdigit():
-        return None
-    pid = int(text)
+    here = record.host == socket.gethostname()
+    if here:
+        alive = _alive(record.pid)
+    else:  # another machine's: live until its expiry (a local-disk lease has none)
+        alive = record.expires_at is None or _epoch_s(record.expires_at) > time.time()
     return Holder(
-        pid=pid,
-        alive=_alive(pid),
-        host=socket.gethostname(),
-        command=_command(pid),
-        started_s=_started_s(pid),
+        pid=record.pid,
+        alive=alive,
+        host=record.host,
+        command=_command(record.pid) if here and alive else "",
+        started_s=(_started_s(record.pid) if here and alive else None)
+        or _epoch_s(record.acquired_at),
+        lease=record.describe(),
     )
+
+
+def _epoch_s(text: str) -> float:
+    """An ISO 8601 time of a lease record as epoch seconds."""
+    import datetime
+
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _alive(pid: int) -> bool:
@@ -146,6 +156,7 @@ def status_report(data_dir: Path, server: str | None = None) -> dict[str, Any]:
             "host": holder.host,
             "command": holder.command,
             "started_s": holder.started_s,
+            "lease": holder.lease,
             "uptime_s": None if holder.started_s is None else round(now - holder.started_s, 1),
         },
         "pipeline": {

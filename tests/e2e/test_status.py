@@ -82,8 +82,8 @@ def test_a_directory_held_by_another_process(healthy: Path, capsys: Any) -> None
         [
             sys.executable,
             "-c",
-            "import sys; from cqlcdc.store.recovery import DataDirLock; "
-            f"lock = DataDirLock({str(healthy)!r}); lock.acquire(); print('held', flush=True); "
+            "import sys; from cqlcdc.store.lease import Lease; "
+            f"lease = Lease({str(healthy)!r}); lease.acquire(); print('held', flush=True); "
             "sys.stdin.read()",
         ],
         stdin=subprocess.PIPE,
@@ -94,7 +94,7 @@ def test_a_directory_held_by_another_process(healthy: Path, capsys: Any) -> None
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         text = _status(capsys, "--data-dir", str(healthy))
         assert f"held by: pid {holder.pid} on " in text and ", up " in text
-        assert "DataDirLock" in text  # its command line
+        assert "from cqlcdc.store.lease import Lease" in text  # its command line
         report = json.loads(_status(capsys, "--data-dir", str(healthy), "--format", "json"))
         assert report["holder"]["pid"] == holder.pid and report["holder"]["alive"] is True
         assert report["holder"]["uptime_s"] >= 0
