@@ -27,8 +27,10 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
+from cqlcdc.data_dir_arguments import add_data_dir_arguments
 from cqlcdc.directory_state import DirectoryState, ingest_backlog, read_state
 from cqlcdc.errors import InvalidRequest
+from cqlcdc.location import Location
 from cqlcdc.store.commit import MANIFEST_NAME, Manifest
 from cqlcdc.store.ingest import IngestLog
 from cqlcdc.store.lease import read_lease
@@ -374,7 +376,13 @@ def cmd_status(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.connect:
         data_dir, server = _served_data_dir(args)
     else:
-        data_dir, server = Path(args.data_dir), None
+        location: Location = args.data_dir
+        if not location.is_local:
+            raise InvalidRequest(
+                f"cqlcdc status reads a data directory on this machine; {location.uri} is in "
+                "an object store (its server's --metrics show it)"
+            )
+        data_dir, server = location.path, None
     while True:
         report = status_report(data_dir, server)
         if args.format == "json":
@@ -401,7 +409,7 @@ def add_status_command(
         help="who holds a data directory, its tables, pipeline backlog, feeds and their "
         "consumers' lag, and a stopped table's recover command",
     )
-    p.add_argument("--data-dir", default=os.environ.get("CQLCDC_DATA_DIR", "cqlcdc-data"))
+    add_data_dir_arguments(p)
     connect_arguments(p)
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument(
