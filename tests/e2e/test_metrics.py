@@ -43,7 +43,7 @@ KS = "CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrat
 # every label the endpoint may carry: none names a key, a stream or a partition
 BOUNDED_LABELS = {
     "opcode", "result", "kind", "le", "phase", "output", "feed", "scope", "table", "topic",
-    "consumer", "version", "batch", "scheduling_group_name",
+    "consumer", "version", "batch", "scheduling_group_name", "split",
     # prometheus_client's own collectors
     "generation", "implementation", "major", "minor", "patchlevel",
 }  # fmt: skip
@@ -197,7 +197,7 @@ def test_label_cardinality_stays_bounded(metered: MetricsEndpoint, cql: Any) -> 
 def exported_names(families: list[Any]) -> set[str]:
     """Every series name the endpoint declares: its samples', and for a family without a
     sample yet (a labelled counter nothing incremented) the names its type gives it."""
-    names = set()
+    names: set[str] = set()
     suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"]}
     for family in families:
         names.update(s.name for s in family.samples)

@@ -16,6 +16,8 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
+from cqlcdc.observe.cdc_operations import CdcOperationStats
+
 REGISTRY = CollectorRegistry()
 # counting happens once a metrics endpoint serves them (``cqlcdc serve --metrics``): a
 # server without one pays one flag test per event
@@ -90,3 +92,6 @@ PIPELINE_FAILURES = Counter(
     ["scope"],
     registry=REGISTRY,
 )
+# ScyllaDB's scylla_cdc_* operation counters (counted where writes become mutations)
+CDC_OPERATIONS = CdcOperationStats()
+REGISTRY.register(CDC_OPERATIONS)
