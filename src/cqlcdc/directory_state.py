@@ -14,8 +14,10 @@ manifest. Both show the same numbers because both come from here.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cqlcdc.cdc.feeds import feed_output, table_feeds
 from cqlcdc.location import Location
@@ -94,7 +96,7 @@ class DirectoryState:
 
 
 def read_state(
-    data_dir: Path | None,
+    data_dir: Location | Path | None,
     catalog: Catalog | None = None,
     manifest: Manifest | None = None,
     stopped: dict[str, StoppedTable] | None = None,
@@ -102,10 +104,12 @@ def read_state(
     """The state of ``data_dir``; a running engine passes its own catalog, manifest and
     stopped tables (those in memory), anything not given is read from the files. A data
     directory in an object store (``data_dir`` None) has its live state only: no consumer
-    offsets, publisher positions or pipeline failure record are read."""
+    offsets, publisher positions or pipeline failure record are read; given as a Location,
+    one in an object store is read whole (``cqlcdc status``)."""
     if data_dir is None and (catalog is None or manifest is None or stopped is None):
         raise ValueError("an object-store data directory needs its live state passed")
     if data_dir is not None:
+        data_dir = Location.of(data_dir)
         catalog = catalog if catalog is not None else Catalog(data_dir)
         manifest = manifest if manifest is not None else Manifest.load(data_dir)
         stopped = stopped if stopped is not None else load_stopped(data_dir)
@@ -159,50 +163,52 @@ def read_state(
     )
 
 
+def _documents(directory: Location) -> Iterator[tuple[str, Any]]:
+    """(name without ``.json``, parsed body) of each JSON document directly in
+    ``directory``; one being replaced right now is skipped (the next look sees it)."""
+    try:
+        names = [n for n in directory.list_names() if n.endswith(".json")]
+    except OSError:
+        return
+    for name in names:
+        try:
+            text = (directory / name).read_text()
+            if text is None:
+                continue
+            body = json.loads(text)
+        except (OSError, ValueError):
+            continue
+        yield name[: -len(".json")], body
+
+
 def _consumers(
-    data_dir: Path | None, output: str, ends: dict[int, int]
+    data_dir: Location | None, output: str, ends: dict[int, int]
 ) -> tuple[ConsumerState, ...]:
     """The consumer groups that committed offsets of a feed (``FeedConsumer``)."""
     if data_dir is None:
         return ()
-    try:
-        files = sorted((data_dir / CONSUMERS_DIR / output).glob("*.json"))
-    except OSError:
-        return ()
     out = []
-    for path in files:
-        try:
-            stored = json.loads(path.read_text())
-        except (OSError, ValueError):  # being replaced right now: the next look sees it
-            continue
+    for group, stored in _documents(data_dir / CONSUMERS_DIR / output):
         committed = {int(p): int(o) for p, o in stored.items()}
         lag = sum(max(end - committed.get(p, 0), 0) for p, end in ends.items())
-        out.append(ConsumerState(path.stem, sum(committed.values()), lag))
+        out.append(ConsumerState(group, sum(committed.values()), lag))
     return tuple(out)
 
 
 def _publishers(
-    data_dir: Path | None, output: str, ends: dict[int, int]
+    data_dir: Location | None, output: str, ends: dict[int, int]
 ) -> tuple[PublishState, ...]:
     """The publishers of a feed that recorded their progress (``Publisher``)."""
     if data_dir is None:
         return ()
-    try:
-        files = sorted((data_dir / PUBLISHERS_DIR / output).glob("*.json"))
-    except OSError:
-        return ()
     out = []
-    for path in files:
-        try:
-            stored = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+    for group, stored in _documents(data_dir / PUBLISHERS_DIR / output):
         positions = {int(p): int(o) for p, o in stored.get("positions", {}).items()}
         lag = sum(max(end - positions.get(p, 0), 0) for p, end in ends.items())
         out.append(
             PublishState(
                 topic=str(stored.get("topic", "")),
-                group=path.stem,
+                group=group,
                 published=sum(positions.values()),
                 lag=lag,
                 errors=int(stored.get("errors", 0)),

@@ -1,13 +1,16 @@
 """``cqlcdc status``: what a data directory is doing, read from its files, while a server
 may hold it: who holds it and since when, its tables with their sizes, the pipeline's
 backlog and last batch, feeds with their consumers' lag and publishers, and a stopped table
-or record with the ``cqlcdc recover`` command that resumes it.
+or record with the ``cqlcdc recover`` command that resumes it. The directory may be local
+or in an object store (``s3://``): every document is read through its ``Location`` (lease,
+manifest, catalog, ingest listing, stopped tables, consumer offsets, publisher states,
+Delta logs).
 
 ``--connect HOST:PORT`` asks a running server where its data directory is (its
 ``system.config``) and reads that. ``--format json`` prints one object (a stable shape for
 scripts); ``--watch`` redraws the text every few seconds.
 
->>> report = status_report(Path("cqlcdc-data"))  # doctest: +SKIP
+>>> report = status_report(Location.of("cqlcdc-data"))  # doctest: +SKIP
 >>> report["healthy"]  # doctest: +SKIP
 True
 """
@@ -31,8 +34,9 @@ from cqlcdc.data_dir_arguments import add_data_dir_arguments
 from cqlcdc.directory_state import DirectoryState, ingest_backlog, read_state
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.location import Location
-from cqlcdc.store.commit import MANIFEST_NAME, Manifest
-from cqlcdc.store.ingest import IngestLog
+from cqlcdc.schema.persist import CATALOG_FILE
+from cqlcdc.store.commit import MANIFEST_NAME, Manifest, open_table
+from cqlcdc.store.ingest import list_ingest_files
 from cqlcdc.store.lease import read_lease
 
 
@@ -48,7 +52,7 @@ class Holder:
     lease: str  # the lease record as the refusal line names it
 
 
-def data_dir_holder(data_dir: Path) -> Holder | None:
+def data_dir_holder(data_dir: Location) -> Holder | None:
     """Who holds ``data_dir``: its lease record (``cqlcdc.store.lease``; the holder deletes
     it when it lets go). A record can outlive its holder (kill -9): on this host the pid
     decides, elsewhere the lease's expiry. None: no one holds it.
@@ -114,40 +118,43 @@ def _started_s(pid: int) -> float | None:
     return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
-def _output_size(data_dir: Path, output: str, version: int | None) -> tuple[int, int]:
+def _output_size(data_dir: Location, output: str, version: int | None) -> tuple[int, int]:
     """(stored records, bytes) of an output table at ``version`` (0, 0 if none yet)."""
     if version is None:
         return 0, 0
-    from deltalake import DeltaTable
-
-    actions = DeltaTable(str(data_dir / "tables" / output), version=version).get_add_actions(
-        flatten=True
-    )
+    actions = open_table(data_dir / "tables" / output, version).get_add_actions(flatten=True)
     records = sum(v or 0 for v in pa.table(actions).column("num_records").to_pylist())
     size = sum(v or 0 for v in pa.table(actions).column("size_bytes").to_pylist())
     return int(records), int(size)
 
 
-def status_report(data_dir: Path, server: str | None = None) -> dict[str, Any]:
-    """The status of ``data_dir`` as one JSON-able object (``--format json`` prints it).
+def _modified_s(location: Location) -> float | None:
+    """When a file was last written (epoch s; an object's upload time), None if absent."""
+    info = location.filesystem.get_file_info(location.fs_path)
+    return None if info.mtime is None else float(info.mtime.timestamp())
+
+
+def status_report(
+    data_dir: Location | str | os.PathLike[str], server: str | None = None
+) -> dict[str, Any]:
+    """The status of ``data_dir`` (a local path or an object-store Location) as one
+    JSON-able object (``--format json`` prints it). Reads only: a server may hold it.
 
     Raises:
         InvalidRequest: ``data_dir`` is not a cqlcdc data directory.
     """
-    data_dir = data_dir.resolve()
-    if not (data_dir / "ingest").is_dir():
+    data_dir = Location.of(data_dir)
+    names = set(data_dir.list_names())
+    if "ingest" not in names and CATALOG_FILE not in names:
         raise InvalidRequest(f"{data_dir} is not a cqlcdc data directory")
     now = time.time()
     manifest = Manifest.load(data_dir)
     state = read_state(data_dir, manifest=manifest)
-    durable, files_behind = ingest_backlog(IngestLog(data_dir / "ingest").files(), manifest.max_seq)
-    try:
-        last_batch_s: float | None = (data_dir / MANIFEST_NAME).stat().st_mtime
-    except OSError:
-        last_batch_s = None
+    durable, files_behind = ingest_backlog(list_ingest_files(data_dir / "ingest"), manifest.max_seq)
+    last_batch_s = _modified_s(data_dir / MANIFEST_NAME) if MANIFEST_NAME in names else None
     holder = data_dir_holder(data_dir)
     return {
-        "data_dir": str(data_dir),
+        "data_dir": data_dir.uri,
         "server": server,
         "healthy": not state.stopped and state.failure is None,
         "holder": None
@@ -219,7 +226,7 @@ def status_report(data_dir: Path, server: str | None = None) -> dict[str, Any]:
     }
 
 
-def _tables(data_dir: Path, state: DirectoryState, manifest: Manifest) -> list[dict[str, Any]]:
+def _tables(data_dir: Location, state: DirectoryState, manifest: Manifest) -> list[dict[str, Any]]:
     out = []
     for table in state.tables:
         rows, size = _output_size(
@@ -344,7 +351,7 @@ def format_text(report: dict[str, Any], now: float | None = None) -> str:
 # -- the command -------------------------------------------------------------------------------
 
 
-def _served_data_dir(args: argparse.Namespace) -> tuple[Path, str]:
+def _served_data_dir(args: argparse.Namespace) -> tuple[Location, str]:
     """The data directory a running server reads (its ``system.config``), and its address."""
     from cqlcdc.remote.session import RemoteSession, parse_address
 
@@ -361,8 +368,8 @@ def _served_data_dir(args: argparse.Namespace) -> tuple[Path, str]:
     if not values:
         raise InvalidRequest(f"the server at {host}:{port} does not say where its data is")
     directories = json.loads(values[0])
-    data_dir = Path(directories[0])
-    if not (data_dir / "ingest").is_dir():
+    data_dir = Location.of(directories[0])  # an object store's through the AWS environment
+    if data_dir.is_local and not (data_dir.path / "ingest").is_dir():
         raise InvalidRequest(
             f"the server at {host}:{port} serves {data_dir}, which is not on this machine: "
             "run cqlcdc status there"
@@ -376,13 +383,7 @@ def cmd_status(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.connect:
         data_dir, server = _served_data_dir(args)
     else:
-        location: Location = args.data_dir
-        if not location.is_local:
-            raise InvalidRequest(
-                f"cqlcdc status reads a data directory on this machine; {location.uri} is in "
-                "an object store (its server's --metrics show it)"
-            )
-        data_dir, server = location.path, None
+        data_dir, server = args.data_dir, None
     while True:
         report = status_report(data_dir, server)
         if args.format == "json":

@@ -4,19 +4,23 @@ process (alive, then killed), and through a running server (``--connect``)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
 import pytest
 
 import cqlcdc
 from cqlcdc.cli import main
 from cqlcdc.errors import ServerError
 from cqlcdc.feed_reader import FeedConsumer
+from cqlcdc.location import Location
 from cqlcdc.server import CqlServer
+from cqlcdc.store.lease import Lease
 
 pytestmark = pytest.mark.spark
 
@@ -159,3 +163,40 @@ def test_through_a_running_server(served: CqlServer, healthy: Path, capsys: Any)
 def test_not_a_data_directory(tmp_path: Path, capsys: Any) -> None:
     assert main(["status", "--data-dir", str(tmp_path)]) == 1
     assert "is not a cqlcdc data directory" in capsys.readouterr().err
+
+
+def test_a_directory_in_an_object_store(healthy: Path, s3_data_dir: Location, capsys: Any) -> None:
+    """``--data-dir s3://...``: the same report as the directory on disk, every document
+    read through the object store; then held by a live lease there."""
+    pafs.copy_files(
+        str(healthy),
+        s3_data_dir.fs_path,
+        source_filesystem=pafs.LocalFileSystem(),
+        destination_filesystem=s3_data_dir.filesystem,
+    )
+    local = json.loads(_status(capsys, "--data-dir", str(healthy), "--format", "json"))
+    remote = json.loads(_status(capsys, "--data-dir", s3_data_dir.uri, "--format", "json"))
+    assert remote["data_dir"] == s3_data_dir.uri and remote["holder"] is None
+    assert remote["healthy"] is True and remote["pipeline"]["last_batch_s"] is not None
+    for key in ("tables", "feeds", "stopped", "failure"):
+        assert remote[key] == local[key], key
+    assert remote["pipeline"]["committed_seq"] == local["pipeline"]["committed_seq"]
+    assert remote["feeds"][0]["consumers"] == [{"group": "audit", "committed": 2, "lag": 3}]
+    text = _status(capsys, "--data-dir", s3_data_dir.uri)
+    assert f"data directory {s3_data_dir.uri}" in text and "held by: no process" in text
+    assert "ks.t: 5 stored rows" in text and "consumer audit: committed 2, lag 3" in text
+
+    with Lease(s3_data_dir, renew=False):
+        report = json.loads(_status(capsys, "--data-dir", s3_data_dir.uri, "--format", "json"))
+        assert report["holder"]["pid"] == os.getpid() and report["holder"]["alive"] is True
+        text = _status(capsys, "--data-dir", s3_data_dir.uri)
+        assert f"held by: pid {os.getpid()} on " in text
+    assert (
+        json.loads(_status(capsys, "--data-dir", s3_data_dir.uri, "--format", "json"))["holder"]
+        is None
+    )
+
+
+def test_not_a_data_directory_in_an_object_store(s3_data_dir: Location, capsys: Any) -> None:
+    assert main(["status", "--data-dir", s3_data_dir.uri]) == 1
+    assert f"{s3_data_dir.uri} is not a cqlcdc data directory" in capsys.readouterr().err
