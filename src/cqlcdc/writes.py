@@ -19,7 +19,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cqlcdc.cdc.operation_parts import count_bulk, count_write
+from cqlcdc.cdc.operation_parts import note_bulk, note_write
 from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES
 from cqlcdc.cql import ast
 from cqlcdc.cql.render import render
@@ -200,7 +200,8 @@ def row_records(
         seq += 1
     for table_id in plan.schemas:
         coordinator.last_write_ms[table_id] = now_us // 1000
-    count_write(plan.mutations, plan.schemas)
+    if records:
+        note_write(coordinator, records[-1].seq, plan.mutations, plan.schemas)
     return records, plan.stateful
 
 
@@ -344,20 +345,24 @@ def chunk_records(
     if chunks is None:
         return None
     coordinator.last_write_ms[schema.table_id] = now_us // 1000
-    if schema.cdc.enabled:
-        _count_bulk_operations(schema, bulk_statements, which, merged)
+    if schema.cdc.enabled and chunks:
+        _note_bulk_operations(
+            coordinator, max(c[0] for c in chunks), schema, bulk_statements, which, merged
+        )
     return [
         coordinator.record(schema, token, pk, payload, seq) for seq, _, token, pk, payload in chunks
     ]
 
 
-def _count_bulk_operations(
+def _note_bulk_operations(
+    coordinator: Coordinator,
+    last_seq: int,
     schema: TableSchema,
     bulk_statements: tuple[BulkStatement, ...],
     which: npt.NDArray[np.int8],
     merged: pa.Table,
 ) -> None:
-    """Count bulk writes of a CDC table as ScyllaDB's CDC counters would (one operation
+    """Hold bulk writes of a CDC table for ScyllaDB's CDC counters (one operation
     per execution): a TTL with a bound null is the one split case (``cqlcdc.cdc.bulk_log``)."""
     deletes = upserts = split = 0
     for i, plan in enumerate(bulk_statements):
@@ -372,7 +377,7 @@ def _count_bulk_operations(
             for name in plan.columns:
                 nulls |= merged.column(name).is_null().to_numpy(zero_copy_only=False)
             split += int(np.count_nonzero(nulls & mine))
-    count_bulk(schema, deletes, upserts, split)
+    note_bulk(coordinator, last_seq, schema, deletes, upserts, split)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 Each write through the cassandra-driver moves exactly the counters ScyllaDB's coordinator
 moves for it (``cdc/log.cc``): one operation per write, split or not, the parts it touched,
-its preimage select and whether its table has images. A write of a table without CDC moves
+its preimage select and whether its table has images, and in the ``*_failed`` twins too
+when its ingest append failed. A write of a table without CDC moves
 none. The endpoint is the one ``serve --metrics`` starts (``MetricsEndpoint``).
 """
 
@@ -14,16 +15,19 @@ from typing import Any
 import pytest
 from cassandra.cluster import Cluster
 from cassandra.concurrent import execute_concurrent_with_args
-from cassandra.policies import RoundRobinPolicy
+from cassandra.policies import FallthroughRetryPolicy, RoundRobinPolicy
+from cassandra.query import SimpleStatement
 
 import cqlcdc
 from cqlcdc.server import CqlServer
 from cqlcdc.server.metrics import MetricsEndpoint
-from tests.e2e.test_metrics import KS, Samples, scrape
+from tests.e2e.test_metrics import KS, READ_TIMEOUT_S, Samples, scrape
 
 pytestmark = pytest.mark.spark
 
 OPS = "scylla_cdc_operations_total"
+# a schema change waits for the pipeline: seconds on a machine Spark shares
+DDL_TIMEOUT_S = READ_TIMEOUT_S
 
 
 @pytest.fixture(scope="module")
@@ -71,10 +75,11 @@ SPLIT = OPS + "{split=true}"
 
 def test_each_kind_of_write_moves_its_counters(served: tuple[Any, Any]) -> None:
     endpoint, cql = served
-    cql.execute("CREATE TYPE IF NOT EXISTS ks.addr (street text, no int)")
+    cql.execute("CREATE TYPE IF NOT EXISTS ks.addr (street text, no int)", timeout=DDL_TIMEOUT_S)
     cql.execute(
         "CREATE TABLE ks.t (pk int, ck int, s int STATIC, v int, l list<int>, st set<int>, "
-        "m map<int, int>, a addr, PRIMARY KEY (pk, ck)) WITH cdc = {'enabled': true}"
+        "m map<int, int>, a addr, PRIMARY KEY (pk, ck)) WITH cdc = {'enabled': true}",
+        timeout=DDL_TIMEOUT_S,
     )
     row = part("clustering_row")
 
@@ -129,9 +134,10 @@ def test_images_and_tables_without_cdc(served: tuple[Any, Any]) -> None:
     endpoint, cql = served
     cql.execute(
         "CREATE TABLE ks.img (pk int PRIMARY KEY, v int) "
-        "WITH cdc = {'enabled': true, 'preimage': true, 'postimage': true}"
+        "WITH cdc = {'enabled': true, 'preimage': true, 'postimage': true}",
+        timeout=DDL_TIMEOUT_S,
     )
-    cql.execute("CREATE TABLE ks.plain (pk int PRIMARY KEY, v int)")
+    cql.execute("CREATE TABLE ks.plain (pk int PRIMARY KEY, v int)", timeout=DDL_TIMEOUT_S)
     moved = moved_by(endpoint, lambda: cql.execute("UPDATE ks.img SET v = 1 WHERE pk = 1"))
     assert moved == {
         UNSPLIT: 1,
@@ -157,7 +163,8 @@ def test_concurrent_prepared_writes_count_one_operation_each(served: tuple[Any, 
     endpoint, cql = served
     cql.execute(
         "CREATE TABLE ks.bulk (pk int, ck int, v int, PRIMARY KEY (pk, ck)) "
-        "WITH cdc = {'enabled': true}"
+        "WITH cdc = {'enabled': true}",
+        timeout=DDL_TIMEOUT_S,
     )
     insert = cql.prepare("INSERT INTO ks.bulk (pk, ck, v) VALUES (?, ?, ?) USING TTL 1000")
     delete = cql.prepare("DELETE FROM ks.bulk WHERE pk = ? AND ck = ?")
@@ -174,3 +181,39 @@ def test_concurrent_prepared_writes_count_one_operation_each(served: tuple[Any, 
         part("clustering_row"): 200,
         part("row_delete"): 50,
     }
+
+
+def test_a_write_whose_append_fails_counts_as_failed(
+    served: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ScyllaDB's ``*_failed`` twins: a write refused because its ingest append failed (a
+    full disk) counts in ``total`` and ``failed``; the next write only in ``total``."""
+    endpoint, cql = served
+    cql.execute(
+        "CREATE TABLE ks.f (pk int, ck int, v int, PRIMARY KEY (pk, ck)) "
+        "WITH cdc = {'enabled': true}",
+        timeout=DDL_TIMEOUT_S,
+    )
+    coordinator = endpoint.collectors[1].coordinator
+
+    def full_disk(records: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    insert = SimpleStatement(
+        "INSERT INTO ks.f (pk, ck, v) VALUES (1, 1, 1)", retry_policy=FallthroughRetryPolicy()
+    )
+
+    def refused() -> None:
+        with monkeypatch.context() as patch:
+            patch.setattr(coordinator.ingest, "append", full_disk)
+            with pytest.raises(Exception, match="Ingest append failed"):
+                cql.execute(insert)
+
+    row = part("clustering_row")
+    assert moved_by(endpoint, refused) == {
+        UNSPLIT: 1,
+        row: 1,
+        "scylla_cdc_operations_failed{split=false}": 1,
+        "scylla_cdc_operations_on_clustering_row_performed_failed": 1,
+    }
+    assert moved_by(endpoint, lambda: cql.execute(insert)) == {UNSPLIT: 1, row: 1}

@@ -4,12 +4,14 @@ ScyllaDB's change visitor (``cdc/log.cc``) marks a part each time it meets one: 
 row with cells, a clustering row with a marker or cells, a non-frozen list, set, map or
 UDT cell, a row tombstone, a range tombstone, a partition tombstone. A write is *split*
 when its mutation needs ``should_split`` (``cqlcdc.cdc.changes.needs_split``). The counts
-live in ``cqlcdc.observe.cdc_operations``; this module turns mutations into them.
+live in ``cqlcdc.observe.cdc_operations``; this module turns mutations into them, held by
+the coordinator until the write's append settles (succeeded or failed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from cqlcdc.cdc.changes import needs_split, schema_order
 from cqlcdc.observe import instruments
@@ -19,6 +21,9 @@ from cqlcdc.storage.cells import CollectionCells
 from cqlcdc.storage.mutations import Mutation
 from cqlcdc.storage.partition import Row
 from cqlcdc.types import ListType, MapType, SetType, UserType
+
+if TYPE_CHECKING:
+    from cqlcdc.coordinator import Coordinator
 
 
 def _has_images(schema: TableSchema) -> bool:
@@ -79,30 +84,42 @@ def write_operation(
     return Operation(frozenset(parts), split, preimage, postimage, selects)
 
 
-def count_write(mutations: Iterable[Mutation], schemas: Mapping[str, TableSchema]) -> None:
-    """Count one write of the row path (while a metrics endpoint serves the counts)."""
+def note_write(
+    coordinator: Coordinator,
+    last_seq: int,
+    mutations: Iterable[Mutation],
+    schemas: Mapping[str, TableSchema],
+) -> None:
+    """Hold one write of the row path (its records end at ``last_seq``) for counting when
+    its append settles (``Coordinator.make_durable``); only while a metrics endpoint
+    serves the counts. Call with ``coordinator.lock`` held, before the records' append."""
     if instruments.enabled:
         op = write_operation(mutations, schemas)
         if op is not None:
-            instruments.CDC_OPERATIONS.count(op)
+            coordinator.cdc_operations.append((last_seq, op, 1))
 
 
-def count_bulk(schema: TableSchema, row_delete: int, upserts: int, split: int) -> None:
-    """Count bulk writes of one table: ``row_delete`` row deletions and ``upserts`` writes
-    of a clustering row's atomic columns (inserts, updates, cell deletions), ``split`` of
-    which ScyllaDB splits (a TTL with a bound null: the tombstone has no TTL)."""
+def note_bulk(
+    coordinator: Coordinator,
+    last_seq: int,
+    schema: TableSchema,
+    row_deletes: int,
+    upserts: int,
+    split: int,
+) -> None:
+    """Hold bulk writes of one table (records ending at ``last_seq``) for counting, as
+    :func:`note_write`: ``row_deletes`` row deletions and ``upserts`` writes of a clustering
+    row's atomic columns (inserts, updates, cell deletions), ``split`` of which ScyllaDB
+    splits (a TTL with a bound null: the tombstone has no TTL)."""
     if not (instruments.enabled and schema.cdc.enabled):
         return
-    images = _has_images(schema)
+    selects = 1 if _has_images(schema) else 0
     pre, post = schema.cdc.preimage != "false", schema.cdc.postimage
-
-    def op(parts: frozenset[str], is_split: bool) -> Operation:
-        return Operation(parts, is_split, pre, post, 1 if images else 0)
-
-    stats = instruments.CDC_OPERATIONS
-    if row_delete:
-        stats.count(op(frozenset({"row_delete"}), False), row_delete)
-    if upserts - split:
-        stats.count(op(frozenset({"clustering_row"}), False), upserts - split)
-    if split:
-        stats.count(op(frozenset({"clustering_row"}), True), split)
+    for parts, is_split, times in (
+        (frozenset({"row_delete"}), False, row_deletes),
+        (frozenset({"clustering_row"}), False, upserts - split),
+        (frozenset({"clustering_row"}), True, split),
+    ):
+        if times:
+            op = Operation(parts, is_split, pre, post, selects)
+            coordinator.cdc_operations.append((last_seq, op, times))

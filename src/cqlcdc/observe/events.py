@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 
 from cqlcdc.observe import instruments
+from cqlcdc.observe.cdc_operations import Operation
 
 log = logging.getLogger("cqlcdc")  # the one logger the server shows (cqlcdc.observe.logs)
 
@@ -91,3 +92,10 @@ def ownership_changed(data_dir: str, holder: str, taken: bool) -> None:
         log.info("took ownership of %s (%s)", data_dir, holder)
     else:
         log.info("released ownership of %s (%s)", data_dir, holder)
+
+
+def cdc_operation(op: Operation, times: int, failed: bool) -> None:
+    """``times`` writes of CDC tables like ``op`` settled: their append succeeded, or
+    ``failed`` (ScyllaDB's ``operation_result_tracker``)."""
+    if instruments.enabled:
+        instruments.CDC_OPERATIONS.count(op, times, failed)
