@@ -24,6 +24,12 @@ latency: sequential single-row UPDATEs through ``Session.execute`` on the runnin
     .venv/bin/python benchmarks/run.py           # 1M mutations / 100k partitions; ~6 minutes
     .venv/bin/python benchmarks/run.py --quick   # a smaller version, under 5 minutes
 
+``--data-dir s3://bucket/prefix`` runs the cqlcdc parts (not the scaling) a second time on that
+object-store data directory, through ``s3_proxy.py`` (``--s3-latency-ms``, 20 by default; 0:
+the store's own latency), starting a moto server when ``AWS_ENDPOINT_URL`` is unset, and
+reports both directories' rows/s and ack latency and the store's requests per 1,000
+acknowledged writes by kind (``run-*-s3.json``).
+
 Prints a table of rows/s with the ratios to (c) and (d), writes benchmarks/results/run.json
 (``run-quick.json``) and a PNG chart beside it; with ``--quick`` the last line printed is one
 JSON object with the headline numbers. ``--profile`` also writes cProfile summaries of the
@@ -305,8 +311,9 @@ def log_rows(session: Any, table: str) -> int:
     version = session.committed_version(name)
     if version is None:
         return 0
+    where = session.table_location(name)
     return int(
-        DeltaTable(str(session.table_location(name)), version=version)
+        DeltaTable(where.delta_uri, version=version, storage_options=where.delta_options())
         .to_pyarrow_dataset()
         .count_rows()
     )
@@ -569,6 +576,185 @@ def chart(result: dict[str, Any], path: Path) -> str | None:
     return str(path.relative_to(ROOT))
 
 
+def cqlcdc_pass(
+    data_dir: str,
+    work: Workload,
+    sizes: Sizes,
+    args: argparse.Namespace,
+    scratch: str,
+    scaling: bool = False,
+    proxy: Any = None,
+) -> dict[str, Any]:
+    """The cqlcdc parts on one data directory: warm-up, delta only and images ``repeat``
+    times each, the scaling run if asked, the ack latency. With ``proxy`` (an ``S3Proxy``),
+    the object-store requests of each measured part, by kind."""
+    import cqlcdc
+
+    started = time.perf_counter()
+    session = cqlcdc.connect(data_dir=data_dir)
+    spark_start_s = time.perf_counter() - started
+    session.execute(KEYSPACE_DDL)
+    # warm up (first Spark jobs, Python workers, imports, the JVM's compiled paths) on
+    # tables of their own, one per measured CDC option, each through the paths its
+    # measured run takes (the executor path too when the groups take it)
+    warm_n = min(len(work), sizes.group, session.engine.driver_max_rows + 1_000)
+    warm = make_workload(warm_n, sizes.partitions, SEED + 2)
+    for name, cdc in (("warm_delta", CDC_DELTA), ("warm", CDC_IMAGES)):
+        session.execute(TABLE_DDL.format(name=name) + " " + cdc)
+        apply_cqlcdc(session, name, warm, sizes.group)
+    approaches: dict[str, dict[str, Any]] = {}
+    requests: dict[str, list[dict[str, int]]] = {}
+    profiles: dict[str, str] = {}
+    where = "local" if proxy is None else "s3"
+    # the two CDC options alternate (a drift of the machine meets both alike), each on
+    # fresh tables
+    for r in range(sizes.repeat):
+        for key, cdc in (("delta_only", CDC_DELTA), ("images", CDC_IMAGES)):
+            table = f"{key}_{r}"
+            session.execute(TABLE_DDL.format(name=table) + " " + cdc)
+            profiler = Profiler(session) if args.profile and r == 0 and not proxy else None
+            settle(session)
+            if proxy is not None:
+                proxy.reset()
+            seconds = apply_cqlcdc(session, table, work, sizes.group, profiler=profiler)
+            settle(session)  # the requests of the batch's maintenance count too
+            if proxy is not None:
+                requests.setdefault(key, []).append(proxy.reset())
+            entry = approaches.setdefault(key, {"samples_s": []})
+            entry["samples_s"].append(seconds)
+            entry["log_rows"] = log_rows(session, table)
+            if profiler is not None:
+                session.engine.__dict__.pop("_process_batch", None)
+                profiles[key] = profiler.write(f"{key}{'-quick' if args.quick else ''}")
+            print(f"  cqlcdc {key} ({where}): {seconds:.1f}s", flush=True)
+    points: list[dict[str, Any]] = []
+    reached = False
+    if scaling:
+        points, reached = scaling_run(session, sizes, sizes.group, args.budget_s, scratch)
+    settle(session)
+    if proxy is not None:
+        proxy.reset()
+    ack_writes = sizes.ack_writes if proxy is None else args.s3_ack_writes
+    latencies = ack_latency(session, "delta_only_0", ack_writes) if ack_writes else [0.0]
+    settle(session)
+    if proxy is not None:
+        requests["ack"] = [proxy.reset()]
+    print(f"  cqlcdc ack latency ({where}): p50 {statistics.median(latencies):.1f} ms", flush=True)
+    session.close()
+    return {
+        "approaches": approaches,
+        "scaling": points,
+        "reached": reached,
+        "latencies": latencies,
+        "profiles": profiles,
+        "requests": requests,
+        "spark_start_s": spark_start_s,
+        "wall_s": time.perf_counter() - started,
+    }
+
+
+@contextlib.contextmanager
+def object_store_for(uri: str, latency_ms: float, scratch: str) -> Iterator[Any]:
+    """The counting proxy (``s3_proxy.py``, ``latency_ms`` per request) in front of the
+    store ``uri`` names: ``AWS_ENDPOINT_URL``'s, or a moto server started here (its bucket
+    created) when the environment names none. The environment points at the proxy for the
+    block (cqlcdc's Locations, delta-rs and pyarrow all read it)."""
+    from urllib.parse import urlsplit
+
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.s3_proxy import S3Proxy
+    from tests.cluster.rig import moto_server
+
+    url = urlsplit(uri)
+    if url.scheme != "s3" or not url.netloc:
+        raise SystemExit(f"--data-dir: an s3://bucket/prefix URI, not {uri!r}")
+    saved = {
+        k: os.environ.get(k)
+        for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")
+    }
+    with contextlib.ExitStack() as stack:
+        upstream = os.environ.get("AWS_ENDPOINT_URL")
+        if not upstream:
+            logs = Path(scratch) / "moto-logs"
+            logs.mkdir(exist_ok=True)
+            server = stack.enter_context(moto_server(logs))
+            os.environ.update(server.env)
+            upstream = server.endpoint
+        proxy = stack.enter_context(S3Proxy(upstream, latency_s=latency_ms / 1000))
+        os.environ["AWS_ENDPOINT_URL"] = proxy.endpoint
+        import boto3
+
+        s3 = boto3.client("s3", endpoint_url=upstream)
+        with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+            s3.create_bucket(Bucket=url.netloc)
+        try:
+            yield proxy
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def per_thousand(counts: list[dict[str, int]], writes: int) -> dict[str, float]:
+    """Requests by kind per 1,000 acknowledged writes (the median run's of several)."""
+    totals = sorted(counts, key=lambda c: sum(c.values()))[len(counts) // 2]
+    kinds = ("PUT", "GET", "HEAD", "LIST", "DELETE", "POST")
+    return {k: round(totals.get(k, 0) * 1000 / writes, 2) for k in kinds}
+
+
+def object_store_result(
+    args: argparse.Namespace, remote: dict[str, Any], mutations: int
+) -> dict[str, Any]:
+    approaches = remote["approaches"]
+    for entry in approaches.values():
+        entry["seconds"] = round(statistics.median(entry["samples_s"]), 3)
+        entry["rows_per_s"] = round(mutations / entry["seconds"], 1)
+        entry["samples_s"] = [round(x, 3) for x in entry["samples_s"]]
+    latencies = remote["latencies"]
+    requests = remote["requests"]
+    return {
+        "data_dir": args.data_dir,
+        "latency_ms": args.s3_latency_ms,
+        "approaches": approaches,
+        "ack": {
+            "writes": len(latencies),
+            "p50_ms": round(statistics.median(latencies), 1),
+            "p99_ms": round(percentile(latencies, 0.99), 1),
+            "max_ms": round(max(latencies), 1),
+        },
+        "requests_per_1000_writes": {
+            "delta_only": per_thousand(requests["delta_only"], mutations),
+            "images": per_thousand(requests["images"], mutations),
+            "ack": per_thousand(requests["ack"], max(1, len(latencies))),
+        },
+        "requests": requests,
+        "spark_start_s": round(remote["spark_start_s"], 1),
+    }
+
+
+def print_object_store(
+    local: dict[str, Any], local_ack: dict[str, Any], store: dict[str, Any]
+) -> None:
+    print(f"\nlocal directory against {store['data_dir']} (+{store['latency_ms']:g} ms a request)")
+    print(f"{'':28}{'local rows/s':>14}{'s3 rows/s':>14}")
+    for key in ("delta_only", "images"):
+        print(
+            f"{key:<28}{local[key]['rows_per_s']:>14,.0f}"
+            f"{store['approaches'][key]['rows_per_s']:>14,.0f}"
+        )
+    print(
+        f"{'ack p50 / p99 ms':<28}{local_ack['p50_ms']:>7} / {local_ack['p99_ms']:<5}"
+        f"{store['ack']['p50_ms']:>7} / {store['ack']['p99_ms']}"
+    )
+    print("object-store requests per 1,000 acknowledged writes (s3; POST: multipart uploads)")
+    kinds = ("PUT", "POST", "GET", "HEAD", "LIST", "DELETE")
+    print(f"{'':28}" + "".join(f"{k:>9}" for k in kinds))
+    for part, counts in store["requests_per_1000_writes"].items():
+        print(f"{part:<28}" + "".join(f"{counts[k]:>9.2f}" for k in kinds))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smaller run, under 5 minutes")
@@ -584,6 +770,23 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, help="measurements of each approach (the median is reported)"
     )
+    parser.add_argument(
+        "--data-dir",
+        help="also run the cqlcdc parts (no scaling) on this s3://bucket/prefix data directory; "
+        "without AWS_ENDPOINT_URL a moto server is started for it",
+    )
+    parser.add_argument(
+        "--s3-latency-ms",
+        type=float,
+        default=20.0,
+        help="latency the counting proxy adds to each object-store request (0: the store alone)",
+    )
+    parser.add_argument(
+        "--s3-ack-writes",
+        type=int,
+        default=50,
+        help="sequential acknowledged writes on the s3 data directory (each waits its batch)",
+    )
     args = parser.parse_args()
     base = QUICK if args.quick else FULL
     sizes = Sizes(
@@ -596,9 +799,8 @@ def main() -> None:
         repeat=max(1, args.repeat or base.repeat),
     )
     build_budget = args.build_budget or (100.0 if args.quick else 1800.0)
+    args.budget_s = build_budget
     wall = time.perf_counter()
-
-    import cqlcdc
 
     work = make_workload(sizes.mutations, sizes.partitions)
     scratch = tempfile.mkdtemp(prefix="cqlcdc-run-")
@@ -621,46 +823,25 @@ def main() -> None:
             approaches["deltars"] = {"cdf_rows": cdf_rows(peer)}
             shutil.rmtree(peer, ignore_errors=True)
         approaches["deltars"]["samples_s"] = peer_samples
-        peer_s = sum(peer_samples)
         print(f"  delta-rs merge: {', '.join(f'{x:.1f}s' for x in peer_samples)}", flush=True)
 
-        session = cqlcdc.connect(data_dir=os.path.join(scratch, "cqlcdc"))
-        spark_start_s = time.perf_counter() - wall - sum(floor) - peer_s
-        session.execute(KEYSPACE_DDL)
-        # warm up (first Spark jobs, Python workers, imports, the JVM's compiled paths) on
-        # tables of their own, one per measured CDC option, each through the paths its
-        # measured run takes (the executor path too when the groups take it)
-        warm_n = min(len(work), sizes.group, session.engine.driver_max_rows + 1_000)
-        warm = make_workload(warm_n, sizes.partitions, SEED + 2)
-        for name, cdc in (("warm_delta", CDC_DELTA), ("warm", CDC_IMAGES)):
-            session.execute(TABLE_DDL.format(name=name) + " " + cdc)
-            apply_cqlcdc(session, name, warm, sizes.group)
-        profiles: dict[str, str] = {}
-        # the two CDC options alternate (a drift of the machine meets both alike), each on
-        # fresh tables
-        for r in range(sizes.repeat):
-            for key, cdc in (("delta_only", CDC_DELTA), ("images", CDC_IMAGES)):
-                table = f"{key}_{r}"
-                session.execute(TABLE_DDL.format(name=table) + " " + cdc)
-                profiler = Profiler(session) if args.profile and r == 0 else None
-                seconds = apply_cqlcdc(session, table, work, sizes.group, profiler=profiler)
-                settle(session)
-                entry = approaches.setdefault(key, {"samples_s": []})
-                entry["samples_s"].append(seconds)
-                entry["log_rows"] = log_rows(session, table)
-                if profiler is not None:
-                    session.engine.__dict__.pop("_process_batch", None)
-                    profiles[key] = profiler.write(f"{key}{'-quick' if args.quick else ''}")
-                print(f"  cqlcdc {key}: {seconds:.1f}s", flush=True)
-
-        scaling: list[dict[str, Any]] = []
-        reached = False
-        if not args.skip_scaling:
-            scaling, reached = scaling_run(session, sizes, sizes.group, build_budget, scratch)
-        latencies = (
-            ack_latency(session, "delta_only_0", sizes.ack_writes) if sizes.ack_writes else [0.0]
+        local = cqlcdc_pass(
+            os.path.join(scratch, "cqlcdc"),
+            work,
+            sizes,
+            args,
+            scratch,
+            scaling=not args.skip_scaling,
         )
-        session.close()
+        spark_start_s = local["spark_start_s"]
+        approaches.update(local["approaches"])
+        scaling, reached = local["scaling"], local["reached"]
+        latencies, profiles = local["latencies"], local["profiles"]
+        object_store: dict[str, Any] | None = None
+        if args.data_dir:
+            with object_store_for(args.data_dir, args.s3_latency_ms, scratch) as proxy:
+                remote = cqlcdc_pass(args.data_dir, work, sizes, args, scratch, proxy=proxy)
+            object_store = object_store_result(args, remote, len(work))
     shutil.rmtree(scratch, ignore_errors=True)
 
     for entry in approaches.values():
@@ -703,6 +884,8 @@ def main() -> None:
         "wall_s": round(time.perf_counter() - wall, 1),
         "profiles": profiles,
     }
+    if object_store is not None:
+        result["object_store"] = object_store
     stem = "run-quick" if args.quick else "run"
     custom = (
         args.mutations,
@@ -714,6 +897,8 @@ def main() -> None:
     )
     if args.profile or args.skip_scaling or any(x is not None for x in custom):
         stem += "-custom"  # the standard result files hold standard runs only
+    if args.data_dir:
+        stem += "-s3"
     RESULTS.mkdir(parents=True, exist_ok=True)
     result["chart"] = chart(result, RESULTS / f"{stem}.png") if scaling else None
     (RESULTS / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -752,6 +937,8 @@ def main() -> None:
         f"p99 {result['ack']['p99_ms']} ms; peak RSS {memory.peak_mb} MB; "
         f"wall {result['wall_s']} s"
     )
+    if object_store is not None:
+        print_object_store(result["approaches"], result["ack"], object_store)
     summary: dict[str, Any] = {
         "rows_per_s_delta_only": approaches["delta_only"]["rows_per_s"],
         "rows_per_s_images": approaches["images"]["rows_per_s"],

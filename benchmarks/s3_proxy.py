@@ -21,14 +21,20 @@ import argparse
 import contextlib
 import http.client
 import json
+import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.parse
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import ClassVar
 
+CONTROL = "/_proxy/"  # the proxy's own requests (counts, reset): no bucket is named so
 KINDS = ("PUT", "GET", "HEAD", "LIST", "DELETE", "POST")
 # a listing is a GET of the bucket itself with one of these (ListObjects v1 and v2)
 LIST_QUERY = {"list-type", "prefix", "delimiter", "continuation-token", "marker"}
@@ -43,6 +49,32 @@ HOP_BY_HOP = {
     "upgrade",
     "expect",
 }
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+# ids: long hex runs with a letter (a run of digits alone is a number)
+_HEX = re.compile(r"(?<![0-9a-z])(?=[0-9]*[a-f])[0-9a-f]{16,}(?![0-9a-z])", re.I)
+_NUMBER = re.compile(r"\d{3,}")  # seqs, versions, batch ids; not the 1 of "d1"
+
+
+def object_shape(kind: str, target: str) -> str:
+    """Which object (or listing) a request went to, with its numbers and ids folded, so
+    requests to objects of one sort count together: ``PUT d1/ingest/N.arrow``.
+
+    >>> object_shape("PUT", "/b/d1/tables/ks/w/_delta_log/00000000000000000007.json")
+    'PUT d1/tables/ks/w/_delta_log/N.json'
+    >>> object_shape("LIST", "/b?list-type=2&prefix=d1%2Fingest%2F")
+    'LIST d1/ingest/'
+    """
+    url = urllib.parse.urlsplit(target)
+    key = urllib.parse.unquote(url.path.lstrip("/").partition("/")[2])
+    if kind == "LIST":
+        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        key = (query.get("prefix") or [""])[0]
+    elif url.query and not key:
+        key = "?" + url.query.split("=")[0]
+    folded = _NUMBER.sub("N", _HEX.sub("H", _UUID.sub("UUID", key)))
+    return f"{kind} {folded}"
 
 
 def request_kind(method: str, target: str) -> str:
@@ -63,7 +95,14 @@ def request_kind(method: str, target: str) -> str:
 
 
 class S3Proxy:
-    """A threaded HTTP proxy in front of ``upstream`` (an S3 API endpoint).
+    """A threaded HTTP proxy in front of ``upstream`` (an S3 API endpoint), in a process of
+    its own.
+
+    Its own process, not a thread of the caller's: delta-rs's Python bindings hold the GIL
+    while their Rust runtime waits on S3 (``DeltaTable.is_deltatable``, ``write_deltalake``,
+    ...), so a proxy thread in the same interpreter never runs to answer, and the request
+    hangs until its timeout. The counts are read from the proxy's process over its control
+    path (``/_proxy/...``: a bucket name never holds ``_``, so no S3 request is taken for it).
 
     Args:
         upstream: the S3 server, e.g. ``http://127.0.0.1:5000``.
@@ -73,54 +112,76 @@ class S3Proxy:
     """
 
     def __init__(self, upstream: str, latency_s: float = 0.02, port: int = 0) -> None:
-        url = urllib.parse.urlsplit(upstream)
-        if url.scheme != "http" or url.hostname is None:
-            raise ValueError(f"upstream must be http://host:port, not {upstream!r}")
-        self.upstream = (url.hostname, url.port or 80)
+        _upstream_address(upstream)  # refused here, not in the child
+        self.upstream = upstream
         self.latency_s = latency_s
-        self._counts: Counter[str] = Counter()
-        self._bytes: Counter[str] = Counter()
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self.port = port
+        self._proc: subprocess.Popen[str] | None = None
+        self._endpoint: str | None = None
 
     @property
     def endpoint(self) -> str:
         """The proxy's URL (what ``AWS_ENDPOINT_URL`` should say)."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        if self._endpoint is None:
+            raise RuntimeError("the proxy is not started")
+        return self._endpoint
 
     def counts(self) -> dict[str, int]:
         """Requests forwarded since the start or the last ``reset``, by kind."""
-        with self._lock:
-            return {kind: self._counts[kind] for kind in (*KINDS, "OTHER")}
+        return dict(self._control("GET", "counts")["counts"])
 
     def bytes_sent(self) -> dict[str, int]:
         """Request body bytes forwarded, by kind (what PUTs and POSTs uploaded)."""
-        with self._lock:
-            return {kind: self._bytes[kind] for kind in (*KINDS, "OTHER")}
+        return dict(self._control("GET", "counts")["bytes"])
+
+    def objects(self) -> dict[str, int]:
+        """Requests since the start or the last ``reset`` by object sort (``object_shape``:
+        ``"PUT d1/ingest/N.arrow"``), most first."""
+        return dict(self._control("GET", "counts")["objects"])
 
     def reset(self) -> dict[str, int]:
         """Zero the counts; return them as they were."""
-        with self._lock:
-            before = {kind: self._counts[kind] for kind in (*KINDS, "OTHER")}
-            self._counts.clear()
-            self._bytes.clear()
-            return before
+        return dict(self._control("POST", "reset")["counts"])
+
+    def reset_all(self) -> dict[str, dict[str, int]]:
+        """Zero the counts; return them as they were, with ``bytes`` and ``objects``."""
+        return self._control("POST", "reset")
 
     def start(self) -> S3Proxy:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="s3-proxy", daemon=True
+        argv = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--upstream",
+            self.upstream,
+            "--latency-ms",
+            repr(self.latency_s * 1000),
+            "--port",
+            str(self.port),
+        ]
+        self._proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
         )
-        self._thread.start()
+        assert self._proc.stdout is not None
+        first = self._proc.stdout.readline()  # "proxy http://127.0.0.1:PORT -> ..."
+        if not first.startswith("proxy http://"):
+            self.stop()
+            raise RuntimeError(f"the S3 proxy did not start: {first!r}")
+        self._endpoint = first.split()[1]
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join()
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        self._proc = None
 
     def __enter__(self) -> S3Proxy:
         return self.start()
@@ -130,16 +191,82 @@ class S3Proxy:
     ) -> None:
         self.stop()
 
-    def _count(self, kind: str, body_bytes: int) -> None:
+    def _control(self, method: str, what: str) -> dict[str, dict[str, int]]:
+        host, port = _upstream_address(self.endpoint)
+        connection = http.client.HTTPConnection(host, port, timeout=30)
+        try:
+            connection.request(method, f"{CONTROL}{what}", body=b"" if method == "POST" else None)
+            answer = connection.getresponse()
+            body = answer.read()
+            if answer.status != 200:
+                raise RuntimeError(f"the S3 proxy's {what}: {answer.status} {body[:200]!r}")
+            result: dict[str, dict[str, int]] = json.loads(body)
+            return result
+        finally:
+            connection.close()
+
+
+def _upstream_address(url_text: str) -> tuple[str, int]:
+    url = urllib.parse.urlsplit(url_text)
+    if url.scheme != "http" or url.hostname is None:
+        raise ValueError(f"upstream must be http://host:port, not {url_text!r}")
+    return url.hostname, url.port or 80
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that closes its connection before the answer is written (a reader that
+    wanted only part of an object) is not an error of the proxy's: no traceback for it."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
+class _ProxyServer:
+    """The proxy itself (in the proxy's process): the listening server and the counts."""
+
+    def __init__(self, upstream: str, latency_s: float, port: int) -> None:
+        self.upstream = _upstream_address(upstream)
+        self.latency_s = latency_s
+        self._counts: Counter[str] = Counter()
+        self._bytes: Counter[str] = Counter()
+        self._objects: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self.server = _QuietServer(("127.0.0.1", port), self._handler_class())
+        self.server.daemon_threads = True
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def snapshot(self, reset: bool = False) -> dict[str, dict[str, int]]:
+        with self._lock:
+            kinds = (*KINDS, "OTHER")
+            state = {
+                "counts": {kind: self._counts[kind] for kind in kinds},
+                "bytes": {kind: self._bytes[kind] for kind in kinds},
+                "objects": dict(self._objects.most_common()),
+            }
+            if reset:
+                self._counts.clear()
+                self._bytes.clear()
+                self._objects.clear()
+            return state
+
+    def _count(self, kind: str, target: str, body_bytes: int) -> None:
+        shape = object_shape(kind, target)
         with self._lock:
             self._counts[kind] += 1
             self._bytes[kind] += body_bytes
+            self._objects[shape] += 1
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         proxy = self
 
         class Handler(_Forwarder):
-            owner: ClassVar[S3Proxy] = proxy
+            owner: ClassVar[_ProxyServer] = proxy
 
         return Handler
 
@@ -147,7 +274,7 @@ class S3Proxy:
 class _Forwarder(BaseHTTPRequestHandler):
     """Forwards one keep-alive client connection's requests over one upstream connection."""
 
-    owner: ClassVar[S3Proxy]
+    owner: ClassVar[_ProxyServer]
     protocol_version = "HTTP/1.1"  # keep-alive, and ``Expect: 100-continue`` answered here
     _upstream: http.client.HTTPConnection | None = None
 
@@ -185,6 +312,9 @@ class _Forwarder(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         owner = self.owner
         body = self._read_body()
+        if self.path.startswith(CONTROL):
+            self._answer_control()
+            return
         kind = request_kind(self.command, self.path)
         time.sleep(owner.latency_s)  # the injected per-request latency, before S3 "answers"
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
@@ -195,7 +325,7 @@ class _Forwarder(BaseHTTPRequestHandler):
         except (OSError, http.client.HTTPException) as e:
             self.send_error(502, f"upstream: {e}")
             return
-        owner._count(kind, len(body))
+        owner._count(kind, self.path, len(body))
         # the upstream's own Date and Server, not a second pair of the proxy's (a client
         # that reads the store's clock from Date would get two dates joined by a comma)
         self.log_request(status)
@@ -212,6 +342,20 @@ class _Forwarder(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(reply)
+
+    def _answer_control(self) -> None:
+        """The counts (``GET /_proxy/counts``), or the counts then zeroed (``POST
+        /_proxy/reset``), as JSON; never forwarded nor counted."""
+        what = self.path[len(CONTROL) :]
+        if (self.command, what) not in (("GET", "counts"), ("POST", "reset")):
+            self.send_error(404, f"no control {self.command} {what}")
+            return
+        reply = json.dumps(self.owner.snapshot(reset=what == "reset")).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
 
     def _exchange(
         self, headers: dict[str, str], body: bytes
@@ -257,15 +401,20 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--every", type=float, default=0, help="print counts every N s")
     args = parser.parse_args()
-    proxy = S3Proxy(args.upstream, latency_s=args.latency_ms / 1000, port=args.port)
-    with proxy:
-        print(f"proxy {proxy.endpoint} -> {args.upstream}, +{args.latency_ms:g} ms", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            while True:
-                time.sleep(args.every or 3600)
-                if args.every:
-                    print(json.dumps(proxy.counts()), flush=True)
-    print(json.dumps(proxy.counts()), flush=True)
+    proxy = _ProxyServer(args.upstream, latency_s=args.latency_ms / 1000, port=args.port)
+    # SIGTERM (``S3Proxy.stop``) ends it as Ctrl-C does: the counts printed, then exit
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    thread = threading.Thread(target=proxy.server.serve_forever, name="s3-proxy", daemon=True)
+    thread.start()
+    print(f"proxy {proxy.endpoint} -> {args.upstream}, +{args.latency_ms:g} ms", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        while True:
+            time.sleep(args.every or 3600)
+            if args.every:
+                print(json.dumps(proxy.snapshot()["counts"]), flush=True)
+    proxy.server.shutdown()
+    proxy.server.server_close()
+    print(json.dumps(proxy.snapshot()["counts"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,16 @@ two move by more than the metrics cost, the last does not.
     .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table)
     .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs
     .venv/bin/python benchmarks/server.py --metrics-overhead  # only the --metrics runs
+
+``--cluster`` measures ``cqlcdc serve --master spark://... --data-dir s3://...`` instead: a
+moto S3 server, the counting proxy (``s3_proxy.py``, ``--s3-latency-ms`` per request, 20 by
+default) in front of it, and a Spark standalone master with two workers (the rig of
+``tests/cluster``); 64 writes in flight, then the object-store requests per 1,000
+acknowledged writes by kind and by object (the ingest appends, each Delta table's commits
+and data files, the manifest, the lease...). Writes ``benchmarks/results/server-s3.json``
+(``server-s3-<N>ms.json`` at another latency).
+
+    .venv/bin/python benchmarks/server.py --cluster [--seconds 20] [--in-flight 64]
 """
 
 from __future__ import annotations
@@ -47,6 +57,9 @@ from cqlcdc.server import CqlServer
 from cqlcdc.session import Session
 
 RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER_DATA_DIR = "s3://cqlcdc-test/server-bench"  # the rig's bucket
+IDLE_S = 3.0  # no object write (but the lease's) for this long: the acknowledged writes are in
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 
 
@@ -388,6 +401,128 @@ def overhead_only(seconds: float, pairs: int) -> None:
     )
 
 
+def _object_writes(objects: dict[str, int]) -> int:
+    """PUTs and POSTs (multipart uploads) to anything but the lease, which is renewed on a
+    clock whether or not anything is written."""
+    return sum(
+        n
+        for shape, n in objects.items()
+        if shape.split(" ", 1)[0] in ("PUT", "POST") and "lease" not in shape
+    )
+
+
+def wait_idle(proxy: Any, timeout_s: float = 300.0) -> float:
+    """Wait until the engine has applied what was acknowledged: no object write but the
+    lease's for ``IDLE_S``. Returns the seconds waited."""
+    started = time.monotonic()
+    last, quiet_since = -1, time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        writes = _object_writes(proxy.objects())
+        if writes != last:
+            last, quiet_since = writes, time.monotonic()
+        elif time.monotonic() - quiet_since >= IDLE_S:
+            break
+        time.sleep(0.25)
+    return time.monotonic() - started
+
+
+def per_thousand(counts: dict[str, int], writes: float) -> dict[str, float]:
+    return {k: round(v * 1000 / writes, 2) for k, v in counts.items() if v}
+
+
+def cluster_main(args: argparse.Namespace) -> None:
+    """``cqlcdc serve`` on a standalone cluster with its data directory on S3 (moto behind
+    the latency proxy); the writes through the Python cassandra-driver in its own process."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.s3_proxy import S3Proxy
+    from tests.cluster.rig import S3Server, driver_env, moto_server, spark_cluster
+    from tests.cluster.served import serving
+
+    scratch = Path(tempfile.mkdtemp(prefix="cqlcdc-server-s3-"))
+    logs, driver_tmp = scratch / "logs", scratch / "driver"
+    logs.mkdir()
+    driver_tmp.mkdir()
+    latency_s = args.s3_latency_ms / 1000
+    results: dict[str, Any] = {
+        "data_dir": CLUSTER_DATA_DIR,
+        "latency_ms": args.s3_latency_ms,
+        "in_flight": args.in_flight,
+        "seconds": args.seconds,
+    }
+    with moto_server(logs) as s3, S3Proxy(s3.endpoint, latency_s=latency_s) as proxy:
+        env = {**s3.env, "AWS_ENDPOINT_URL": proxy.endpoint}  # executors' requests too
+        with spark_cluster(logs, [driver_tmp], env) as cluster:
+            served_env = driver_env(S3Server(proxy.endpoint, env), driver_tmp)
+            print(f"cluster {cluster.master_url}, data {CLUSTER_DATA_DIR}", flush=True)
+            with serving(cluster.master_url, CLUSTER_DATA_DIR, served_env) as served:
+                cql_cluster, cql = served.connect()
+                cql.execute(KS, timeout=120)
+                cql.execute(
+                    "CREATE TABLE ks.w (pk bigint PRIMARY KEY, v bigint) "
+                    "WITH cdc = {'enabled': true}",
+                    timeout=120,
+                )
+                cql_cluster.shutdown()
+                # the first batches start the executors' Python workers: not measured
+                driver_process("127.0.0.1", served.port, args.in_flight, 5.0)
+                wait_idle(proxy)
+                proxy.reset_all()
+                run = driver_process("127.0.0.1", served.port, args.in_flight, args.seconds)
+                during = proxy.reset_all()
+                settle_s = wait_idle(proxy)
+                after = proxy.reset_all()
+                results["tasks_per_worker"] = cluster.finished_tasks()
+    writes = run["writes"]
+    kinds = ("PUT", "GET", "HEAD", "LIST", "DELETE", "POST")
+    counts = {k: during["counts"][k] + after["counts"][k] for k in kinds}
+    objects: dict[str, int] = {}
+    for part in (during, after):
+        for shape, n in part["objects"].items():
+            objects[shape] = objects.get(shape, 0) + n
+    results.update(
+        {
+            "writes": run,
+            "settle_s": round(settle_s, 1),
+            "requests": counts,
+            "requests_per_1000_writes": per_thousand(counts, writes),
+            "object_writes_per_1000": round(_object_writes(objects) * 1000 / writes, 2),
+            "objects_per_1000_writes": per_thousand(
+                dict(sorted(objects.items(), key=lambda kv: -kv[1])), writes
+            ),
+            "during_writes": during["counts"],
+            "after_writes": after["counts"],
+        }
+    )
+    RESULTS.mkdir(exist_ok=True)
+    name = (
+        "server-s3.json" if args.s3_latency_ms == 20 else f"server-s3-{args.s3_latency_ms:g}ms.json"
+    )
+    (RESULTS / name).write_text(json.dumps(results, indent=1) + "\n")
+    print(
+        f"{args.in_flight} in flight, +{args.s3_latency_ms:g} ms a request: "
+        f"{run['writes_per_s']:.1f} writes/s, ack p50 {run['ack_p50_ms']:.1f} ms, "
+        f"p99 {run['ack_p99_ms']:.1f} ms ({writes:.0f} writes; applied {settle_s:.1f} s after)"
+    )
+    print("requests per 1,000 acknowledged writes:")
+    print(
+        "  " + ", ".join(f"{k} {results['requests_per_1000_writes'].get(k, 0):.1f}" for k in kinds)
+    )
+    print(f"object writes (PUT/POST, not the lease) per 1,000: {results['object_writes_per_1000']}")
+    print("by object, per 1,000 acknowledged writes:")
+    for shape, n in list(results["objects_per_1000_writes"].items())[:40]:
+        print(f"  {n:>10.2f}  {shape}")
+    print(
+        json.dumps(
+            {
+                "writes_per_s_64": round(run["writes_per_s"], 1),
+                "ack_p50_ms": round(run["ack_p50_ms"], 1),
+                "ack_p99_ms": round(run["ack_p99_ms"], 1),
+                "object_writes_per_1000": results["object_writes_per_1000"],
+            }
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -397,10 +532,19 @@ def main() -> None:
         "--metrics-overhead", action="store_true", help="only the runs with and without --metrics"
     )
     parser.add_argument("--pairs", type=int, default=3, help="off/on pairs of --metrics runs")
+    parser.add_argument(
+        "--cluster", action="store_true", help="a standalone cluster and an s3:// data directory"
+    )
+    parser.add_argument("--s3-latency-ms", type=float, default=20.0)
+    parser.add_argument("--in-flight", type=int, default=64)
+    parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
     if args.client:
         host, port, in_flight, seconds = args.client.split(":")
         client(host, int(port), int(in_flight), float(seconds))
+        return
+    if args.cluster:
+        cluster_main(args)
         return
     rows = args.rows or (20_000 if args.quick else 1_000_000)
     seconds = 8.0 if args.quick else 20.0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -40,6 +41,19 @@ S3_TEST_BUCKET = "cqlcdc-test"
 _S3_ENV = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")
 
 
+# moto's S3 server in a process of its own: delta-rs holds the GIL in some calls (a table's
+# restore), which deadlocks against a server thread in the test's own process
+_MOTO_SERVER = (
+    "import sys\n"
+    "from moto.server import ThreadedMotoServer\n"
+    "server = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False)\n"
+    "server.start()\n"
+    "print(server.get_host_and_port()[1], flush=True)\n"
+    "sys.stdin.read()  # until the test run closes it (or exits)\n"
+    "server.stop()\n"
+)
+
+
 @pytest.fixture(scope="session")
 def moto_s3() -> Iterator[str]:
     """An S3 API server (moto) on 127.0.0.1 for the whole run, with bucket ``cqlcdc-test``.
@@ -49,20 +63,25 @@ def moto_s3() -> Iterator[str]:
     values back after. Yields the endpoint URL.
     """
     import boto3
-    from moto.server import ThreadedMotoServer
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    saved = {name: os.environ.get(name) for name in _S3_ENV}
-    os.environ.update(
-        AWS_ENDPOINT_URL=endpoint,
-        AWS_ACCESS_KEY_ID="test",
-        AWS_SECRET_ACCESS_KEY="test",
-        AWS_REGION="us-east-1",
+    server = subprocess.Popen(
+        [sys.executable, "-c", _MOTO_SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
+    saved = {name: os.environ.get(name) for name in _S3_ENV}
     try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        endpoint = f"http://127.0.0.1:{port}"
+        os.environ.update(
+            AWS_ENDPOINT_URL=endpoint,
+            AWS_ACCESS_KEY_ID="test",
+            AWS_SECRET_ACCESS_KEY="test",
+            AWS_REGION="us-east-1",
+        )
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=S3_TEST_BUCKET)
         yield endpoint
     finally:
@@ -71,7 +90,13 @@ def moto_s3() -> Iterator[str]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        server.stop()
+        assert server.stdin is not None
+        server.stdin.close()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 @pytest.fixture

@@ -661,8 +661,8 @@ def cmd_recover(args: argparse.Namespace) -> int:
     from cqlcdc.store.containment import drop_held, resume_table, stopped_reports
     from cqlcdc.store.recovery import load_failure, load_skipped, parse_seqs, skip_records
 
-    data_dir = Path(args.data_dir).resolve()
-    if not (data_dir / "ingest").is_dir():
+    data_dir = data_dir_location(args)
+    if "ingest" not in data_dir.list_names():
         print(f"cqlcdc: {data_dir} is not a cqlcdc data directory", file=sys.stderr)
         return 1
     # --skip first: the write a stopped table cannot apply is dropped before the rest of

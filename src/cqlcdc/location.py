@@ -19,13 +19,13 @@ into Spark tasks; each process builds its own filesystem client from it, once.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
 import os
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -238,8 +238,7 @@ class Location:
         if self.is_local:
             Path(self.uri).unlink(missing_ok=True)
             return
-        with contextlib.suppress(FileNotFoundError):
-            self.filesystem.delete_file(self.fs_path)
+        delete_objects([self])
 
     def makedirs(self) -> None:
         """Create the directory and its parents (an object store has no directories: no-op)."""
@@ -284,6 +283,72 @@ class Location:
         if "aws_conditional_put" not in lowered:
             options["aws_conditional_put"] = "etag"
         return options
+
+
+_CLIENT_LOCK = threading.Lock()
+# delta-rs's names for the credentials (Location.delta_options() adds endpoint and region)
+_CREDENTIALS = {
+    "aws_access_key_id": "aws_access_key_id",
+    "access_key_id": "aws_access_key_id",
+    "aws_secret_access_key": "aws_secret_access_key",
+    "secret_access_key": "aws_secret_access_key",
+    "aws_session_token": "aws_session_token",
+    "session_token": "aws_session_token",
+}
+
+
+def s3_client(options: dict[str, str], timeout_s: float = 30.0) -> Any:
+    """A boto3 S3 client for these storage options (one per options and timeout)."""
+    return _cached_s3_client(tuple(sorted(options.items())), timeout_s)
+
+
+@functools.cache
+def _cached_s3_client(options: tuple[tuple[str, str], ...], timeout_s: float) -> Any:
+    """A boto3 S3 client for these storage options (pyarrow.fs has no conditional writes):
+    endpoint, region and credentials from the options, else the standard AWS environment
+    and profiles. Its timeouts are short so that a renewal cannot hang past the lease."""
+    import boto3
+    from botocore.config import Config
+
+    lowered = {key.lower(): value for key, value in options}
+    kwargs: dict[str, Any] = {}
+    endpoint = lowered.get("aws_endpoint_url") or lowered.get("aws_endpoint")
+    if endpoint:
+        kwargs["endpoint_url"] = endpoint
+    region = lowered.get("aws_region") or lowered.get("region")
+    if region:
+        kwargs["region_name"] = region
+    for key, value in lowered.items():
+        if key in _CREDENTIALS:
+            kwargs[_CREDENTIALS[key]] = value
+    config = Config(
+        connect_timeout=timeout_s,
+        read_timeout=timeout_s,
+        retries={"total_max_attempts": 1},
+    )
+    with _CLIENT_LOCK:  # boto3's default session is not thread-safe; its clients are
+        return boto3.session.Session().client("s3", config=config, **kwargs)
+
+
+def delete_objects(locations: list[Location]) -> None:
+    """Delete files, missing ones included. In an object store one DeleteObjects request
+    per 1,000 keys of a bucket (pyarrow deletes one by one, and after each puts back an
+    empty marker object for the "directory": two writes per file)."""
+    local = [loc for loc in locations if loc.is_local]
+    for loc in local:
+        loc.delete()
+    by_bucket: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
+    for loc in locations:
+        if not loc.is_local:
+            bucket, _, key = loc.fs_path.partition("/")
+            by_bucket.setdefault((bucket, loc.options), []).append(key)
+    for (bucket, options), keys in by_bucket.items():
+        client = s3_client(dict(options))
+        for start in range(0, len(keys), 1000):
+            chunk = keys[start : start + 1000]
+            client.delete_objects(
+                Bucket=bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True}
+            )
 
 
 def fsync_dir(path: Path) -> None:
@@ -332,7 +397,8 @@ def _object_filesystem(
 ) -> pafs.FileSystem:
     """pyarrow's client for one bucket. Built from the URI (``FileSystem.from_uri`` honours
     ``AWS_ENDPOINT_URL`` and the AWS profiles; a bare ``S3FileSystem()`` ignores the
-    endpoint variable), then with the explicit options where any are given. pyarrow's S3 must
+    endpoint variable), then with the explicit options where any are given; opens are
+    delayed, so that a small object is written with one PUT. pyarrow's S3 must
     be finalized before the interpreter exits, or the process aborts at exit."""
     if scheme not in OBJECT_STORE_SCHEMES:
         raise UnsupportedLocation(f"scheme {scheme!r} is not supported")
@@ -342,10 +408,12 @@ def _object_filesystem(
         target: value for key, value in options if (target := _S3_OPTION_KEYS.get(key.lower()))
     }
     if not settings:
-        fs, _ = pafs.FileSystem.from_uri(f"s3://{bucket}")
+        fs, _ = pafs.FileSystem.from_uri(f"s3://{bucket}?allow_delayed_open=true")
         return fs
     endpoint = settings.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL")
-    kwargs: dict[str, object] = {}
+    # a delayed open: a small file is one PUT when it is closed, not a multipart upload's
+    # three requests (create, part, complete) from the open on
+    kwargs: dict[str, object] = {"allow_delayed_open": True}
     if endpoint:
         parsed = urlparse(endpoint)
         kwargs["endpoint_override"] = parsed.netloc or parsed.path
@@ -372,6 +440,8 @@ __all__ = [
     "OBJECT_STORE_SCHEMES",
     "Location",
     "UnsupportedLocation",
+    "delete_objects",
     "fsync_dir",
     "parse_storage_options",
+    "s3_client",
 ]

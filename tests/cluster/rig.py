@@ -95,15 +95,6 @@ class SparkCluster:
         return [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM it when the test process dies, however it dies
-    (prctl's parent-death signal survives exec), so no daemon outlives a killed run."""
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
 def _stop(proc: subprocess.Popen[bytes], grace_s: float = 15.0) -> None:
     """SIGTERM the process group (a worker's executors and Python workers are in it), then
     SIGKILL what is left after ``grace_s``."""
@@ -133,18 +124,18 @@ def _wait(what: str, ready: object, proc: subprocess.Popen[bytes], log: Path) ->
 
 @contextlib.contextmanager
 def moto_server(log_dir: Path) -> Iterator[S3Server]:
-    """``python -m moto.server`` on a free loopback port, with bucket ``cqlcdc-test``."""
+    """moto's S3 API server (``s3_process.py``) on a free loopback port, with bucket
+    ``cqlcdc-test``; stopped by closing its stdin."""
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     log = log_dir / "moto.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            [sys.executable, str(Path(__file__).with_name("s3_process.py")), str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
         )
     try:
 
@@ -172,8 +163,20 @@ def moto_server(log_dir: Path) -> Iterator[S3Server]:
             region_name="us-east-1",
         ).create_bucket(Bucket=BUCKET)
         yield S3Server(endpoint, env)
+        if proc.poll() is not None:  # every request since failed: say why, once
+            raise RuntimeError(
+                f"the moto S3 server exited during the tests ({proc.returncode}):\n"
+                + log.read_text()[-2000:]
+            )
     finally:
-        _stop(proc)
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):
+            proc.stdin.close()  # its signal to stop
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
 
 
 def outermost(paths: Sequence[Path]) -> list[Path]:
@@ -268,7 +271,6 @@ def spark_cluster(
                 stdin=subprocess.DEVNULL,
                 env=daemon,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
             )
         procs.append(master)
         for i in range(workers):
@@ -283,7 +285,6 @@ def spark_cluster(
                     stdin=subprocess.DEVNULL,
                     env=daemon,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
                 )
             procs.append(worker)
             cluster.workers.append((worker, work_dir))

@@ -52,10 +52,19 @@ class Served:
         self.proc.wait(timeout=60)
 
 
+REQUEST_TIMEOUT_S = 120.0
+
+
 def connect(port: int) -> tuple[Cluster, Any]:
-    """A cassandra-driver cluster and session on a server at 127.0.0.1:``port``."""
+    """A cassandra-driver cluster and session on a server at 127.0.0.1:``port``.
+
+    Requests may take longer than the driver's default 10 s here: the machine's cores are
+    shared with the cluster's JVMs, and a read waits for the pipeline to apply the writes
+    before it (the first micro-batch starts the executors' Python workers)."""
     cluster = Cluster(["127.0.0.1"], port=port, load_balancing_policy=RoundRobinPolicy())
-    return cluster, cluster.connect()
+    session = cluster.connect()
+    session.default_timeout = REQUEST_TIMEOUT_S
+    return cluster, session
 
 
 def start(master: str, data_dir: str, env: Mapping[str, str], extra: Sequence[str] = ()) -> Served:

@@ -7,9 +7,10 @@ import time
 from collections.abc import Iterator
 
 import boto3
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
-from benchmarks.s3_proxy import S3Proxy, request_kind
+from benchmarks.s3_proxy import S3Proxy, object_shape, request_kind
 
 from tests.cluster.rig import BUCKET, S3Server
 
@@ -39,6 +40,10 @@ def test_request_kinds() -> None:
     assert request_kind("GET", "/b?location") == "GET"  # GetBucketLocation lists nothing
     assert request_kind("GET", "/b/k?list-type=2") == "GET"  # a key is an object read
     assert request_kind("POST", "/b/k?uploads") == "POST"
+    assert object_shape("PUT", "/b/d1/ingest/00000000000000000042.arrow") == "PUT d1/ingest/N.arrow"
+    part = "/b/d1/t/part-00001-0f1e2d3c-aaaa-bbbb-cccc-0123456789ab-c000.snappy.parquet"
+    assert object_shape("PUT", part) == "PUT d1/t/part-N-UUID-cN.snappy.parquet"
+    assert object_shape("LIST", "/b?list-type=2&prefix=d1%2Fingest%2F") == "LIST d1/ingest/"
 
 
 def test_boto3_calls_are_counted_by_kind_and_delayed(proxy: S3Proxy) -> None:
@@ -64,6 +69,9 @@ def test_boto3_calls_are_counted_by_kind_and_delayed(proxy: S3Proxy) -> None:
         "OTHER": 0,
     }
     assert proxy.bytes_sent()["PUT"] == 1001
+    objects = proxy.objects()  # by object sort: the key's numbers folded
+    assert objects["PUT proxy/N"] == 1 and objects["PUT proxy/N-2"] == 1
+    assert objects["LIST proxy/"] == 1 and objects["DELETE proxy/N-2"] == 1
     assert elapsed >= 6 * LATENCY_S  # six requests, one after another, each delayed
     assert proxy.reset()["PUT"] == 2
     assert sum(proxy.counts().values()) == 0
@@ -97,3 +105,34 @@ def test_pyarrow_and_a_list_through_the_proxy(proxy: S3Proxy) -> None:
     assert [i.base_name for i in infos] == ["one.bin"]
     counts = proxy.counts()
     assert counts["PUT"] >= 1 and counts["LIST"] >= 1
+
+
+def test_delta_rs_writes_and_reads_through_the_proxy(proxy: S3Proxy) -> None:
+    """delta-rs (Rust, reqwest) through the proxy, in this process: its Python bindings hold
+    the GIL while they wait on S3, so a proxy in this interpreter would never answer them."""
+    from deltalake import DeltaTable, write_deltalake
+
+    uri = f"s3://{BUCKET}/proxy-delta/{time.time_ns()}"
+    options = {
+        "AWS_ENDPOINT_URL": proxy.endpoint,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_REGION": "us-east-1",
+        "aws_conditional_put": "etag",
+        "timeout": "20s",
+    }
+    assert not DeltaTable.is_deltatable(uri, storage_options=options)
+    listed = proxy.reset()
+    assert listed["LIST"] >= 1 and listed["PUT"] == 0
+    write_deltalake(uri, pa.table({"a": [1, 2, 3]}), storage_options=options)
+    write_deltalake(uri, pa.table({"a": [4]}), storage_options=options, mode="append")
+    written = proxy.reset()
+    # two commits, each one data file and one log entry: at least four object writes
+    assert written["PUT"] >= 4 and written["OTHER"] == 0
+    table = DeltaTable(uri, storage_options=options)
+    assert table.version() == 1
+    assert sorted(table.to_pyarrow_table().column("a").to_pylist()) == [1, 2, 3, 4]
+    read = proxy.counts()
+    assert read["PUT"] == 0 and read["GET"] >= 2  # the two data files at least
+    assert read["LIST"] + read["GET"] + read["HEAD"] >= 3

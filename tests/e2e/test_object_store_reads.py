@@ -114,3 +114,26 @@ def test_readers_and_documents_in_the_object_store(copied: tuple[Path, Location]
     assert len(polled) == 10
     again = FeedConsumer(remote, "ks.t/f", "g")
     assert again.poll(max_records=1)[0] == list(on_disk.read())[10]
+
+
+def test_spark_streams_a_log_from_the_object_store(
+    spark: Any, copied: tuple[Path, Location], tmp_path: Path
+) -> None:
+    """The stream reader's planner reads the manifest in the store; its tasks the files."""
+    local, remote = copied
+    stream = spark.readStream.format("cqlcdc").options(**_options(remote)).option("table", LOG)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    query = (
+        stream.load()
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        assert query.exception() is None
+    finally:
+        query.stop()
+    batch = spark.read.format("cqlcdc").option("path", str(local)).option("table", LOG).load()
+    assert _rows(spark.read.parquet(str(out))) == _rows(batch)

@@ -126,3 +126,18 @@ def test_a_held_data_dir_is_refused_in_one_line_naming_the_holder(
     assert err.count("\n") == 1
     assert err.startswith(f"cqlcdc: data directory {tmp_path} is in use by another cqlcdc")
     assert f"pid {os.getpid()}, since " in err and "until it exits" in err
+
+
+def test_a_held_s3_data_dir_is_refused_in_one_line_naming_the_holder(
+    s3_data_dir: Location, capsys: Any
+) -> None:
+    from cqlcdc.store.lease import Lease
+
+    s3_data_dir.child("ingest", "_trimmed_upto_seq").write_atomically("0")
+    with Lease(s3_data_dir, ttl_s=30):
+        assert main(["recover", "--data-dir", s3_data_dir.uri, "--skip", "5"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"cqlcdc: data directory {s3_data_dir.uri} is in use by another")
+    assert f"pid {os.getpid()}, since " in err and "its lease expires at" in err

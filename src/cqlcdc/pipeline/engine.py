@@ -17,6 +17,7 @@ import dataclasses
 import itertools
 import json
 import logging
+import os
 import shutil
 import tempfile
 import threading
@@ -39,6 +40,7 @@ from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
 from cqlcdc.location import Location
 from cqlcdc.observe import events
 from cqlcdc.pipeline import ingest_source
+from cqlcdc.pipeline.spark import is_cluster
 from cqlcdc.store.commit import (
     DATA_FILE_SCHEMA,
     DataFile,
@@ -90,6 +92,10 @@ DATA_FILE_DDL = (
     "stats STRING, schema BINARY"
 )
 _GROUP_ORDER = ["table_id", "bucket", "token", "pk", "seq"]
+# on a cluster, a batch with this much ingest payload runs on the executors
+# (``$CQLCDC_EXECUTOR_MIN_BYTES`` overrides it): below it, a Spark job's fixed cost
+# (~0.3 s) outweighs what the executors would share
+EXECUTOR_MIN_BYTES = 4 * 1024 * 1024
 log = logging.getLogger("cqlcdc")
 # buckets processed at once by process_groups
 _BUCKET_THREADS = 2
@@ -312,6 +318,12 @@ class Engine:
         self.trigger_interval = trigger_interval
         self.max_records_per_trigger = max_records_per_trigger
         self.num_partitions = num_partitions or spark.sparkContext.defaultParallelism
+        # on a cluster, batches with this much payload run on the executors (None: local)
+        self.executor_min_bytes = (
+            int(os.environ.get("CQLCDC_EXECUTOR_MIN_BYTES", EXECUTOR_MIN_BYTES))
+            if is_cluster(spark.sparkContext.master or "local")
+            else None
+        )
         self.app_id = app_id
         self._cond = threading.Condition()
         self._manifest = Manifest.load(self.data_dir)
@@ -608,7 +620,7 @@ class Engine:
         self._attempt_records = records
         records, held_files = self._hold_stopped(records, batch_id)
         skipped += held_files
-        if paths is None or self.processor.driver_cost(records) <= self.driver_max_rows:
+        if paths is None or not self._on_executors(records):
             head: pa.Table | None = records
         else:
             head = None
@@ -738,6 +750,17 @@ class Engine:
         )
         error_file = write_data_file(self.tables_dir, "errors", errors, batch_id, 0)
         return records.filter(pc.invert(drop)), [error_file]
+
+    def _on_executors(self, records: pa.Table) -> bool:
+        """Whether a batch runs as Spark tasks: when the writes the core applies one by one
+        are many (``driver_max_rows``), or, on a cluster, when the batch holds data enough
+        to matter (``executor_min_bytes`` of payload: the executors then read it from the
+        store themselves, in parallel, instead of the driver alone)."""
+        if self.processor.driver_cost(records) > self.driver_max_rows:
+            return True
+        if self.executor_min_bytes is None:
+            return False
+        return bool(records.column("payload").nbytes >= self.executor_min_bytes)
 
     def _files_for(self, first: int, last: int) -> list[Location]:
         """The ingest files holding seqs ``first..last``, from the index the appends keep."""

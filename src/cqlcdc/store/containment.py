@@ -221,7 +221,7 @@ def resume_table(
         mine = held.filter(pc.equal(held.column("table_id"), entry.table_id))
         mine = mine.sort_by("seq")
         if retry and mine.num_rows:
-            log = IngestLog((root / "ingest").path)
+            log = IngestLog(root / "ingest")
             first = max(log.last_seq(), manifest.max_seq) + 1
             log.append(
                 [

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest
-from cqlcdc.location import Location
+from cqlcdc.location import Location, delete_objects
 from cqlcdc.store.durable import fsync_dir, synced_file
 from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord, records_to_arrow
 
@@ -412,11 +412,11 @@ class IngestLog:
                 elif archive is not None:
                     archive.joinpath(file.path.name).write_bytes(file.path.read_bytes())
                     file.path.delete()
-                else:
-                    file.path.delete()
                 if self.handoff is not None:  # read by executor tasks, or never: not needed
                     self.handoff.take(file.path)
                 removed.append(file.path)
+            if archive is None:
+                delete_objects(removed)  # one request per 1,000 in an object store
             if removed and len(removed) == len(present):
                 # no file left to say where the log ends: the mark says it (written only
                 # then, so a busy log pays no write for it)

@@ -20,7 +20,6 @@ callbacks given to :meth:`Lease.on_lost` are called once, from the renewal threa
 from __future__ import annotations
 
 import fcntl
-import functools
 import json
 import logging
 import os
@@ -35,7 +34,7 @@ from email.utils import parsedate_to_datetime
 from typing import IO, Any
 
 from cqlcdc.errors import DataDirLocked, LeaseLost
-from cqlcdc.location import Location
+from cqlcdc.location import Location, s3_client
 from cqlcdc.observe import events
 
 log = logging.getLogger(__name__)
@@ -482,7 +481,7 @@ class Lease:
 
     def _client(self) -> Any:
         # one attempt per call, short enough that a renewal's answer comes in its ttl
-        return _s3_client(self.location.delta_options() or {}, min(5.0, self.ttl_s / 6))
+        return s3_client(self.location.delta_options() or {}, min(5.0, self.ttl_s / 6))
 
     # --- renewal ---------------------------------------------------------------------------
 
@@ -544,50 +543,6 @@ def _time_text(epoch_s: float) -> str:
 
 def _now_text() -> str:
     return _time_text(time.time())
-
-
-_CLIENT_LOCK = threading.Lock()
-# delta-rs's names for the credentials (Location.delta_options() adds endpoint and region)
-_CREDENTIALS = {
-    "aws_access_key_id": "aws_access_key_id",
-    "access_key_id": "aws_access_key_id",
-    "aws_secret_access_key": "aws_secret_access_key",
-    "secret_access_key": "aws_secret_access_key",
-    "aws_session_token": "aws_session_token",
-    "session_token": "aws_session_token",
-}
-
-
-def _s3_client(options: dict[str, str], timeout_s: float) -> Any:
-    return _cached_s3_client(tuple(sorted(options.items())), timeout_s)
-
-
-@functools.cache
-def _cached_s3_client(options: tuple[tuple[str, str], ...], timeout_s: float) -> Any:
-    """A boto3 S3 client for these storage options (pyarrow.fs has no conditional writes):
-    endpoint, region and credentials from the options, else the standard AWS environment
-    and profiles. Its timeouts are short so that a renewal cannot hang past the lease."""
-    import boto3
-    from botocore.config import Config
-
-    lowered = {key.lower(): value for key, value in options}
-    kwargs: dict[str, Any] = {}
-    endpoint = lowered.get("aws_endpoint_url") or lowered.get("aws_endpoint")
-    if endpoint:
-        kwargs["endpoint_url"] = endpoint
-    region = lowered.get("aws_region") or lowered.get("region")
-    if region:
-        kwargs["region_name"] = region
-    for key, value in lowered.items():
-        if key in _CREDENTIALS:
-            kwargs[_CREDENTIALS[key]] = value
-    config = Config(
-        connect_timeout=timeout_s,
-        read_timeout=timeout_s,
-        retries={"total_max_attempts": 1},
-    )
-    with _CLIENT_LOCK:  # boto3's default session is not thread-safe; its clients are
-        return boto3.session.Session().client("s3", config=config, **kwargs)
 
 
 __all__ = [

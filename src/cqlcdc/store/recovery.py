@@ -100,7 +100,7 @@ def parse_seqs(text: str) -> range:
 def skip_records(
     data_dir: Location | str | os.PathLike[str], seqs: range, committed_seq: int
 ) -> int:
-    """Have the engine drop the ingest records ``seqs`` (under the data directory's lock, so
+    """Have the engine drop the ingest records ``seqs`` (under the data directory's lease, so
     no engine runs meanwhile). Returns how many seqs were added.
 
     Raises:

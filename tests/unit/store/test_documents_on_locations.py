@@ -26,12 +26,19 @@ from cqlcdc.schema.catalog import Catalog
 from cqlcdc.store.commit import Manifest, Snapshot, VersionedReader, open_table, table_dir
 from cqlcdc.store.compaction import _read_parquet, _write_parquet
 from cqlcdc.store.containment import (
+    HELD,
+    HELD_SCHEMA,
     StoppedTable,
     _remove_tree,
     _table_outputs,
+    _undo_uncommitted,
+    drop_held,
     load_stopped,
+    resume_table,
     save_stopped,
+    stopped_reports,
 )
+from cqlcdc.store.ingest import IngestLog, read_ingest_file
 from cqlcdc.store.recovery import (
     FAILURE_FILE,
     SKIPPED_FILE,
@@ -40,6 +47,7 @@ from cqlcdc.store.recovery import (
     load_failure,
     load_skipped,
     save_failure,
+    skip_records,
     write_json,
 )
 
@@ -237,3 +245,66 @@ def test_compaction_files(data_dir: Location) -> None:
     where = data_dir / "part-1.parquet"
     size = _write_parquet(where, rows, compression="zstd")
     assert size > 0 and _read_parquet(where).equals(rows)
+
+
+def test_undo_uncommitted_restores_and_removes(data_dir: Location) -> None:
+    """``cqlcdc recover``'s undo of a failed batch: an output past the manifest is restored
+    to the manifest's version, one the manifest does not know is removed, and the manifest
+    is saved with the restored versions."""
+    tables = data_dir / "tables"
+    rows = pa.table({"x": [1]})
+    known = _write_table(tables.child("base/t1"), rows)
+    _write_table(tables.child("base/t1"), rows)  # the failed batch's commit
+    _write_table(tables.child("feed/t1/f.1"), rows)  # an output made by that batch alone
+    manifest = Manifest(batch_id=3, max_seq=10, versions={"base/t1": known})
+    manifest.save(data_dir)
+    undone = _undo_uncommitted(tables, manifest, "t1")
+    restored = undone.versions["base/t1"]
+    assert Manifest.load(data_dir) == undone and restored > known
+    table = DeltaTable(tables.child("base/t1").delta_uri, storage_options=data_dir.delta_options())
+    assert table.to_pyarrow_table().num_rows == 1  # the failed batch's row is gone
+    assert _table_outputs(tables, "t1") == ["base/t1"]
+
+
+def _held_rows(table_id: str, seqs: list[int]) -> pa.Table:
+    n = len(seqs)
+    return pa.table(
+        {
+            "seq": pa.array(seqs, pa.int64()),
+            "table_id": [table_id] * n,
+            "schema_version": pa.array([1] * n, pa.int32()),
+            "bucket": pa.array([0] * n, pa.int32()),
+            "token": pa.array([0] * n, pa.int64()),
+            "pk": [b"k"] * n,
+            "payload": [b"p"] * n,
+        },
+        schema=HELD_SCHEMA,
+    )
+
+
+def test_recover_commands(data_dir: Location) -> None:
+    """``cqlcdc recover``'s changes under the data directory's lease: skip records, show a
+    stopped table's held writes, drop some, and retry the rest into the ingest log."""
+    data_dir.makedirs()
+    failure = Failure(11, 11, 2, "cannot apply ingest record seq=11: boom")
+    save_failure(data_dir, failure)
+    assert skip_records(data_dir, range(11, 12), committed_seq=10) == 1
+    assert load_skipped(data_dir) == {
+        11: "write seq=11 skipped by cqlcdc recover: " + failure.message
+    }
+    assert load_failure(data_dir) is None  # the failure skipped is gone
+
+    held = data_dir / "tables" / HELD
+    version = _write_table(held, _held_rows("3f2a", [20, 21, 22]))
+    Manifest(batch_id=4, max_seq=19, versions={HELD: version}).save(data_dir)
+    save_stopped(data_dir, {"3f2a": StoppedTable("3f2a", "ks.t", 20, 4, "boom")})
+    (report,) = stopped_reports(data_dir)
+    assert report.held == 3 and report.stopped.table == "ks.t"
+    assert drop_held(data_dir, range(20, 21)) == 1
+    entry, retried = resume_table(data_dir, "ks.t", retry=True)
+    assert entry.table_id == "3f2a" and retried == 2
+    assert load_stopped(data_dir) == {} and stopped_reports(data_dir) == []
+    (appended,) = IngestLog(data_dir / "ingest").files()
+    assert (appended.first_seq, appended.last_seq) == (20, 21)  # after the manifest's max_seq
+    rows = read_ingest_file(appended.path)
+    assert rows.column("table_id").to_pylist() == ["3f2a", "3f2a"]

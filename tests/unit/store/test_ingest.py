@@ -9,10 +9,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from cqlcdc.errors import CorruptIngestFile, ServerError
+from cqlcdc.location import Location
 from cqlcdc.store.commit import FORMAT, MANIFEST_NAME, Manifest
 from cqlcdc.store.ingest import (
     FailedAppends,
     Handoff,
+    IngestFile,
     IngestLog,
     ingest_file_name,
     read_ingest_file,
@@ -180,3 +182,21 @@ def test_failed_appends_merge_and_are_skipped_by_readers() -> None:
     assert failed.last_before(7) == 7
     failed.add(12, 12, disk)  # past the limit: the oldest range is forgotten
     assert failed.failure_of(4) is None and failed.failure_of(12) is disk
+
+
+def test_the_log_in_an_object_store_appends_reads_and_trims(s3_data_dir: Location) -> None:
+    """One object per append under its final name; a trim deletes in one request and
+    leaves no empty "directory" marker behind; the end survives a trim of every file."""
+    seen: list[list[IngestFile]] = []
+    log = IngestLog(s3_data_dir / "ingest", on_append=seen.append)
+    log.append(_records([0, 1], first_seq=1))
+    log.append(_records([2], first_seq=3))
+    names = [f.path.name for f in log.files()]
+    assert names == [f"{1:020d}-{2:020d}.parquet", f"{3:020d}-{3:020d}.parquet"]
+    assert [[f.path.name for f in files] for files in seen[1:]] == [[n] for n in names]
+    assert read_ingest_file(log.files()[0].path).column("seq").to_pylist() == [1, 2]
+    assert [f.name for f in log.trim(2)] == names[:1]
+    assert [f.path.name for f in log.files()] == names[1:]
+    log.trim(3)
+    assert (s3_data_dir / "ingest").list_names() == ["_trimmed_upto_seq"]
+    assert IngestLog(s3_data_dir / "ingest").last_seq() == 3
