@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml tests/node/package-lock.json
+$(STAMP): pyproject.toml tests/node/package-lock.json Makefile
 	@command -v java >/dev/null 2>&1 || { echo "installing a Java runtime (apt-get)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null; }
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml tests/node/package-lock.json
 	@command -v npm >/dev/null 2>&1 || { echo "installing Node.js (apt-get), for the second-client test"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
 	npm ci --prefix tests/node --no-audit --no-fund --silent
+	@command -v prometheus >/dev/null 2>&1 || { echo "installing Prometheus (apt-get), for the metrics test"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; } \
+		|| echo "could not install prometheus: tests/e2e/test_metrics.py skips its Prometheus test"; }
 	@touch $(STAMP)
 
 demo: setup

@@ -9,8 +9,16 @@ Prints a table, writes `benchmarks/results/server.json`; the last line is one JS
 with `writes_per_s_64`, `ack_p99_ms_64`, `ack_p50_ms_1`, `read_p50_ms` (and
 `node_writes_per_s_64`: the 64-in-flight writes through the Node.js driver, a cheaper client).
 
+The cost of ``--metrics``: the same 64-in-flight writes with and without a metrics endpoint
+(scraped every 5 s, three times as often as a usual 15 s job), in pairs whose order
+alternates, printed as the change of throughput (``metrics_overhead_pct``), of the server's
+CPU per write (``cpu_overhead_pct``), and the metrics' own CPU measured inside those runs as
+a share of the server's (``metrics_cpu_share_pct``): on a machine others load, the first
+two move by more than the metrics cost, the last does not.
+
     .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table)
     .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs
+    .venv/bin/python benchmarks/server.py --metrics-overhead  # only the --metrics runs
 
 ``--cluster`` measures ``cqlcdc serve --master spark://... --data-dir s3://...`` instead: a
 moto S3 server, the counting proxy (``s3_proxy.py``, ``--s3-latency-ms`` per request, 20 by
@@ -182,6 +190,217 @@ def node_process(host: str, port: int, in_flight: int, seconds: float) -> dict[s
     )
 
 
+SCRAPE_INTERVAL_S = 5.0  # a third of the 15 s a Prometheus job is usually given
+
+
+def _scraper(url: str, stop: threading.Event) -> threading.Thread:
+    """Scrape ``url`` every ``SCRAPE_INTERVAL_S`` until ``stop`` (a Prometheus server)."""
+    import urllib.request
+
+    def run() -> None:
+        while not stop.wait(SCRAPE_INTERVAL_S):
+            with urllib.request.urlopen(url, timeout=10) as response:
+                response.read()
+
+    thread = threading.Thread(target=run, name="scraper", daemon=True)
+    thread.start()
+    return thread
+
+
+class _Meter:
+    """Thread CPU spent inside the metrics code while a run goes on: every counting call
+    (the connection's ``note_request``, the engine's ``group_committed`` and
+    ``batch_finished``) and every collector's ``collect`` is wrapped to add its
+    ``time.thread_time`` to ``seconds``. What the metrics cost, measured in the real run,
+    as a share of the server's CPU: immune to the machine's other load, unlike
+    throughput."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def wrap(self, owner: Any, name: str) -> None:
+        original = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent = time.thread_time() - t0
+                with self._lock:
+                    self.seconds += spent
+
+        setattr(owner, name, timed)
+        self._undo.append((owner, name, original))
+
+    def __enter__(self) -> _Meter:
+        from cqlcdc.observe import events
+        from cqlcdc.server import connection, metrics
+
+        self.wrap(connection, "note_request")
+        self.wrap(events, "group_committed")
+        self.wrap(events, "batch_finished")
+        self.wrap(metrics.ServerCollector, "collect")
+        self.wrap(metrics.PipelineCollector, "collect")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, original in reversed(self._undo):
+            setattr(owner, name, original)
+
+
+def metrics_overhead(
+    server: CqlServer, host: str, port: int, seconds: float, pairs: int
+) -> dict[str, Any]:
+    """64-in-flight writes without and with the metrics endpoint, in ``pairs`` pairs whose
+    order alternates (off-on, on-off...: a drift of the machine's load cancels out); the
+    overhead is the median of the pairs' drops of throughput. Also the CPU the metrics take,
+    measured apart: per answered request, and per scrape."""
+    from cqlcdc.observe import instruments
+    from cqlcdc.server.metrics import MetricsEndpoint
+
+    writes = node_process if _has_node() else driver_process
+    runs: dict[str, list[float]] = {"off": [], "on": []}
+    # the server's CPU per write (this process: the server, its engine's driver side): on a
+    # machine others load, it varies far less than the throughput does
+    cpu_us: dict[str, list[float]] = {"off": [], "on": []}
+    shares: list[float] = []  # the metrics' CPU over the server's, in each run with them
+    for pair in range(pairs):
+        for mode in ("off", "on") if pair % 2 == 0 else ("on", "off"):
+            endpoint = None
+            stop = threading.Event()
+            if mode == "on":
+                endpoint = MetricsEndpoint.start(server, "127.0.0.1:0", "bench")
+                scraper = _scraper(endpoint.url, stop)
+            else:
+                instruments.enabled = False  # as a server started without --metrics
+            try:
+                with _Meter() as meter:
+                    cpu0 = time.process_time()
+                    result = writes(host, port, 64, seconds)
+                    cpu_s = time.process_time() - cpu0
+                if mode == "on":
+                    shares.append(meter.seconds / cpu_s * 100)
+                cpu_us[mode].append(cpu_s / result["writes"] * 1e6)
+                runs[mode].append(result["writes_per_s"])
+            finally:
+                if endpoint is not None:
+                    stop.set()
+                    scraper.join()
+                    endpoint.close()
+    drops = [(off - on) / off * 100 for off, on in zip(runs["off"], runs["on"], strict=True)]
+    cpu_rises = [
+        (on - off) / off * 100 for off, on in zip(cpu_us["off"], cpu_us["on"], strict=True)
+    ]
+    request_us, scrape_ms = _metrics_cpu(server)
+    on_s = statistics.mean(runs["on"])
+    # CPU seconds per second the metrics take at that throughput, scraped every 15 s
+    cpu_pct = (on_s * request_us / 1e6 + scrape_ms / 1e3 / 15) * 100
+    return {
+        "client": writes.__name__,
+        "writes_per_s_off": runs["off"],
+        "writes_per_s_on": runs["on"],
+        "pair_drops_pct": [round(d, 2) for d in drops],
+        "metrics_overhead_pct": round(statistics.median(drops), 2),
+        "server_cpu_us_per_write_off": [round(v, 1) for v in cpu_us["off"]],
+        "server_cpu_us_per_write_on": [round(v, 1) for v in cpu_us["on"]],
+        "cpu_overhead_pct": round(statistics.median(cpu_rises), 2),
+        "metrics_cpu_share_pct": [round(v, 3) for v in shares],
+        "request_us": round(request_us, 2),
+        "scrape_ms": round(scrape_ms, 2),
+        "metrics_cpu_pct_of_a_core": round(cpu_pct, 3),
+    }
+
+
+def _metrics_cpu(server: CqlServer) -> tuple[float, float]:
+    """CPU time of counting one answered write (``note_request``) in µs, and of one scrape
+    of the whole registry in ms (both in this process, single-threaded)."""
+    from prometheus_client import generate_latest
+
+    from cqlcdc.observe import instruments
+    from cqlcdc.server.metrics import MetricsEndpoint, note_request
+    from cqlcdc.server.results import VoidResult
+
+    endpoint = MetricsEndpoint.start(server, "127.0.0.1:0", "bench")
+    try:
+        count = 100_000
+        t0 = time.process_time()
+        for _ in range(count):
+            note_request(server, "EXECUTE", VoidResult(), time.perf_counter())
+        request_us = (time.process_time() - t0) / count * 1e6
+        scrapes = 20
+        t0 = time.process_time()
+        for _ in range(scrapes):
+            generate_latest(instruments.REGISTRY)
+        scrape_ms = (time.process_time() - t0) / scrapes * 1e3
+    finally:
+        endpoint.close()
+    return request_us, scrape_ms
+
+
+def _has_node() -> bool:
+    import shutil
+
+    modules = Path(__file__).resolve().parents[1] / "tests" / "node" / "node_modules"
+    return shutil.which("node") is not None and modules.is_dir()
+
+
+def print_overhead(result: dict[str, Any]) -> None:
+    off = ", ".join(f"{v:,.0f}" for v in result["writes_per_s_off"])
+    on = ", ".join(f"{v:,.0f}" for v in result["writes_per_s_on"])
+    print(f"64 in flight ({result['client']}), writes/s without --metrics: {off}")
+    print(f"64 in flight ({result['client']}), writes/s with --metrics:    {on}")
+    drops = ", ".join(f"{d:.2f}%" for d in result["pair_drops_pct"])
+    print(
+        f"metrics overhead: {result['metrics_overhead_pct']:.2f}% of write throughput "
+        f"(median of the pairs' drops: {drops})"
+    )
+    cpu_off = ", ".join(f"{v:,.0f}" for v in result["server_cpu_us_per_write_off"])
+    cpu_on = ", ".join(f"{v:,.0f}" for v in result["server_cpu_us_per_write_on"])
+    print(
+        f"server CPU per write (us) without --metrics: {cpu_off}; with: {cpu_on}; median rise "
+        f"{result['cpu_overhead_pct']:.2f}%"
+    )
+    share = ", ".join(f"{v:.2f}%" for v in result["metrics_cpu_share_pct"])
+    print(f"the metrics' CPU, measured inside the runs with --metrics, of the server's: {share}")
+    print(
+        f"metrics CPU: {result['request_us']:.1f} us per request, {result['scrape_ms']:.1f} ms "
+        f"per scrape: {result['metrics_cpu_pct_of_a_core']:.3f}% of a core at that throughput "
+        "with a scrape every 15 s"
+    )
+
+
+def overhead_only(seconds: float, pairs: int) -> None:
+    """Only the --metrics comparison, on a fresh directory (no read table to load)."""
+    data = Path(tempfile.mkdtemp(prefix="cqlcdc-metrics-bench-"))
+    s = cqlcdc.connect(data_dir=data, master="local[2]")
+    s.execute(KS)
+    s.execute("CREATE TABLE ks.w (pk bigint PRIMARY KEY, v bigint) WITH cdc = {'enabled': true}")
+    server = CqlServer(s.coordinator, port=0)
+    host, port = server.start_in_thread()
+    try:
+        writes = node_process if _has_node() else driver_process
+        writes(host, port, 64, seconds)  # warm up: Spark's first batches, the JIT of both
+        result = metrics_overhead(server, host, port, seconds, pairs)
+    finally:
+        server.stop_thread()
+        s.close()
+    print_overhead(result)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "server-metrics.json").write_text(json.dumps(result, indent=1))
+    print(
+        json.dumps(
+            {
+                "metrics_overhead_pct": result["metrics_overhead_pct"],
+                "cpu_overhead_pct": result["cpu_overhead_pct"],
+                "metrics_cpu_share_pct": max(result["metrics_cpu_share_pct"]),
+            }
+        )
+    )
+
+
 def _object_writes(objects: dict[str, int]) -> int:
     """PUTs and POSTs (multipart uploads) to anything but the lease, which is renewed on a
     clock whether or not anything is written."""
@@ -310,6 +529,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=None)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument(
+        "--metrics-overhead", action="store_true", help="only the runs with and without --metrics"
+    )
+    parser.add_argument("--pairs", type=int, default=3, help="off/on pairs of --metrics runs")
+    parser.add_argument(
         "--cluster", action="store_true", help="a standalone cluster and an s3:// data directory"
     )
     parser.add_argument("--s3-latency-ms", type=float, default=20.0)
@@ -325,6 +548,9 @@ def main() -> None:
         return
     rows = args.rows or (20_000 if args.quick else 1_000_000)
     seconds = 8.0 if args.quick else 20.0
+    if args.metrics_overhead:
+        overhead_only(seconds, args.pairs)
+        return
     data = Path(tempfile.mkdtemp(prefix="cqlcdc-server-bench-"))
     s = cqlcdc.connect(data_dir=data, master="local[2]")
     s.execute(KS)
@@ -347,6 +573,7 @@ def main() -> None:
         results[f"driver_{in_flight}"] = driver_process(host, port, in_flight, seconds)
         results[f"session_{in_flight}"] = session_writes(s, in_flight, seconds, in_flight * 10**7)
     results["node_64"] = node_process(host, port, 64, seconds)
+    results["metrics"] = metrics_overhead(server, host, port, seconds, args.pairs)
     read = cql.prepare("SELECT * FROM r WHERE pk = ?")
     results["read_p50_ms"] = timed(
         lambda i: cql.execute(read, ((i * 7919) % (rows // 10),)).all(), 50
@@ -390,6 +617,7 @@ def main() -> None:
         f"session {results['session_read_p50_ms']:.1f} ms"
     )
     print(f"stream-window log read p50: {results['log_window_p50_ms']:.1f} ms")
+    print_overhead(results["metrics"])
     RESULTS.mkdir(exist_ok=True)
     name = "server-quick.json" if args.quick else "server.json"
     (RESULTS / name).write_text(json.dumps(results, indent=1))
@@ -399,6 +627,7 @@ def main() -> None:
         "ack_p99_ms_64": round(results["driver_64"]["ack_p99_ms"], 1),
         "ack_p50_ms_1": round(results["driver_1"]["ack_p50_ms"], 1),
         "read_p50_ms": round(results["read_p50_ms"], 1),
+        "metrics_overhead_pct": results["metrics"]["metrics_overhead_pct"],
     }
     print(json.dumps(summary))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -28,6 +29,7 @@ from cqlcdc.errors import CqlError, CqlSyntaxError, DataDirLocked
 from cqlcdc.location import UnsupportedLocation
 from cqlcdc.publish.command import add_publish_command
 from cqlcdc.replay_command import add_replay_command
+from cqlcdc.status_command import add_status_command
 
 _ERROR_KIND = {
     0x2000: "Syntax error in CQL query",
@@ -440,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     read.set_defaults(func=cmd_changefeed_read)
     add_publish_command(feed_sub)
     add_replay_command(sub, engine_arguments)
+    add_status_command(sub, connect_arguments)
     loadp = sub.add_parser(
         "load", help="bulk-load CQL files or CSV/Parquet/JSON-lines rows into a table"
     )
@@ -496,6 +499,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="request bodies held at once by the whole server, in MiB (default 512, at "
         "least the 256 MiB a frame may hold)",
     )
+    serve.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics on http://HOST:PORT/metrics (only a port: on "
+        "127.0.0.1; default: off)",
+    )
+    log_format_argument(serve)
     serve.set_defaults(func=cmd_serve)
     recover = sub.add_parser(
         "recover",
@@ -527,18 +537,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _log_to_stderr() -> None:
-    """Show the server's own log (the ``cqlcdc`` loggers: a table stopped, a connection
-    that failed) on stderr, one ``cqlcdc:`` line per event, beside Spark's ``spark.log``."""
-    import logging
+def log_format_argument(p: argparse.ArgumentParser) -> None:
+    """``--log-format``: the command's own log on stderr as text lines or JSON lines."""
+    p.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="the log on stderr: text lines (default), or one JSON object per line for a "
+        "log shipper",
+    )
 
-    logger = logging.getLogger("cqlcdc")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("cqlcdc: %(levelname)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
+
+def _log_to_stderr(fmt: str = "text") -> None:
+    """Show the server's own log (the ``cqlcdc`` loggers: a table stopped, a connection
+    that failed) on stderr, one line per event, beside Spark's ``spark.log``."""
+    from cqlcdc.observe.logs import configure
+
+    configure(fmt, sys.stderr)
+
+
+def versions() -> str:
+    """cqlcdc's version and those of what it runs on, for the start line."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = []
+    for name in ("cqlcdc", "pyspark", "deltalake", "pyarrow"):
+        try:
+            parts.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            continue
+    parts.append(f"Python {platform.python_version()}")
+    return ", ".join(parts)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -555,7 +585,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if not (args.tls_cert and args.tls_key):
             raise InvalidRequest("--tls-cert and --tls-key go together")
         context = tls_context(args.tls_cert, args.tls_key)
-    _log_to_stderr()
+    if args.metrics:
+        from cqlcdc.server.metrics import parse_metrics_address
+
+        try:
+            parse_metrics_address(args.metrics)
+        except ValueError as e:
+            raise InvalidRequest(str(e)) from None
+    _log_to_stderr(args.log_format)
+    log = logging.getLogger("cqlcdc.serve")
     session = _connect(args)
 
     async def run() -> None:
@@ -575,21 +613,45 @@ def cmd_serve(args: argparse.Namespace) -> int:
             max_body_bytes_in_flight=args.max_request_memory * 1024 * 1024,
         )
         host, port = await server.start()
+        endpoint = None
+        if args.metrics:
+            from cqlcdc.server.metrics import MetricsEndpoint
+
+            try:
+                endpoint = MetricsEndpoint.start(server, args.metrics, _version())
+            except OSError as e:
+                await server.close()
+                raise OSError(
+                    e.errno, f"cannot serve metrics on {args.metrics}: {e.strerror}"
+                ) from None
         tls = " (TLS)" if context is not None else ""
         auth = " (logins required)" if args.auth else ""
-        print(
-            f"cqlcdc: serving {session.data_dir} on {host}:{port}{tls}{auth}",
-            file=sys.stderr,
-            flush=True,
-        )
+        metrics = f", metrics on {endpoint.url}" if endpoint is not None else ""
+        log.info(
+            "serving %s on %s:%d%s%s%s (%s, pid %d)",
+            session.data_dir, host, port, tls, auth, metrics, versions(), os.getpid(),
+        )  # fmt: skip
         await stop.wait()
+        log.info("stopping: finishing the requests in flight, then committing")
         await server.close()
+        if endpoint is not None:
+            endpoint.close()
 
     try:
         asyncio.run(run())
     finally:
         session.close()
+    log.info("stopped; every acknowledged write of %s is committed", session.data_dir)
     return 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cqlcdc")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def cmd_recover(args: argparse.Namespace) -> int:

@@ -33,6 +33,8 @@ from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.location import Location
+from cqlcdc.observe import events
+from cqlcdc.observe.cdc_operations import Operation
 from cqlcdc.pipeline.admission import admit
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.describe import describe_statement
@@ -147,6 +149,9 @@ class Coordinator:
         self._queued_writes = 0  # appends queued since the last append took the queue
         self.group_linger_s = 0.0 if self.data_dir.is_local else OBJECT_STORE_LINGER_S
         self._failed_appends = FailedAppends()
+        # writes of CDC tables held for ScyllaDB's CDC counters until their append settles:
+        # (last seq of their records, operation, how many), in seq order (only with metrics)
+        self.cdc_operations: deque[tuple[int, Operation, int]] = deque()
         self._last_ts = 0
         self._last_now_us = 0
         # writes durable before this coordinator began (a crash between an append and its
@@ -452,7 +457,9 @@ class Coordinator:
                     self._file_ends.append(batch[-1].seq)
                     with self.lock:
                         self._group_target = writes + self._queued_writes
+                    events.group_committed(len(batch))
                 self._durable.notify_all()
+            self._settle_cdc_operations(batch[-1].seq, failed=error is not None)
             if error is not None:
                 log.error(
                     "ingest append of writes %d..%d failed (they are refused): %s",
@@ -461,6 +468,17 @@ class Coordinator:
                     error,
                 )
                 raise ServerError(f"Ingest append failed: {error}") from error
+
+    def _settle_cdc_operations(self, upto_seq: int, failed: bool) -> None:
+        """Count the held CDC operations whose records an append up to ``upto_seq`` took."""
+        if not self.cdc_operations:
+            return
+        settled = []
+        with self.lock:
+            while self.cdc_operations and self.cdc_operations[0][0] <= upto_seq:
+                settled.append(self.cdc_operations.popleft())
+        for _, op, times in settled:
+            events.cdc_operation(op, times, failed)
 
     def _linger(self) -> None:
         """Before an append to an object store, let the queue fill: wait until as many

@@ -21,6 +21,7 @@ import pyarrow as pa
 from cqlcdc.cdc.feeds import FEED_SCHEMA, feed_output, table_feeds
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.location import Location
+from cqlcdc.observe import events
 from cqlcdc.store.commit import Manifest, open_table, table_dir
 
 if TYPE_CHECKING:
@@ -156,6 +157,7 @@ class FeedReader:
         for p in parts:
             start = from_offset
             if start < earliest[p]:
+                events.retention_gap(self.name, p, start, earliest[p])
                 if on_gap == "error":
                     raise OffsetOutOfRange(
                         f"Offset {start} of partition {p} of {self.name} is no longer retained; "

@@ -19,6 +19,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cqlcdc.cdc.operation_parts import note_bulk, note_write
 from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES
 from cqlcdc.cql import ast
 from cqlcdc.cql.render import render
@@ -27,6 +28,9 @@ from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.attributes import timeout_ms
 from cqlcdc.storage.bulk import (
     BOUND_TYPES,
+    KIND_INSERT,
+    KIND_ROW_DELETE,
+    KIND_UPDATE,
     BulkStatement,
     ChunkWrites,
     arrow_columns,
@@ -196,6 +200,8 @@ def row_records(
         seq += 1
     for table_id in plan.schemas:
         coordinator.last_write_ms[table_id] = now_us // 1000
+    if records:
+        note_write(coordinator, records[-1].seq, plan.mutations, plan.schemas)
     return records, plan.stateful
 
 
@@ -339,9 +345,39 @@ def chunk_records(
     if chunks is None:
         return None
     coordinator.last_write_ms[schema.table_id] = now_us // 1000
+    if schema.cdc.enabled and chunks:
+        _note_bulk_operations(
+            coordinator, max(c[0] for c in chunks), schema, bulk_statements, which, merged
+        )
     return [
         coordinator.record(schema, token, pk, payload, seq) for seq, _, token, pk, payload in chunks
     ]
+
+
+def _note_bulk_operations(
+    coordinator: Coordinator,
+    last_seq: int,
+    schema: TableSchema,
+    bulk_statements: tuple[BulkStatement, ...],
+    which: npt.NDArray[np.int8],
+    merged: pa.Table,
+) -> None:
+    """Hold bulk writes of a CDC table for ScyllaDB's CDC counters (one operation
+    per execution): a TTL with a bound null is the one split case (``cqlcdc.cdc.bulk_log``)."""
+    deletes = upserts = split = 0
+    for i, plan in enumerate(bulk_statements):
+        mine = which == i
+        n = int(np.count_nonzero(mine))
+        if plan.kind == KIND_ROW_DELETE:
+            deletes += n
+            continue
+        upserts += n
+        if plan.ttl and plan.kind in (KIND_INSERT, KIND_UPDATE) and plan.columns:
+            nulls = np.zeros(len(which), np.bool_)
+            for name in plan.columns:
+                nulls |= merged.column(name).is_null().to_numpy(zero_copy_only=False)
+            split += int(np.count_nonzero(nulls & mine))
+    note_bulk(coordinator, last_seq, schema, deletes, upserts, split)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from cqlcdc.cdc.processor import ERRORS_SCHEMA
 from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
 from cqlcdc.location import Location
+from cqlcdc.observe import events
 from cqlcdc.pipeline import ingest_source
 from cqlcdc.pipeline.spark import is_cluster
 from cqlcdc.store.commit import (
@@ -508,6 +509,7 @@ class Engine:
                         raise
         except Exception as err:
             failure = self._stopped_at(err, self._batch_id)
+            events.pipeline_failed(self._batch_id, failure)
             with self._cond:
                 self._failure = failure
                 self._cond.notify_all()
@@ -544,7 +546,7 @@ class Engine:
         stopped = {**self.stopped, table_id: entry}
         save_stopped(self.data_dir, stopped)
         self.stopped = stopped
-        log.error("%s", entry.log_line(self.data_dir))
+        events.table_stopped(entry.log_line(self.data_dir))
         return True
 
     def _stopped_at(self, err: Exception, batch_id: int) -> Exception:
@@ -676,6 +678,7 @@ class Engine:
                 "maintain_s": maintained - committed,
             }
         )
+        events.batch_finished(self.batch_timings[-1])
 
     def _check_lease(self) -> None:
         """Raise LeaseLost when this process no longer owns the data directory (its lease
@@ -817,6 +820,7 @@ class Engine:
                 continue
             made = compactor.compact(output, self._table(output), buckets)
             if made:
+                events.compacted(output, made)
                 commits += made
                 touched.append(output)
         now = self.clock()

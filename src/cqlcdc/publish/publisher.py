@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
+from cqlcdc.directory_state import save_publish_state
 from cqlcdc.feed_reader import FeedReader
 from cqlcdc.location import Location
 from cqlcdc.publish.kafka_client import (
@@ -127,6 +128,9 @@ class Publisher:
             **config.client,
         }
         self._errors: list[tuple[KafkaError, int, int, int]] = []
+        # failed attempts of this run, for ``cqlcdc status`` and the server's metrics
+        self.failed_attempts = 0
+        self.last_error = ""
         self._producer: Any = None
         self.topic_id = ""
         self._checked_at = 0.0
@@ -155,6 +159,7 @@ class Publisher:
                 self._say(f"created Kafka topic {cfg.topic} with {self.partitions} partition(s)")
             self._producer = self._new_producer()
             positions = self._positions(broker)
+            self._record(positions)
             resumed = sum(positions.values())
             if resumed:
                 self._say(
@@ -182,6 +187,7 @@ class Publisher:
                 except (_Attempt, BrokerUnreachable) as e:
                     failures += 1
                     reason = e.message if isinstance(e, BrokerUnreachable) else str(e)
+                    self._record(positions, reason)
                     if failures > cfg.retries:
                         raise PublishError(
                             f"gave up after {failures} failed attempts to publish to "
@@ -196,6 +202,7 @@ class Publisher:
                 failures = 0
                 transactions += 1
                 positions.update(done)
+                self._record(positions)
                 records = sum(positions.values()) - resumed  # with commits of unknown outcome
                 now = time.monotonic()
                 if cfg.progress_s and now - last_note >= cfg.progress_s:
@@ -426,6 +433,22 @@ class Publisher:
         return positions
 
     # -- progress -----------------------------------------------------------------------------
+
+    def _record(self, positions: Mapping[int, int], error: str | None = None) -> None:
+        """Leave the position (and a failed attempt) where ``cqlcdc status`` and the
+        server's metrics read it: ``publishers/<feed topic>/<group>.json``."""
+        if error is not None:
+            self.failed_attempts += 1
+            self.last_error = error
+        save_publish_state(
+            self.reader.data_dir,
+            self.reader.output,
+            self.group.replace("/", "_"),
+            self.config.topic,
+            dict(positions),
+            self.failed_attempts,
+            self.last_error,
+        )
 
     def _report(
         self,

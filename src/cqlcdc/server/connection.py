@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from cqlcdc.server.frames import Frame, Opcode
 from cqlcdc.server.framing import FrameReader, Framing
 from cqlcdc.server.handshake import MAX_HANDSHAKE_BODY_BYTES, Handshake, Phase
 from cqlcdc.server.login import log_in
+from cqlcdc.server.metrics import log_schema_change, note_request, opcode_name
 from cqlcdc.server.requests import (
     AuthResponse,
     Batch,
@@ -189,10 +191,15 @@ class Connection:
         worker runs it, whether the connection goes on)``."""
         header = frame.header
         version = self.handshake.reply_version(header)
+        started = time.perf_counter()
+        opcode = opcode_name(header.opcode)
+        server = self.server
+        server.requests_by_kind[opcode] = server.requests_by_kind.get(opcode, 0) + 1
         try:
             self.handshake.check(header)
             request = decode_request(frame)
         except ProtocolError as e:
+            note_request(server, opcode, e, started)
             await self._send(version, header.stream, error_response(e))
             return False, False
         message = request.message
@@ -204,13 +211,16 @@ class Connection:
                 closing = isinstance(e, ProtocolError)
             else:
                 closing = False
+            note_request(server, opcode, response, started)
             await self._send(self.handshake.reply_version(header), header.stream, response)
             if header.opcode == Opcode.STARTUP:  # answered: v5 switches to segments now
                 self.handshake.switch_framing(self.framing)
                 self._lift_limit()
             return False, not closing
         if isinstance(message, AuthResponse):
-            await self._send(version, header.stream, await self._log_in(message))
+            response = await self._log_in(message)
+            note_request(server, opcode, response, started)
+            await self._send(version, header.stream, response)
             return False, True
         handlers: dict[type, Handler] = {
             Query: self._query,
@@ -219,8 +229,16 @@ class Connection:
             Batch: self._batch,
         }
         await self.in_flight.acquire()
+        server.requests_serving += 1
         task = asyncio.create_task(
-            self._run(version, header.stream, handlers[type(message)], message, len(frame.body))
+            self._run(
+                version,
+                header.stream,
+                handlers[type(message)],
+                message,
+                len(frame.body),
+                (opcode, started),
+            )
         )
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -260,19 +278,30 @@ class Connection:
             self.framing.limit_bodies(self.server.max_frame_bytes)
 
     async def _run(
-        self, version: int, stream: int, handler: Handler, message: Any, body_bytes: int
+        self,
+        version: int,
+        stream: int,
+        handler: Handler,
+        message: Any,
+        body_bytes: int,
+        arrival: tuple[str, float],
     ) -> None:
         loop = asyncio.get_running_loop()
+        outcome: ResponseMessage | CqlError
         try:
-            response = await loop.run_in_executor(self.server.executor, handler, message)
+            response = outcome = await loop.run_in_executor(self.server.executor, handler, message)
         except CqlError as e:
-            response = error_response(e)
+            response, outcome = error_response(e), e
         except Exception as e:  # a defect: the client gets a server error, we keep serving
             log.exception("request failed")
-            response = error_response(ServerError(f"{type(e).__name__}: {e}"))
+            outcome = ServerError(f"{type(e).__name__}: {e}")
+            response = error_response(outcome)
         finally:
             self.in_flight.release()
             self.server.bodies.release(body_bytes)  # the request has run: its body is gone
+            self.server.requests_serving -= 1
+        # counted before it is sent: a client that has its answer finds it counted
+        note_request(self.server, arrival[0], outcome, arrival[1])
         await self._send(version, stream, response)
 
     async def _send(self, version: int, stream: int, response: ResponseMessage) -> None:
@@ -427,6 +456,7 @@ class Connection:
             return SetKeyspaceResult(stmt.name)
         change = schema_change(stmt, self.session.keyspace)
         if change is not None:
+            log_schema_change(change, self.session.role)
             self.server.broadcast_schema_change(change)
             return SchemaChangeResult(change)
         if isinstance(stmt, ast.Describe):

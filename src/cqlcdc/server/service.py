@@ -125,6 +125,12 @@ class CqlServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
+        # what ScyllaDB's transport metrics count (scylla_transport_*), read at scrape time
+        # (``cqlcdc.server.metrics``); updated on the event loop's thread only
+        self.connects = 0
+        self.requests_served = 0
+        self.requests_serving = 0
+        self.requests_by_kind: dict[str, int] = {}
 
     async def start(self) -> tuple[str, int]:
         """Listen; returns the bound address."""
@@ -156,6 +162,7 @@ class CqlServer:
             return
         conn = Connection(self, reader, writer)
         self.connections.add(conn)
+        self.connects += 1
         handler = asyncio.current_task()
         if handler is not None:
             self._handlers.add(handler)

@@ -35,6 +35,7 @@ from typing import IO, Any
 
 from cqlcdc.errors import DataDirLocked, LeaseLost
 from cqlcdc.location import Location, s3_client
+from cqlcdc.observe import events
 
 log = logging.getLogger(__name__)
 
@@ -197,8 +198,10 @@ class Lease:
         self._lost = None
         if self.location.is_local:
             self._acquire_local()
+            events.ownership_changed(self.location.uri, _holder(self.record), True)
             return
         self._acquire_object()
+        events.ownership_changed(self.location.uri, _holder(self.record), True)
         if self.renew_in_background:
             self._thread = threading.Thread(
                 target=self._renew_loop, name=f"cqlcdc-lease-{self.location.name}", daemon=True
@@ -215,6 +218,8 @@ class Lease:
         with self._mutex:
             handle, self._file = self._file, None
             etag, self._etag = self._etag, None
+            if handle is not None or etag is not None:
+                events.ownership_changed(self.location.uri, _holder(self.record), False)
             self.record = None
             self._valid_until = 0.0
         if handle is not None:
@@ -514,6 +519,10 @@ class _Refused:
     """A conditional write the store refused (the lease is someone else's)."""
 
     reason: str
+
+
+def _holder(record: LeaseRecord | None) -> str:
+    return f"lease: {record.describe()}" if record is not None else "lease"
 
 
 def _status(error: Any) -> int:
