@@ -10,8 +10,8 @@ the coordinator until the write's append settles (succeeded or failed).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, MutableSequence
+from typing import Protocol
 
 from cqlcdc.cdc.changes import needs_split, schema_order
 from cqlcdc.observe import instruments
@@ -22,8 +22,13 @@ from cqlcdc.storage.mutations import Mutation
 from cqlcdc.storage.partition import Row
 from cqlcdc.types import ListType, MapType, SetType, UserType
 
-if TYPE_CHECKING:
-    from cqlcdc.coordinator import Coordinator
+
+class Coordinator(Protocol):
+    """What this module needs of ``cqlcdc.coordinator.Coordinator`` (the core does not
+    import the coordinator): the operations waiting for their append to settle."""
+
+    @property
+    def cdc_operations(self) -> MutableSequence[tuple[int, Operation, int]]: ...
 
 
 def _has_images(schema: TableSchema) -> bool:
