@@ -126,7 +126,7 @@ def test_a_feed_made_before_keeps_its_murmur3_partitions(session: Any, tmp_path:
         "ALTER TABLE ks.kv ADD CHANGEFEED f WITH (MODE = 'KEYS_ONLY', FORMAT = 'JSON', "
         "TOPIC_MIN_ACTIVE_PARTITIONS = 4)"
     )
-    data_dir = session.data_dir
+    data_dir = session.data_dir.path
     session.close()
     catalog = json.loads((data_dir / "catalog.json").read_text())
     _strip(catalog, "feed_partitioners")
