@@ -35,12 +35,3 @@ def fsync_file(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a rename or a new entry in directory ``path`` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest
-from cqlcdc.location import Location, delete_objects
-from cqlcdc.store.durable import fsync_dir, synced_file
+from cqlcdc.location import Location, delete_objects, fsync_dir
+from cqlcdc.store.durable import synced_file
 from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord, records_to_arrow
 
 # Spark's file source ignores names starting with "." or "_": temp files hide behind the dot.
