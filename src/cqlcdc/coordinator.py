@@ -146,7 +146,7 @@ class Coordinator:
         # (those of the last append, whose writers come back, and those queued meanwhile),
         # and at most how long (a PUT costs per request: fewer, fuller appends)
         self._group_target = 0
-        self._queued_writes = 0  # appends queued since the last append took the queue
+        self._queued_writes = 0  # writes (seqs) queued since the last append took the queue
         self.group_linger_s = 0.0 if self.data_dir.is_local else OBJECT_STORE_LINGER_S
         self._failed_appends = FailedAppends()
         # writes of CDC tables held for ScyllaDB's CDC counters until their append settles:
@@ -399,7 +399,9 @@ class Coordinator:
         if records[0].seq < self.next_seq:
             raise ServerError(f"ingest seq {records[0].seq} reused (next is {self.next_seq})")
         self._queue.extend(records)
-        self._queued_writes += 1
+        # writes, not records nor calls: a bulk chunk stands for many writes, and the
+        # linger waits for as many writers as the last append held (``_linger``)
+        self._queued_writes += records[-1].seq + 1 - self.next_seq
         self.next_seq = records[-1].seq + 1
         self._pending_seq = records[-1].seq
 

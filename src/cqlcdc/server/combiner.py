@@ -4,11 +4,16 @@ A driver with many requests in flight sends one EXECUTE per row. Each becomes on
 record (an encoded mutation, ``storage.codec``) on the row path; together, executions of
 the same prepared writes of one table become one Arrow chunk per token bucket
 (``writes.bulk_records``, what ``Session.execute_many`` does for a bulk load), which costs
-a fraction per write to append and to apply. The combiner gathers the writes that arrive
-while the previous group is being made durable, appends each table's group as bulk chunks,
-and acknowledges them together. A group too small for the bulk path, or one the bulk path
-refuses (a write that needs the row path's checks or state), takes the row path, still in
-one append, each write with its own result.
+a fraction per write to append and to apply. The combiner gathers the writes that arrive,
+queues each table's group as bulk chunks for the ingest log and goes on gathering, while
+a second thread waits for the groups to be durable, in order, and acknowledges them. So a
+group is queued while the previous append is still in flight, and the coordinator's group
+commit (``Coordinator.make_durable``) puts every group queued meanwhile into its next
+append: on an object store, where each append is a PUT that costs per request and tens of
+milliseconds, one PUT carries the writes of all the connections waiting, not one group's.
+A group too small for the bulk path, or one the bulk path refuses (a write that needs the
+row path's checks or state), takes the row path, still in one append, each write with its
+own result.
 
 >>> combiner = WriteCombiner(coordinator)  # doctest: +SKIP
 >>> combiner.submit(prepared, [1, "v"], None).result()  # True: acknowledged  # doctest: +SKIP
@@ -16,8 +21,10 @@ one append, each write with its own result.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -30,6 +37,8 @@ from cqlcdc.writes import bulk_records
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator
+
+log = logging.getLogger(__name__)
 
 # below this many writes of one table a group takes the row path (as execute_many does)
 MIN_GROUP = 16
@@ -59,6 +68,11 @@ class WriteCombiner:
         self._cond = threading.Condition()
         self._closed = False
         self._thread: threading.Thread | None = None
+        # groups queued for the ingest log, waiting to be durable: (writes, last seq)
+        self._queued: deque[tuple[list[_Write], int]] = deque()
+        self._acks = threading.Condition()
+        self._gathering = True
+        self._ack_thread: threading.Thread | None = None
         self._session = Session(coordinator)
         self.combined = 0  # writes acknowledged as bulk chunks
         self.rows = 0  # writes the row path took, a group in one append
@@ -76,7 +90,11 @@ class WriteCombiner:
                 self._thread = threading.Thread(
                     target=self._run, name="cql-write-combiner", daemon=True
                 )
+                self._ack_thread = threading.Thread(
+                    target=self._acknowledge, name="cql-write-acks", daemon=True
+                )
                 self._thread.start()
+                self._ack_thread.start()
             self._cond.notify()
         return write.done
 
@@ -87,8 +105,21 @@ class WriteCombiner:
             self._cond.notify()
         if self._thread is not None:
             self._thread.join()
+        with self._acks:
+            self._gathering = False
+            self._acks.notify()
+        if self._ack_thread is not None:
+            self._ack_thread.join()
 
     def _run(self) -> None:
+        try:
+            self._gather()
+        finally:
+            with self._acks:
+                self._gathering = False
+                self._acks.notify()
+
+    def _gather(self) -> None:
         while True:
             with self._cond:
                 while not self._pending and not self._closed:
@@ -110,24 +141,19 @@ class WriteCombiner:
     def _append(self, writes: list[_Write]) -> None:
         try:
             if len(writes) >= MIN_GROUP and self._bulk(writes):
-                self.combined += len(writes)
-                for w in writes:
-                    w.done.set_result(True)
                 return
             self._rows(writes)
-        except CqlError as e:
+        except Exception as e:  # a CqlError, or a defect: every caller hears, none hangs
             for w in writes:
                 if not w.done.done():
                     w.done.set_exception(e)
-        except BaseException as e:  # a defect: every caller hears of it, none hangs
-            for w in writes:
-                if not w.done.done():
-                    w.done.set_exception(e)
-            raise
+            if not isinstance(e, CqlError):  # the next groups still go: logged, not raised
+                log.exception("combined writes failed")
 
     def _bulk(self, writes: list[_Write]) -> bool:
-        """Append the writes as bulk chunks and acknowledge them; False when the bulk
-        path does not take them (nothing appended)."""
+        """Queue the writes as bulk chunks for the ingest log and hand them to the
+        acknowledging thread; False when the bulk path does not take them (nothing
+        queued)."""
         c = self.coordinator
         with c.lock:
             records = bulk_records(
@@ -140,8 +166,32 @@ class WriteCombiner:
             c.append(records or [])
         if records is None:
             return False
-        c.acknowledge(records[-1].seq)
+        with self._acks:
+            self._queued.append((writes, records[-1].seq))
+            self._acks.notify()
         return True
+
+    def _acknowledge(self) -> None:
+        """Acknowledge the queued groups in order, each once durable (``acknowledge``: the
+        first wait appends every group queued by then, in one append)."""
+        while True:
+            with self._acks:
+                while not self._queued and self._gathering:
+                    self._acks.wait()
+                if not self._queued:
+                    return
+                writes, last_seq = self._queued.popleft()
+            try:
+                self.coordinator.acknowledge(last_seq)
+            except Exception as e:  # the append failed: these writes are refused
+                for w in writes:
+                    w.done.set_exception(e)
+                if not isinstance(e, CqlError):
+                    log.exception("acknowledging combined writes failed")
+                continue
+            self.combined += len(writes)
+            for w in writes:
+                w.done.set_result(True)
 
     def _rows(self, writes: list[_Write]) -> None:
         """The row path for every write, in one append: each gets its own result."""
