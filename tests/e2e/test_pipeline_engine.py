@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import os
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,35 @@ def test_records_flow_end_to_end_and_wait_for(spark: Any, tmp_path: Path) -> Non
         with pytest.raises(WriteTimeout):
             engine.wait_for(22, timeout=0.3)
         assert engine.query is not None and engine.query.exception() is None
+
+
+@pytest.mark.spark
+def test_the_batch_interval_holds_writes_back_until_someone_waits(
+    spark: Any, tmp_path: Path
+) -> None:
+    """With a batch interval (an object store's default), appended records are not shown to
+    the source until the interval passes, unless a wait asks for them: then at once."""
+    from cqlcdc.pipeline import ingest_source
+
+    engine = Engine(tmp_path, EchoProcessor(), spark, batch_interval_s=3600)
+    log = engine.open_ingest_log()
+    with engine:
+        log.append(_records(1, 7))
+        log.append(_records(8, 7))
+        assert ingest_source.read_tip(engine.tip) == 0  # held back: the hour has not passed
+        assert engine.committed_seq() == 0
+        engine.wait_for(14, timeout=60)  # a reader waits: shown now, committed
+        assert ingest_source.read_tip(engine.tip) == 14
+        assert _echo_rows(engine.snapshot().read("echo/ks.t")) == _expected(range(1, 15))
+    paced = Engine(tmp_path, EchoProcessor(), spark, batch_interval_s=0.2)
+    log = paced.open_ingest_log()
+    with paced:
+        log.append(_records(15, 3))
+        # no one waits: the timer shows them once the interval has passed
+        deadline = time.monotonic() + 60
+        while paced.committed_seq() < 17 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert paced.committed_seq() == 17
 
 
 @pytest.mark.spark

@@ -96,6 +96,12 @@ _GROUP_ORDER = ["table_id", "bucket", "token", "pk", "seq"]
 # (``$CQLCDC_EXECUTOR_MIN_BYTES`` overrides it): below it, a Spark job's fixed cost
 # (~0.3 s) outweighs what the executors would share
 EXECUTOR_MIN_BYTES = 4 * 1024 * 1024
+# On an object store a micro-batch costs requests whatever it holds (a data file per output,
+# a Delta commit per output, the manifest, batch.json: each a PUT at tens of milliseconds),
+# so the source is shown new writes at most this often, unless someone waits for them (a
+# read after a write, backpressure): then at once. A local disk's batches cost no requests
+# and go as soon as the last one ends (0). ``CQLCDC_BATCH_INTERVAL_S`` overrides it.
+OBJECT_STORE_BATCH_INTERVAL_S = 1.0
 log = logging.getLogger("cqlcdc")
 # buckets processed at once by process_groups
 _BUCKET_THREADS = 2
@@ -283,6 +289,9 @@ class Engine:
         lock: the data directory's lease, when the caller took it already (start() takes
             it otherwise; stop() releases it).
         scratch_dir: where the local scratch goes (default: a new temp directory).
+        batch_interval_s: the least time between two batches' views of the log while no one
+            waits for a write (default: 0 on a local disk, ``OBJECT_STORE_BATCH_INTERVAL_S``
+            in an object store; ``CQLCDC_BATCH_INTERVAL_S`` overrides the default).
     """
 
     def __init__(
@@ -301,6 +310,7 @@ class Engine:
         clock: Callable[[], float] = time.time,
         lock: Lease | None = None,
         scratch_dir: str | Path | None = None,
+        batch_interval_s: float | None = None,
     ) -> None:
         self.data_dir = Location.of(data_dir)
         self.ingest_dir = self.data_dir / "ingest"
@@ -312,6 +322,19 @@ class Engine:
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint_dir = self.scratch_dir / "checkpoint"
         self.tip = self.scratch_dir / "tip"
+        if batch_interval_s is None:
+            default = 0.0 if self.data_dir.is_local else OBJECT_STORE_BATCH_INTERVAL_S
+            batch_interval_s = float(os.environ.get("CQLCDC_BATCH_INTERVAL_S", default))
+        self.batch_interval_s = batch_interval_s
+        # the tip as written (what the source may take), the log's end as appended, and the
+        # highest seq someone waits for; a timer thread moves the tip on the interval
+        self._tip_cond = threading.Condition()
+        self._tip_seq = -1
+        self._tip_time = 0.0
+        self._log_end = 0
+        self._wanted = 0
+        self._tip_timer: threading.Thread | None = None
+        self._tip_stopping = False
         self.processor = processor
         self.spark = spark
         self.driver_max_rows = driver_max_rows
@@ -368,15 +391,60 @@ class Engine:
 
     def note_appended(self, files: list[IngestFile]) -> None:
         """An IngestLog's report of new (or, at its start, existing) ingest files: indexed
-        for the batches, and the log's end written to the source's tip file."""
+        for the batches, and the log's end shown to the source (``_show``)."""
         if not files:
             return
         with self._files_lock:
             for file in files:
                 self._files[file.path.uri] = file
             last = max(f.last_seq for f in self._files.values())
+        self._show(last)
+
+    def _show(self, log_end: int, now: bool = False) -> None:
+        """Let the source see the log up to ``log_end``: at once on a local disk, when asked
+        (``now``), or when someone waits for a seq the tip does not reach; else when the
+        batch interval has passed since the tip last moved (the timer thread)."""
+        with self._tip_cond:
+            self._log_end = max(self._log_end, log_end)
+            if now or self.batch_interval_s <= 0 or self._wanted > self._tip_seq:
+                self._write_tip()
+                return
+            if self._tip_timer is None:
+                self._tip_stopping = False
+                self._tip_timer = threading.Thread(
+                    target=self._move_tip, name="cqlcdc-tip", daemon=True
+                )
+                self._tip_timer.start()
+            self._tip_cond.notify_all()
+
+    def _write_tip(self) -> None:
+        """Write the log's end to the tip file (with ``_tip_cond`` held)."""
+        if self._log_end > self._tip_seq or not self.tip.exists():
             self.scratch_dir.mkdir(parents=True, exist_ok=True)
-            ingest_source.write_tip(self.tip, last)
+            ingest_source.write_tip(self.tip, self._log_end)
+            self._tip_seq = self._log_end
+            self._tip_time = time.monotonic()
+
+    def _move_tip(self) -> None:
+        """The timer: the tip follows the log at most once per batch interval."""
+        with self._tip_cond:
+            while not self._tip_stopping:
+                if self._log_end <= self._tip_seq:
+                    self._tip_cond.wait()
+                    continue
+                left = self._tip_time + self.batch_interval_s - time.monotonic()
+                if left > 0:
+                    self._tip_cond.wait(left)
+                    continue
+                self._write_tip()
+
+    def _stop_tip_timer(self) -> None:
+        with self._tip_cond:
+            timer, self._tip_timer = self._tip_timer, None
+            self._tip_stopping = True
+            self._tip_cond.notify_all()
+        if timer is not None:
+            timer.join()
 
     def start(self) -> None:
         """Start the streaming query, from the seq the manifest has committed up to.
@@ -399,9 +467,10 @@ class Engine:
         self._intent = BatchIntent.load(self.data_dir)
         with self._files_lock:
             self._files = {}
+        with self._tip_cond:
+            self._tip_seq, self._log_end, self._wanted = -1, self._manifest.max_seq, 0
         self.note_appended(self._ingest_log.files())
-        if not self.tip.exists():
-            ingest_source.write_tip(self.tip, self._manifest.max_seq)
+        self._show(self._manifest.max_seq, now=True)  # what a restart finds goes at once
         ingest_source.register(self.spark)
         stream = (
             self.spark.readStream.format(ingest_source.NAME)
@@ -425,6 +494,7 @@ class Engine:
         query, self._query = self._query, None
         if query is not None:
             query.stop()
+        self._stop_tip_timer()
         if self._own_scratch:
             shutil.rmtree(self.scratch_dir, ignore_errors=True)
         self._lock.release()
@@ -463,6 +533,10 @@ class Engine:
             ServerError: the query failed (CorruptIngestFile if an ingest file is damaged).
         """
         deadline = time.monotonic() + timeout
+        with self._tip_cond:  # someone waits: the source sees the log now, not on the interval
+            if seq > self._tip_seq:
+                self._wanted = max(self._wanted, seq)
+                self._write_tip()
         with self._cond:
             while self._manifest.max_seq < seq:
                 self._raise_if_failed()
