@@ -194,6 +194,22 @@ def test_the_batch_interval_holds_writes_back_until_someone_waits(
 
 
 @pytest.mark.spark
+def test_an_object_store_trims_the_ingest_log_64_files_at_a_time(
+    spark: Any, s3_data_dir: Any
+) -> None:
+    """A trim request per batch would cost as much as the batch's manifest: in an object
+    store the committed ingest files go once 64 of them are done with, in one request."""
+    engine = Engine(s3_data_dir, EchoProcessor(), spark)  # not started: trims by hand
+    log = engine.open_ingest_log()
+    for seq in range(1, 71):
+        log.append(_records(seq, 1))
+    engine._trim_ingest(63)
+    assert len(log.files()) == 70
+    engine._trim_ingest(64)
+    assert [f.first_seq for f in log.files()] == list(range(65, 71))
+
+
+@pytest.mark.spark
 def test_snapshot_reads_stay_at_their_version(spark: Any, tmp_path: Path) -> None:
     engine = Engine(tmp_path, EchoProcessor(), spark)
     log = engine.open_ingest_log()

@@ -101,7 +101,11 @@ EXECUTOR_MIN_BYTES = 4 * 1024 * 1024
 # so the source is shown new writes at most this often, unless someone waits for them (a
 # read after a write, backpressure): then at once. A local disk's batches cost no requests
 # and go as soon as the last one ends (0). ``CQLCDC_BATCH_INTERVAL_S`` overrides it.
-OBJECT_STORE_BATCH_INTERVAL_S = 1.0
+OBJECT_STORE_BATCH_INTERVAL_S = 2.0
+# In an object store the ingest files a batch committed are deleted once this many are
+# done with (one DeleteObjects request for them all), not after every batch: a request
+# per batch would cost as much as the batch's manifest. A local disk trims every batch.
+OBJECT_STORE_TRIM_FILES = 64
 log = logging.getLogger("cqlcdc")
 # buckets processed at once by process_groups
 _BUCKET_THREADS = 2
@@ -1025,10 +1029,13 @@ class Engine:
         """Delete the ingest files whose records are all committed by an earlier batch (at
         or below ``upto_seq``, the previous manifest's: a frame handed to ``process_batch``
         may still read the last batch's files). Keeps the log small however long the
-        engine runs."""
+        engine runs; in an object store, once ``OBJECT_STORE_TRIM_FILES`` are done with."""
         if upto_seq > 0:
             with self._files_lock:
                 known = list(self._files.values())
+            done = sum(1 for f in known if f.last_seq <= upto_seq)
+            if done == 0 or (not self.data_dir.is_local and done < OBJECT_STORE_TRIM_FILES):
+                return
             removed = self._ingest_log.trim(upto_seq, files=known)
             with self._files_lock:
                 for path in removed:
