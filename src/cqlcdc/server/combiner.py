@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError
 from cqlcdc.session import PreparedStatement, Session
-from cqlcdc.writes import bulk_records
+from cqlcdc.store.records import IngestRecord
+from cqlcdc.writes import bulk_records, row_records
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator
@@ -194,22 +195,51 @@ class WriteCombiner:
                 w.done.set_result(True)
 
     def _rows(self, writes: list[_Write]) -> None:
-        """The row path for every write, in one append: each gets its own result."""
+        """The row path for every write, in one append: each gets its own result. Queued
+        for the acknowledging thread like a bulk group, unless a write's outcome depends on
+        the state (a list index): then the group waits here to learn each one's error."""
         from cqlcdc.server.statements import with_default_timestamp
 
-        session = self._session
-        statements: list[Any] = [
-            w.prepared
-            if w.timestamp_us is None
-            else with_default_timestamp(session, w.prepared.statement, w.timestamp_us)
-            for w in writes
-        ]
-        results = session.execute_many(statements, [w.values for w in writes], wait=False)
-        self.rows += len(writes)
-        for w, result in zip(writes, results, strict=True):
-            if isinstance(result, CqlError):
-                w.done.set_exception(result)
-            else:
+        c, session = self.coordinator, self._session
+        batch: list[IngestRecord] = []
+        queued: list[_Write] = []
+        slot_of_seq: dict[int, _Write] = {}
+        needs_state = False
+        with c.lock:
+            for w in writes:
+                stmt = w.prepared.statement
+                assert isinstance(stmt, ast.Insert | ast.Update | ast.Delete)  # combinable
+                if w.timestamp_us is not None:
+                    stmt = with_default_timestamp(session, stmt, w.timestamp_us)
+                try:
+                    records, stateful = row_records(
+                        c, stmt, w.values, w.prepared.keyspace, c.next_seq + len(batch)
+                    )
+                except CqlError as e:
+                    w.done.set_exception(e)
+                    continue
+                needs_state = needs_state or stateful
+                for record in records:
+                    slot_of_seq[record.seq] = w
+                batch.extend(records)
+                queued.append(w)
+            c.append(batch)
+        self.rows += len(queued)
+        if not batch:
+            for w in queued:  # writes that store nothing (no mutation): done at once
+                w.done.set_result(True)
+            return
+        if not needs_state:
+            with self._acks:
+                self._queued.append((queued, batch[-1].seq))
+                self._acks.notify()
+            return
+        c.wait(batch[-1].seq)
+        errors = c.pipeline_errors(batch[0].seq, batch[-1].seq)
+        for seq, err in errors.items():
+            slot_of_seq[seq].done.set_exception(err)
+        for w in queued:
+            if not w.done.done():
                 w.done.set_result(True)
 
 
