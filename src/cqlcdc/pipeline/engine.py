@@ -322,7 +322,10 @@ class Engine:
         for directory in (self.data_dir, self.ingest_dir, self.tables_dir):
             directory.makedirs()
         self._own_scratch = scratch_dir is None
-        self.scratch_dir = Path(scratch_dir or tempfile.mkdtemp(prefix="cqlcdc-engine-"))
+        if scratch_dir is None:
+            _sweep_stale_scratch()
+            scratch_dir = tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-")
+        self.scratch_dir = Path(scratch_dir)
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint_dir = self.scratch_dir / "checkpoint"
         self.tip = self.scratch_dir / "tip"
@@ -1052,6 +1055,25 @@ class Engine:
             if file.last_seq > manifest.max_seq:
                 read_ingest_file(file.path)
         return ServerError(f"Micro-batch {batch_id} failed: {err}")
+
+
+_SCRATCH_PREFIX = "cqlcdc-engine-"
+
+
+def _sweep_stale_scratch() -> None:
+    """Remove the scratch directories of engines whose process is gone (a kill -9, a
+    crash: ``stop`` never ran). Each is named for its process id; a directory whose
+    process still runs, or another user's, is left alone."""
+    for path in Path(tempfile.gettempdir()).glob(f"{_SCRATCH_PREFIX}*-*"):
+        pid_text = path.name[len(_SCRATCH_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue  # alive, owned by another user
 
 
 def _in_range(records: pa.Table, first: int, last: int | None) -> pa.Table:
