@@ -165,6 +165,15 @@ def test_records_flow_end_to_end_and_wait_for(spark: Any, tmp_path: Path) -> Non
 
 
 @pytest.mark.spark
+def test_start_returns_once_a_first_batch_has_run(spark: Any, tmp_path: Path) -> None:
+    """Spark's first batch costs seconds (planning the source's reads, the first
+    foreachBatch call): start pays them, so a first write's wait does not."""
+    with Engine(tmp_path, EchoProcessor(), spark) as engine:
+        assert engine._ran_batch.is_set()
+        assert engine.committed_seq() == 0  # it had nothing to commit
+
+
+@pytest.mark.spark
 def test_the_batch_interval_holds_writes_back_until_someone_waits(
     spark: Any, tmp_path: Path
 ) -> None:

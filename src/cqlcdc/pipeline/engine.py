@@ -106,6 +106,8 @@ OBJECT_STORE_BATCH_INTERVAL_S = 2.0
 # done with (one DeleteObjects request for them all), not after every batch: a request
 # per batch would cost as much as the batch's manifest. A local disk trims every batch.
 OBJECT_STORE_TRIM_FILES = 64
+# ``start`` waits at most this long for the query's first batch (see ``start``)
+WARM_UP_S = 60.0
 log = logging.getLogger("cqlcdc")
 # buckets processed at once by process_groups
 _BUCKET_THREADS = 2
@@ -342,6 +344,7 @@ class Engine:
         self._wanted = 0
         self._tip_timer: threading.Thread | None = None
         self._tip_stopping = False
+        self._ran_batch = threading.Event()  # the query has run a batch since start
         self.processor = processor
         self.spark = spark
         self.driver_max_rows = driver_max_rows
@@ -479,6 +482,7 @@ class Engine:
         self.note_appended(self._ingest_log.files())
         self._show(self._manifest.max_seq, now=True)  # what a restart finds goes at once
         ingest_source.register(self.spark)
+        self._ran_batch.clear()
         stream = (
             self.spark.readStream.format(ingest_source.NAME)
             .option("tip", str(self.tip))
@@ -495,6 +499,13 @@ class Engine:
             .trigger(processingTime=self.trigger_interval)
             .start()
         )
+        # the source starts one seq back, so a first batch runs now (with nothing to
+        # commit, or what a restart finds): start returns once Spark's first-batch costs
+        # are paid, not the first write. A failure of it is told to the next wait_for.
+        deadline = time.monotonic() + WARM_UP_S
+        while not self._ran_batch.wait(0.2) and time.monotonic() < deadline:
+            if self._failure is not None or not self._query.isActive:
+                break
 
     def stop(self) -> None:
         """Stop the query (a batch in progress is finished or replayed on the next start)."""
@@ -584,6 +595,7 @@ class Engine:
             while True:
                 try:
                     self._process_batch(df, end)
+                    self._ran_batch.set()
                     return
                 except Exception as err:
                     if not self._contain(err, self._batch_id):
