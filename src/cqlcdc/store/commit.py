@@ -108,7 +108,8 @@ class DataFile:
 
 @functools.lru_cache(maxsize=1024)
 def _read_schema(data: bytes) -> pa.Schema:
-    # a batch commits a file per bucket of each output, all of one schema: read it once
+    # a batch commits files of each output (one per bucket of a bulk batch), all of one
+    # schema: read it once
     return pa.ipc.read_schema(pa.py_buffer(data))
 
 
