@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from cqlcdc.store.file_runs import BucketRuns
+from cqlcdc.store.file_runs import ALONE_ROWS, BucketRuns
 
 
 def _rows(bucket: int, n: int, column: str = "bucket") -> pa.Table:
@@ -43,8 +43,19 @@ def test_files_reach_the_target_size_in_runs_of_consecutive_buckets() -> None:
 
 
 def test_a_bulk_bucket_is_a_file_as_soon_as_it_is_done() -> None:
-    """Buckets at the target size on their own are written one by one, while the next are
-    processed (the bulk path's parallel writes)."""
+    """Buckets of ``ALONE_ROWS`` rows or more are files of their own, written one by one
+    while the next are processed (the bulk path's parallel writes, and a state read of one
+    bucket that reads one file); the small buckets between them share files."""
+    runs = BucketRuns()
+    big = ALONE_ROWS
+    assert [_buckets(rows) for rows in runs.add("base/t", 0, _rows(0, big))] == [[0]]
+    assert runs.add("base/t", 1, _rows(1, 10)) == []
+    assert runs.add("base/t", 2, _rows(2, 10)) == []
+    # a big bucket closes the run of small ones before it and is written alone
+    assert [_buckets(rows) for rows in runs.add("base/t", 3, _rows(3, big))] == [[1, 2], [3]]
+    assert [_buckets(rows) for rows in runs.add("base/t", 4, _rows(4, big + 1))] == [[4]]
+    assert runs.drain() == []
+    # bytes count as well as rows: a bucket at the byte target is complete at once
     runs = BucketRuns(target_bytes=_rows(0, 1000).nbytes)
     for bucket in range(4):
         done = runs.add("base/t", bucket, _rows(bucket, 1000))
