@@ -286,7 +286,10 @@ class Compactor:
                 return rows
             column = bucket_column(rows.column_names)
             if column is None:  # statistics said several buckets: the rows must say which
-                raise ValueError(f"{output} file {f.path} holds no bucket column")
+                raise ServerError(
+                    f"Compaction of {output} cannot split {f.path}: it holds buckets "
+                    f"{f.first}..{f.last} by its name and no bucket column"
+                )
             return rows.filter(pc.equal(rows.column(column), bucket))
 
         now_ms = int(time.time() * 1000)

@@ -169,3 +169,22 @@ def test_a_file_is_not_removed_unless_every_row_of_it_is_rewritten(tmp_path: Pat
     with pytest.raises(ServerError, match="its buckets are not what its statistics say"):
         compactor.compact(output, table, [1, 2])
     assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 12
+
+
+def test_a_file_named_for_several_buckets_without_a_bucket_column_is_not_split(
+    tmp_path: Path,
+) -> None:
+    output = "log/t"
+    compactor = Compactor(tmp_path, LastWins(), CompactionPolicy(max_small_files=1))
+    root = table_dir(tmp_path, output)
+    for batch_id in range(2):
+        file = write_data_file(tmp_path, output, pa.table({"seq": [batch_id]}), batch_id)
+        named = file.path.replace("-b00000-", "-b00001-00002-")
+        (root.path / file.path).rename(root.path / named)
+        file = dataclasses.replace(file, path=named)
+        table = commit_output(tmp_path, output, [file], "app", batch_id)
+        compactor.note_commit(output, [file], table)
+    assert compactor.due() == {output: [1, 2]}
+    with pytest.raises(ServerError, match=r"cannot split .* no bucket column"):
+        compactor.compact(output, table, [1, 2])
+    assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 2
