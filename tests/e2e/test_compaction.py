@@ -28,31 +28,26 @@ LOG = 'SELECT "cdc$operation", pk, ck, s, v, st, m, l FROM ks.t_scylla_cdc_log'
 LOG_COLUMNS = ("cdc$operation", "pk", "ck", "s", "v", "st", "m", "l")
 
 
+def _statement(i: int, p: int, c: int) -> str:
+    """The i-th write of the workload, on partition ``p``, clustering row ``c``."""
+    kind = i % 7
+    if kind == 0:
+        return f"INSERT INTO ks.t (pk, ck, v, st) VALUES ({p}, {c}, {i}, {{{i}}})"
+    if kind == 1:
+        return f"UPDATE ks.t USING TTL 100000 SET v = {i}, m[{c}] = {i} WHERE pk = {p} AND ck = {c}"
+    if kind == 2:
+        return f"UPDATE ks.t SET s = {i} WHERE pk = {p}"
+    if kind == 3:
+        return f"UPDATE ks.t SET l = l + [{i}], st = st + {{{i}}} WHERE pk = {p} AND ck = {c}"
+    if kind == 4:
+        return f"DELETE FROM ks.t WHERE pk = {p} AND ck > {c}"
+    if kind == 5:
+        return f"DELETE v FROM ks.t WHERE pk = {p} AND ck = {c}"
+    return f"INSERT INTO ks.t (pk, ck, v, l) VALUES ({p}, {c}, {i}, [{i}, {i}])"
+
+
 def _statements(first: int, count: int) -> list[str]:
-    out = []
-    for i in range(first, first + count):
-        p, c = i % 3, i % 4
-        kind = i % 7
-        if kind == 0:
-            out.append(f"INSERT INTO ks.t (pk, ck, v, st) VALUES ({p}, {c}, {i}, {{{i}}})")
-        elif kind == 1:
-            out.append(
-                f"UPDATE ks.t USING TTL 100000 SET v = {i}, m[{c}] = {i} "
-                f"WHERE pk = {p} AND ck = {c}"
-            )
-        elif kind == 2:
-            out.append(f"UPDATE ks.t SET s = {i} WHERE pk = {p}")
-        elif kind == 3:
-            out.append(
-                f"UPDATE ks.t SET l = l + [{i}], st = st + {{{i}}} WHERE pk = {p} AND ck = {c}"
-            )
-        elif kind == 4:
-            out.append(f"DELETE FROM ks.t WHERE pk = {p} AND ck > {c}")
-        elif kind == 5:
-            out.append(f"DELETE v FROM ks.t WHERE pk = {p} AND ck = {c}")
-        else:
-            out.append(f"INSERT INTO ks.t (pk, ck, v, l) VALUES ({p}, {c}, {i}, [{i}, {i}])")
-    return out
+    return [_statement(i, i % 3, i % 4) for i in range(first, first + count)]
 
 
 def _rows(result: Any) -> list[tuple[Any, ...]]:
@@ -120,6 +115,73 @@ def test_compaction_bounds_files_and_keeps_reads(spark: Any, tmp_path: Path) -> 
         assert _log(s.execute(LOG)) == log_before
         # writes on top of the compacted state still see it (preimages, list appends)
         for text in _statements(48, 4):
+            s.execute(text)
+            model.run(text)
+        assert _rows(s.execute(SELECT)) == _rows(model.run(SELECT))
+        assert _log(s.execute(LOG)) == _log(model.log("ks.t", *LOG_COLUMNS))
+    finally:
+        s.close()
+
+
+def _file_buckets(data: Path, output: str) -> list[tuple[int, int]]:
+    """The (first, last) bucket of every file of ``output``, by its statistics."""
+    actions = pa.table(DeltaTable(str(data / "tables" / output)).get_add_actions(flatten=True))
+    column = "bucket" if "min.bucket" in actions.column_names else "_bucket"
+    lows = actions.column(f"min.{column}").to_pylist()
+    return list(zip(lows, actions.column(f"max.{column}").to_pylist(), strict=True))
+
+
+def test_batches_of_several_buckets_write_a_file_each_and_compact_to_files_of_one(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A micro-batch touching every bucket writes one file per output; compaction splits
+    those files into files of one bucket (base state merged), and every read, and the
+    preimages of later writes, see what the model does."""
+    data = tmp_path / "data"
+    model = CoreModel()
+    s = cqlcdc.connect(data_dir=data, master="local[2]", num_buckets=4)
+    try:
+        for ddl in (KS, TABLE):
+            s.execute(ddl)
+            model.run(ddl)
+        table_id = s.catalog.table("ks", "t").table_id  # type: ignore[union-attr]
+        outputs = [f"base/{table_id}", f"log/{table_id}"]
+        pks = range(8)  # partitions in every one of the 4 buckets
+        for k in range(12):  # one BATCH per micro-batch: each writes one file per output
+            batch = "; ".join(_statement(8 * k + p, p, (k + p) % 4) for p in pks)
+            text = f"BEGIN UNLOGGED BATCH {batch}; APPLY BATCH"
+            s.execute(text)
+            model.run(text)
+            if k == 0:
+                assert [len(_file_buckets(data, o)) for o in outputs] == [1, 1]
+                assert all(first < last for o in outputs for first, last in _file_buckets(data, o))
+
+        compactor = s.engine._compactor
+        assert compactor is not None and compactor.compactions > 0
+        limit = CompactionPolicy().max_small_files
+        for output in outputs:
+            files = _file_buckets(data, output)
+            for bucket in range(4):
+                assert sum(1 for a, b in files if a <= bucket <= b) <= limit, (output, bucket)
+        assert _rows(s.execute(SELECT)) == _rows(model.run(SELECT))
+        log_before = _log(s.execute(LOG))
+        assert log_before == _log(model.log("ks.t", *LOG_COLUMNS))
+
+        # everything down to files of one bucket each: reads do not change
+        compactor.policy = CompactionPolicy(max_small_files=1)
+        for output in outputs:
+            compactor.forget(output)
+            compactor.note_commit(output, [], DeltaTable(str(data / "tables" / output)))
+        assert s.engine.maintain(force_vacuum=True) > 0
+        for output in outputs:
+            files = _file_buckets(data, output)
+            assert all(first == last for first, last in files), output
+            assert sorted(first for first, _ in files) == [0, 1, 2, 3], output
+        assert _rows(s.execute(SELECT)) == _rows(model.run(SELECT))
+        assert _log(s.execute(LOG)) == log_before
+        for k in range(12, 14):  # preimages of later writes read the compacted state
+            batch = "; ".join(_statement(8 * k + p, p, (k + p) % 4) for p in pks)
+            text = f"BEGIN UNLOGGED BATCH {batch}; APPLY BATCH"
             s.execute(text)
             model.run(text)
         assert _rows(s.execute(SELECT)) == _rows(model.run(SELECT))

@@ -66,6 +66,7 @@ from cqlcdc.store.containment import (
     save_stopped,
     table_tag,
 )
+from cqlcdc.store.file_runs import BucketRuns
 from cqlcdc.store.ingest import (
     Handoff,
     IngestFile,
@@ -137,7 +138,7 @@ def process_groups(
             for ``finalize_batch`` instead of writing them as files to read back.
 
     Returns:
-        The data files written, one per (group, output) with rows.
+        The data files written: per output with rows, files of consecutive buckets.
     """
     if records.num_rows == 0:
         return []
@@ -172,9 +173,11 @@ def process_groups(
     # Buckets are independent (each reads the state at the manifest's versions and writes
     # its own outputs), so two run at once: most of a bucket's time is in Arrow, numpy and
     # Parquet, which release the GIL. Their outputs are taken in group order, so the files
-    # and the held rows come out as a sequential run makes them. Files are written by a
+    # and the held rows come out as a sequential run makes them. An output's consecutive
+    # buckets share a file until it is big enough (``BucketRuns``); files are written by a
     # small pool while the next buckets are processed.
     groups = list(itertools.pairwise(starts))
+    runs = BucketRuns()
     with (
         ThreadPoolExecutor(
             max_workers=_BUCKET_THREADS, thread_name_prefix="cqlcdc-bucket"
@@ -194,19 +197,22 @@ def process_groups(
                 if rows.num_rows and held is not None and processor.is_staged(output):
                     held.setdefault(output, []).append(rows)
                 elif rows.num_rows:
-                    pending.append(
-                        pool.submit(_write_output, tables_dir, output, rows, batch_id, bucket)
-                    )
+                    for done in runs.add(output, bucket, rows):
+                        pending.append(
+                            pool.submit(_write_output, tables_dir, output, done, batch_id)
+                        )
+        for output, rows in runs.drain():
+            pending.append(pool.submit(_write_output, tables_dir, output, rows, batch_id))
         return [f.result() for f in pending]
 
 
 def _write_output(
-    tables_dir: Location | str, output: str, rows: pa.Table, batch_id: int, bucket: int
+    tables_dir: Location | str, output: str, rows: pa.Table, batch_id: int
 ) -> DataFile:
     """``write_data_file``, with a failure that is about the rows (not the disk) tagged with
     the output's table, so the engine stops that table alone."""
     with failures_of_output(output, "write"):
-        return write_data_file(tables_dir, output, rows, batch_id, bucket)
+        return write_data_file(tables_dir, output, rows, batch_id)
 
 
 class _FileTask:
@@ -808,8 +814,8 @@ class Engine:
         ]
         errors = pa.table(held_error_rows(held, messages), schema=ERRORS_SCHEMA)
         files = [
-            write_data_file(self.tables_dir, HELD, held.cast(INGEST_SCHEMA), batch_id, 0),
-            write_data_file(self.tables_dir, "errors", errors, batch_id, 0),
+            write_data_file(self.tables_dir, HELD, held.cast(INGEST_SCHEMA), batch_id),
+            write_data_file(self.tables_dir, "errors", errors, batch_id),
         ]
         return records.filter(pc.invert(hold)), files
 
@@ -841,7 +847,7 @@ class Engine:
             },
             schema=ERRORS_SCHEMA,
         )
-        error_file = write_data_file(self.tables_dir, "errors", errors, batch_id, 0)
+        error_file = write_data_file(self.tables_dir, "errors", errors, batch_id)
         return records.filter(pc.invert(drop)), [error_file]
 
     def _on_executors(self, records: pa.Table) -> bool:
@@ -1007,7 +1013,7 @@ class Engine:
             outputs.update(made)
         for output in sorted(outputs):
             if outputs[output].num_rows:
-                keep.append(write_data_file(self.tables_dir, output, outputs[output], batch_id, 0))
+                keep.append(write_data_file(self.tables_dir, output, outputs[output], batch_id))
         return keep, extra
 
     def purge_expired(self) -> int:

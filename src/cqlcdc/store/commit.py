@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import threading
 import time
 import uuid
@@ -107,7 +108,8 @@ class DataFile:
 
 @functools.lru_cache(maxsize=1024)
 def _read_schema(data: bytes) -> pa.Schema:
-    # a batch commits a file per bucket of each output, all of one schema: read it once
+    # a batch commits files of each output (one per bucket of a bulk batch), all of one
+    # schema: read it once
     return pa.ipc.read_schema(pa.py_buffer(data))
 
 
@@ -198,25 +200,79 @@ def _compression(schema: pa.Schema) -> dict[str, str]:
 ROW_GROUP_ROWS = 4096
 
 
+# the column holding each row's bucket: ``bucket`` (base, errors, held...), ``_bucket`` (log)
+BUCKET_COLUMNS = ("bucket", "_bucket")
+# ``part-<batch>-b<first bucket>[-<last bucket>]-<uuid>.parquet``: the buckets a file holds
+_DATA_FILE_NAME = re.compile(r"^part-(\d+)-b(\d+)(?:-(\d+))?-[0-9a-f]{32}\.parquet$")
+
+
+def bucket_column(names: Iterable[str]) -> str | None:
+    """The bucket column among a file's column names (None: an output not kept by bucket)."""
+    return next((c for c in BUCKET_COLUMNS if c in names), None)
+
+
+def bucket_range(rows: pa.Table) -> tuple[int, int] | None:
+    """The lowest and highest bucket of ``rows`` (None: no bucket column, or no rows)."""
+    column = bucket_column(rows.column_names)
+    if column is None or rows.num_rows == 0 or rows.column(column).null_count == rows.num_rows:
+        return None
+    bounds = pc.min_max(rows.column(column))
+    return int(bounds["min"].as_py()), int(bounds["max"].as_py())
+
+
+def data_file_name(batch_id: int, buckets: tuple[int, int] | None) -> str:
+    """A new data file's name: the batch, the buckets it holds, a fresh uuid.
+
+    A file of one bucket is ``part-<batch>-b<bucket>-<uuid>.parquet``; one of several
+    consecutive buckets ``part-<batch>-b<first>-<last>-<uuid>.parquet``, so a listing shows
+    what each holds (the Delta statistics ``min/max.bucket`` say it too, and are what
+    reads and compaction go by). An output without a bucket column is filed under bucket 0.
+
+    >>> data_file_name(7, (3, 3))[:23], data_file_name(7, (3, 9))[:29]
+    ('part-0000000007-b00003-', 'part-0000000007-b00003-00009-')
+    """
+    first, last = buckets if buckets is not None else (0, 0)
+    span = f"b{first:05d}" if first == last else f"b{first:05d}-{last:05d}"
+    return f"part-{batch_id:010d}-{span}-{uuid.uuid4().hex}.parquet"
+
+
+def buckets_of_name(name: str) -> tuple[int, int] | None:
+    """The (first, last) bucket in a data file's name (None: not a name of ours)."""
+    match = _DATA_FILE_NAME.match(os.path.basename(unquote(name)))
+    if match is None:
+        return None
+    first = int(match.group(2))
+    return first, int(match.group(3)) if match.group(3) is not None else first
+
+
+def batch_of_name(name: str) -> int:
+    """The batch in a data file's name (0: not a name of ours)."""
+    match = _DATA_FILE_NAME.match(os.path.basename(unquote(name)))
+    return int(match.group(1)) if match else 0
+
+
 def write_data_file(
-    tables_dir: Location | str | Path, output: str, rows: pa.Table, batch_id: int, bucket: int
+    tables_dir: Location | str | Path, output: str, rows: pa.Table, batch_id: int
 ) -> DataFile:
     """Write `rows` as one new Parquet file into the table directory of `output`: on a
     local disk fsynced, in an object store one PUT of the whole file.
 
-    The name is unique per attempt, so a replay never overwrites a committed file; files of an
-    attempt that is not committed are never referenced and can be deleted.
+    The rows may be of several buckets (``cqlcdc.store.file_runs``), in bucket order; the
+    name says which (``data_file_name``). It is unique per attempt, so a replay never
+    overwrites a committed file; files of an attempt that is not committed are never
+    referenced and can be deleted.
     """
     root = table_dir(tables_dir, output)
     root.makedirs()
-    name = f"part-{batch_id:010d}-b{bucket:05d}-{uuid.uuid4().hex}.parquet"
+    name = data_file_name(batch_id, bucket_range(rows))
     path = root / name
     if output.startswith("log/") and "cdc$time" in rows.column_names:
         rows = with_time_ticks(rows)
     if output.startswith("base/") and rows.num_rows > ROW_GROUP_ROWS:
         # a partition read filters by token: sorted, the row groups' token statistics
         # skip all but the one that holds it (the core emits a bucket's rows in token
-        # order already, so this is mostly a check)
+        # order already, and buckets are ascending token ranges, so a run of buckets in
+        # bucket order is in token order too: this is mostly a check)
         tokens = rows["token"].to_numpy()
         if not (tokens[1:] >= tokens[:-1]).all():
             rows = rows.take(pa.array(np.argsort(tokens, kind="stable")))

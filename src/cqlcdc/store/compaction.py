@@ -1,9 +1,12 @@
 """Between-batch maintenance of the output tables: compact small files per bucket, vacuum.
 
-Every micro-batch adds one small file per (output, bucket). The driver, the only writer,
-rewrites a bucket's small files into one when it has more than ``max_small_files`` of them,
-as one Delta commit (adds + removes) that touches that bucket only; mergeable outputs (base
-state) are merged to one row per partition on the way. See docs/pipeline.md, "Compaction".
+Every micro-batch adds small files to each output: one per run of consecutive buckets (a
+small batch: one file of many buckets), or per bucket (a bulk one). The driver, the only
+writer, rewrites a bucket's small files into one when more than ``max_small_files`` of them
+cover it, as one Delta commit (adds + removes) that touches that bucket only, or the buckets
+its files of several buckets cover, which it splits into files of one bucket each; mergeable
+outputs (base state) are merged to one row per partition on the way. See docs/pipeline.md,
+"Compaction".
 
 >>> CompactionPolicy().max_small_files
 8
@@ -11,34 +14,36 @@ state) are merged to one row per partition on the way. See docs/pipeline.md, "Co
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import re
 import time
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction, RemoveAction
 
+from cqlcdc.errors import ServerError
 from cqlcdc.location import Location
 from cqlcdc.store.commit import (
+    BUCKET_COLUMNS,
     ROW_GROUP_ROWS,
     DataFile,
     _delta_stats,
+    batch_of_name,
+    bucket_column,
+    buckets_of_name,
+    data_file_name,
     statistics_columns,
     table_dir,
 )
 from cqlcdc.store.durable import synced_file
 from cqlcdc.store.records import BucketProcessor
-
-_NAME = re.compile(r"^part-(\d+)-b(\d+)-")
-# the bucket column of each kind of output (base/errors: bucket, log: _bucket)
-_BUCKET_COLUMNS = ("bucket", "_bucket")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,20 +71,33 @@ class CompactionPolicy:
 
 @dataclass(frozen=True, slots=True)
 class _File:
+    """A committed data file and the buckets it can hold (``first..last``)."""
+
     path: str
     size: int
     modification_time: int
+    first: int
+    last: int
+
+    @property
+    def spans(self) -> bool:
+        """Whether the file holds several buckets (a micro-batch's run of buckets)."""
+        return self.first != self.last
+
+    def covers(self, bucket: int) -> bool:
+        return self.first <= bucket <= self.last
+
+
+def _time_order(f: _File) -> tuple[int, int, str]:
+    """Files in the order their rows were committed (compacted ones in their inputs' place)."""
+    return f.modification_time, batch_of_name(f.path), f.path
 
 
 def bucket_of_name(path: str) -> int | None:
-    """The bucket in a data file name ``part-<batch>-b<bucket>-<uuid>.parquet``."""
-    match = _NAME.match(path)
-    return int(match.group(2)) if match else None
-
-
-def _batch_of_name(path: str) -> int:
-    match = _NAME.match(path)
-    return int(match.group(1)) if match else 0
+    """The bucket of a one-bucket data file name ``part-<batch>-b<bucket>-<uuid>.parquet``
+    (None for a file of several buckets, or a name not of ours)."""
+    buckets = buckets_of_name(path)
+    return buckets[0] if buckets is not None and buckets[0] == buckets[1] else None
 
 
 class Compactor:
@@ -88,6 +106,12 @@ class Compactor:
     Used by the Engine in the driver, between batches. Counting is incremental (the files
     each batch adds), so checking costs nothing when no bucket is due; a table's files are
     listed only when one of its buckets is compacted (or on first sight of the table).
+
+    A small batch writes a file of several buckets per output (``store.file_runs``); it
+    counts as a small file of each bucket it covers. Compacting a bucket splits every small
+    file of several buckets that covers it: all its rows go, with those of the other files
+    chosen in each bucket it covers, into files of one bucket each, in one Delta commit that
+    removes it.
 
     Args:
         tables_dir: root of the output tables.
@@ -115,9 +139,10 @@ class Compactor:
             self._small[output] = self._count(table)
             return
         for file in files:
-            bucket = bucket_of_name(file.path)
-            if bucket is not None and file.size < self.policy.small_file_bytes:
-                counts[bucket] = counts.get(bucket, 0) + 1
+            buckets = buckets_of_name(file.path)
+            if buckets is not None and file.size < self.policy.small_file_bytes:
+                for bucket in range(buckets[0], buckets[1] + 1):
+                    counts[bucket] = counts.get(bucket, 0) + 1
 
     def forget(self, output: str) -> None:
         """Recount `output` on its next commit (its files were rewritten elsewhere)."""
@@ -133,32 +158,35 @@ class Compactor:
                 out[output] = buckets
         return out
 
-    def _files_by_bucket(self, table: DeltaTable) -> dict[int, list[_File]]:
+    def _files(self, table: DeltaTable) -> list[_File]:
+        """The table's files with their buckets: by the statistics of the bucket column, or
+        by name where there are none (an output without a bucket column is filed under
+        bucket 0); files that say neither are left alone."""
         actions = pa.table(table.get_add_actions(flatten=True)).to_pydict()
         paths: list[str] = actions.get("path", [])
         lows: list[Any] = [None] * len(paths)
         highs: list[Any] = [None] * len(paths)
-        for column in _BUCKET_COLUMNS:
+        for column in BUCKET_COLUMNS:
             if f"min.{column}" in actions:
                 lows, highs = actions[f"min.{column}"], actions[f"max.{column}"]
                 break
-        by_bucket: dict[int, list[_File]] = {}
+        files: list[_File] = []
         for i, path in enumerate(paths):
             low, high = lows[i], highs[i]
-            bucket = int(low) if low is not None and low == high else bucket_of_name(path)
-            if bucket is None or (low is not None and low != high):
-                continue  # a file of several buckets (none of ours): left alone
-            by_bucket.setdefault(bucket, []).append(
-                _File(path, int(actions["size_bytes"][i]), int(actions["modification_time"][i]))
-            )
-        return by_bucket
+            buckets = (int(low), int(high)) if low is not None else buckets_of_name(path)
+            if buckets is None:
+                continue
+            size, mtime = int(actions["size_bytes"][i]), int(actions["modification_time"][i])
+            files.append(_File(path, size, mtime, *buckets))
+        return files
 
     def _count(self, table: DeltaTable) -> dict[int, int]:
-        small = self.policy.small_file_bytes
-        return {
-            bucket: sum(1 for f in files if f.size < small)
-            for bucket, files in self._files_by_bucket(table).items()
-        }
+        counts: dict[int, int] = {}
+        for f in self._files(table):
+            if f.size < self.policy.small_file_bytes:
+                for bucket in range(f.first, f.last + 1):
+                    counts[bucket] = counts.get(bucket, 0) + 1
+        return counts
 
     def choose(self, files: list[_File]) -> list[_File]:
         """The files of one bucket to merge: the newest small ones, oldest first.
@@ -167,10 +195,7 @@ class Compactor:
         ``size_ratio`` times the total so far; then older ones join until at most
         ``max_small_files`` small files would remain. Large files are never chosen.
         """
-        small = sorted(
-            (f for f in files if f.size < self.policy.small_file_bytes),
-            key=lambda f: (f.modification_time, _batch_of_name(f.path), f.path),
-        )
+        small = sorted((f for f in files if f.size < self.policy.small_file_bytes), key=_time_order)
         if len(small) < 2:
             return []
         start = len(small) - 1
@@ -183,60 +208,142 @@ class Compactor:
         return small[start:] if len(small) - start >= 2 else []
 
     def compact(self, output: str, table: DeltaTable, buckets: list[int]) -> int:
-        """Compact the given buckets of `output`, one Delta commit per bucket.
+        """Compact the given buckets of `output`: one Delta commit per bucket, or per group
+        of buckets that small files of several buckets tie together.
 
         Returns:
             The number of commits made.
         """
         table.update_incremental()
-        by_bucket = self._files_by_bucket(table)
-        counts = self._small.setdefault(output, {})
+        files = self._files(table)
         commits = 0
-        for bucket in buckets:
-            files = by_bucket.get(bucket, [])
-            chosen = self.choose(files)
-            if chosen and self._rewrite(output, table, bucket, chosen):
+        for group in self._plan(files, buckets):
+            if self._rewrite(output, table, group):
                 commits += 1
                 table.update_incremental()
-            counts[bucket] = self._count_after(files, chosen, table, bucket)
+        self._small[output] = self._count(table)
         self.compactions += commits
         return commits
 
-    def _count_after(
-        self, files: list[_File], chosen: list[_File], table: DeltaTable, bucket: int
-    ) -> int:
-        if not chosen:
-            return sum(1 for f in files if f.size < self.policy.small_file_bytes)
-        return self._count(table).get(bucket, 0)
+    def _plan(self, files: list[_File], due: list[int]) -> list[dict[int, list[_File]]]:
+        """What each commit rewrites: per bucket, the files whose rows of that bucket it
+        merges into one new file. A due bucket's chosen files (``choose``); each small file
+        of several buckets that covers a due bucket, in every bucket it covers, with the
+        files chosen there; buckets a file of several buckets ties together commit together.
+        """
+        small = self.policy.small_file_bytes
+        spanning = [f for f in files if f.spans and f.size < small]
+        splits = [f for f in spanning if any(f.covers(b) for b in due)]
+        # buckets tied by a split file are one group (they cover ranges: merge overlaps)
+        groups: list[tuple[int, int, list[_File]]] = []
+        for f in sorted(splits, key=lambda f: (f.first, f.last)):
+            if groups and f.first <= groups[-1][1]:
+                first, last, members = groups[-1]
+                groups[-1] = (first, max(last, f.last), [*members, f])
+            else:
+                groups.append((f.first, f.last, [f]))
+        plans: list[dict[int, list[_File]]] = []
+        for first, last, members in groups:
+            plan: dict[int, list[_File]] = {}
+            for bucket in range(first, last + 1):
+                covering = [f for f in members if f.covers(bucket)]
+                if not covering:
+                    continue
+                plan[bucket] = [*self._chosen_alone(files, bucket, covering), *covering]
+            plans.append(plan)
+        for bucket in due:
+            if any(first <= bucket <= last for first, last, _ in groups):
+                continue
+            chosen = self.choose(self._bucket_files(files, bucket, []))
+            if chosen:
+                plans.append({bucket: chosen})
+        return plans
 
-    def _rewrite(self, output: str, table: DeltaTable, bucket: int, chosen: list[_File]) -> bool:
+    def _bucket_files(self, files: list[_File], bucket: int, splits: list[_File]) -> list[_File]:
+        """The candidates of ``bucket``: its own files, and the files of several buckets
+        that cover it, each sized as its share of them (for ``choose``'s size ratio)."""
+        out = [f for f in files if not f.spans and f.first == bucket]
+        for f in splits:
+            out.append(dataclasses.replace(f, size=f.size // (f.last - f.first + 1)))
+        return out
+
+    def _chosen_alone(self, files: list[_File], bucket: int, splits: list[_File]) -> list[_File]:
+        """The one-bucket files of ``bucket`` that join the rows split into it."""
+        chosen = self.choose(self._bucket_files(files, bucket, splits))
+        return [f for f in chosen if not f.spans]
+
+    def _rewrite(self, output: str, table: DeltaTable, plan: dict[int, list[_File]]) -> bool:
+        """One Delta commit: every file of ``plan`` removed, and per bucket one file of its
+        rows from them (merged, for a mergeable output) added."""
         root = table_dir(self.tables_dir, output)
-        parts = [_read_parquet(root.child(unquote(f.path))) for f in chosen]
-        rows = pa.concat_tables(parts, promote_options="permissive")
-        merged = self.processor.compact_rows(output, rows)
-        data_change = merged is not None  # a merge changes rows; joining files does not
-        if merged is not None:
-            rows = merged
+        read: dict[str, pa.Table] = {}
+
+        def rows_of(f: _File, bucket: int) -> pa.Table:
+            rows = read.get(f.path)
+            if rows is None:
+                rows = read[f.path] = _read_parquet(root.child(unquote(f.path)))
+            if not f.spans:
+                return rows
+            column = bucket_column(rows.column_names)
+            if column is None:  # statistics said several buckets: the rows must say which
+                raise ServerError(
+                    f"Compaction of {output} cannot split {f.path}: it holds buckets "
+                    f"{f.first}..{f.last} by its name and no bucket column"
+                )
+            return rows.filter(pc.equal(rows.column(column), bucket))
+
         now_ms = int(time.time() * 1000)
+        adds: list[AddAction | RemoveAction] = []
+        removed: dict[str, tuple[_File, bool]] = {}
+        taken: dict[str, int] = {}  # rows of each input file rewritten so far
+        for bucket in sorted(plan):
+            inputs = sorted(plan[bucket], key=_time_order)  # rows kept in commit order
+            parts = [rows_of(f, bucket) for f in inputs]
+            for f, part in zip(inputs, parts, strict=True):
+                taken[f.path] = taken.get(f.path, 0) + part.num_rows
+            rows = pa.concat_tables(parts, promote_options="permissive")
+            merged = self.processor.compact_rows(output, rows)
+            data_change = merged is not None  # a merge changes rows; joining files does not
+            if merged is not None:
+                rows = merged
+            for f in inputs:
+                was = removed.get(f.path)
+                removed[f.path] = (f, data_change or (was is not None and was[1]))
+            if rows.num_rows:
+                batch = max(batch_of_name(f.path) for f in inputs)
+                # the newest input's time: the new file takes its inputs' place in time order
+                mtime = max(f.modification_time for f in inputs)
+                added = self._write(root, rows, batch, bucket, mtime)
+                adds.append(
+                    AddAction(
+                        added.path,
+                        added.size,
+                        {},
+                        added.modification_time,
+                        data_change,
+                        added.stats,
+                    )
+                )
+        if not removed:
+            return False
+        for path, rows in read.items():  # a file is removed only with all of its rows
+            if taken[path] != rows.num_rows:
+                raise ServerError(
+                    f"Compaction of {output} found {rows.num_rows} rows in {path} and "
+                    f"rewrote {taken[path]}: its buckets are not what its statistics say"
+                )
         actions: list[AddAction | RemoveAction] = [
-            RemoveAction(f.path, data_change, now_ms, f.size, {}) for f in chosen
+            *adds,
+            *(RemoveAction(f.path, change, now_ms, f.size, {}) for f, change in removed.values()),
         ]
-        if rows.num_rows:
-            batch = max(_batch_of_name(f.path) for f in chosen)
-            # the newest input's time: the new file takes its inputs' place in time order
-            added = self._write(root, rows, batch, bucket, max(f.modification_time for f in chosen))
-            actions.insert(
-                0,
-                AddAction(
-                    added.path, added.size, {}, added.modification_time, data_change, added.stats
-                ),
-            )
+        buckets = sorted(plan)
+        span = f"{buckets[0]}" if len(buckets) == 1 else f"{buckets[0]}-{buckets[-1]}"
         table.create_write_transaction(
             actions,
             mode="append",
             schema=table.schema(),
             commit_properties=CommitProperties(
-                custom_metadata={"cqlcdc.compaction": f"{output} bucket {bucket}"}
+                custom_metadata={"cqlcdc.compaction": f"{output} bucket {span}"}
             ),
         )
         return True
@@ -244,7 +351,7 @@ class Compactor:
     def _write(
         self, root: Location, rows: pa.Table, batch: int, bucket: int, modification_time: int
     ) -> DataFile:
-        name = f"part-{batch:010d}-b{bucket:05d}-{uuid.uuid4().hex}.parquet"
+        name = data_file_name(batch, (bucket, bucket))
         # zstd: compacted files are the long-lived ones; no dictionaries and no statistics
         # where no read prunes, as for data files (dictionaries made these files larger
         # and their writes ~50% slower, the next batch waiting for them)

@@ -13,6 +13,9 @@ import pytest
 from cqlcdc.store.commit import (
     BucketFiles,
     VersionedReader,
+    batch_of_name,
+    bucket_range,
+    buckets_of_name,
     commit_output,
     open_table,
     table_dir,
@@ -39,14 +42,12 @@ def tables(tmp_path: Path) -> tuple[Path, int]:
     (as an output written for several buckets at once is)."""
     version = -1
     batches = [
-        [(0, _rows([0, 0], [b"a", b"b"], 1)), (1, _rows([1], [b"c"], 3))],
-        [(2, _rows([2, 2], [b"d", b"a"], 10))],
-        [(0, _rows([1, 3, 2], [b"c", b"e", b"f"], 20))],
+        [_rows([0, 0], [b"a", b"b"], 1), _rows([1], [b"c"], 3)],
+        [_rows([2, 2], [b"d", b"a"], 10)],
+        [_rows([1, 3, 2], [b"c", b"e", b"f"], 20)],
     ]
     for batch_id, files in enumerate(batches):
-        written = [
-            write_data_file(tmp_path, "base/t", rows, batch_id, bucket) for bucket, rows in files
-        ]
+        written = [write_data_file(tmp_path, "base/t", rows, batch_id) for rows in files]
         version = commit_output(tmp_path, "base/t", written, "app", batch_id).version()
     return tmp_path, version
 
@@ -94,7 +95,7 @@ def test_data_files_compress_every_leaf_but_the_log_time_text(tmp_path: Path) ->
             "props": pa.array([[("k", 1)], []], pa.map_(pa.string(), pa.int32())),
         }
     )
-    written = write_data_file(tmp_path, "log/t", rows, 0, 0)
+    written = write_data_file(tmp_path, "log/t", rows, 0)
     path = table_dir(tmp_path, "log/t") / written.path
     group = pq.read_metadata(path).row_group(0)
     codecs = {
@@ -105,3 +106,21 @@ def test_data_files_compress_every_leaf_but_the_log_time_text(tmp_path: Path) ->
     assert set(codecs) >= {"_seq", "tags.list.element", "props.key_value.value", "_ticks"}
     assert set(codecs.values()) == {"SNAPPY"}
     assert pq.read_table(path).select(rows.column_names).equals(rows)
+
+
+def test_a_data_file_is_named_for_the_buckets_its_rows_hold(tmp_path: Path) -> None:
+    one = write_data_file(tmp_path, "base/t", _rows([4, 4], [b"a", b"b"], 1), 12)
+    run = write_data_file(tmp_path, "base/t", _rows([2, 3, 9], [b"a", b"b", b"c"], 1), 12)
+    log = write_data_file(tmp_path, "log/t", pa.table({"_bucket": [5, 7], "_seq": [1, 2]}), 3)
+    unbucketed = write_data_file(tmp_path, "feed/t/f", pa.table({"offset": [1]}), 3)
+    assert one.path.startswith("part-0000000012-b00004-")
+    assert run.path.startswith("part-0000000012-b00002-00009-")
+    assert [buckets_of_name(f.path) for f in (one, run, log, unbucketed)] == [
+        (4, 4),
+        (2, 9),
+        (5, 7),
+        (0, 0),
+    ]
+    assert [batch_of_name(f.path) for f in (one, run, log)] == [12, 12, 3]
+    assert buckets_of_name("part-00001-c000.snappy.parquet") is None
+    assert bucket_range(pa.table({"x": [1]})) is None
