@@ -92,6 +92,9 @@ def row_sizes(rows: pa.LargeBinaryArray) -> npt.NDArray[np.int64]:
 def column_cells(column: pa.ChunkedArray | pa.Array, ctype: CqlType) -> pa.LargeBinaryArray:
     """One column's cells: each value's protocol bytes after its length (-1: null)."""
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(array)
+    if n and array.null_count == n:  # a log's unset columns: nulls only
+        return _matrix(np.tile(np.frombuffer(b"\xff\xff\xff\xff", np.uint8), (n, 1)))
     payload = _payload(array, ctype)
     if payload is None:  # no columnar encoding: the type serializes each value
         values = python_values(ctype, array)
@@ -121,6 +124,17 @@ def _payload(array: pa.Array, ctype: CqlType) -> pa.LargeBinaryArray | None:
     if name in _UUIDS and stored == pa.string():
         return _uuid_bytes(array)
     return None
+
+
+def _matrix(cells: npt.NDArray[np.uint8]) -> pa.LargeBinaryArray:
+    """Cells of one width, a row of ``cells`` each."""
+    n, width = cells.shape
+    offsets = np.arange(n + 1, dtype=np.int64) * width
+    return pa.Array.from_buffers(  # type: ignore[no-any-return]
+        pa.large_binary(),
+        n,
+        [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(cells))],
+    )
 
 
 def _fixed(data: npt.NDArray[np.uint8], array: pa.Array) -> pa.LargeBinaryArray:
@@ -161,6 +175,15 @@ def _framed(payload: pa.Array) -> pa.LargeBinaryArray:
     n = len(payload)
     offsets = np.frombuffer(payload.buffers()[1], np.int64, n + 1, payload.offset * 8)
     lengths = np.diff(offsets)
+    if n and not payload.null_count and (lengths == lengths[0]).all():
+        # one width (numbers, uuids, stream ids): the cells are a matrix
+        width = int(lengths[0])
+        cells = np.empty((n, 4 + width), np.uint8)
+        cells[:, :4] = np.frombuffer(width.to_bytes(4, "big"), np.uint8)
+        if width:
+            data = np.frombuffer(payload.buffers()[2], np.uint8, n * width, int(offsets[0]))
+            cells[:, 4:] = data.reshape(n, width)
+        return _matrix(cells)
     valid = (
         pc.is_valid(payload).to_numpy(zero_copy_only=False)
         if payload.null_count

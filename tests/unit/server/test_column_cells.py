@@ -117,6 +117,14 @@ def test_rows_body_is_the_per_value_rows_result() -> None:
     assert sizes.tolist() == [4 + 16 + 4 + 16 + 4, 4 + 4 + 16 + 4 + 4, 4 + 4 + 4 + 4]
 
 
+def test_columns_of_one_kind_of_cell() -> None:
+    """Nulls only, empty values only, one width: the shortcuts give the general cells."""
+    blob, int_ = native_type("blob"), native_type("int")
+    for ctype, values in [(blob, [b"", b""]), (blob, [None, None]), (int_, [None] * 3)]:
+        cells = column_cells(_column(ctype, values), ctype)
+        assert b"".join(bytes(c) for c in cells.to_pylist()) == _expected(ctype, values)
+
+
 def test_uuid_text_not_in_canonical_form_goes_through_the_type() -> None:
     """A uuid stored in another text form (a legacy file) is parsed by the type."""
     ctype = native_type("uuid")
