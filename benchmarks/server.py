@@ -3,11 +3,13 @@
 Measures single-row prepared INSERTs with 1, 16 and 64 requests in flight (acknowledged =
 durable in the ingest log, as the server acknowledges; the in-process Session is measured
 the same way, `execute(..., wait=False)`), one-partition reads on a table of `--rows` rows,
-and the stream-window log read a CDC consumer issues. The driver runs in a process of its
-own, as a client application does (in the server's process it would share its GIL).
-Prints a table, writes `benchmarks/results/server.json`; the last line is one JSON object
-with `writes_per_s_64`, `ack_p99_ms_64`, `ack_p50_ms_1`, `read_p50_ms` (and
-`node_writes_per_s_64`: the 64-in-flight writes through the Node.js driver, a cheaper client).
+and the window reads a CDC consumer repeats (``window_reads``: one stream's 1,000 rows and
+64 streams' window of a `--rows`-row log, in a data directory of 64 streams of its own). The
+writing driver runs in a process of its own, as a client application does (in the server's
+process it would share its GIL). Prints a table, writes `benchmarks/results/server.json`;
+the last line is one JSON object with `writes_per_s_64`, `ack_p99_ms_64`, `ack_p50_ms_1`,
+`read_p50_ms`, `window_read_p50_ms`, `window64_read_p50_ms` (and `node_writes_per_s_64`:
+the 64-in-flight writes through the Node.js driver, a cheaper client).
 
 The cost of ``--metrics``: the same 64-in-flight writes with and without a metrics endpoint
 (scraped every 5 s, three times as often as a usual 15 s job), in pairs whose order
@@ -19,6 +21,7 @@ two move by more than the metrics cost, the last does not.
     .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table)
     .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs
     .venv/bin/python benchmarks/server.py --metrics-overhead  # only the --metrics runs
+    .venv/bin/python benchmarks/server.py --window-only  # only the window reads (~2 minutes)
 
 ``--cluster`` measures ``cqlcdc serve --master spark://... --data-dir s3://...`` instead: a
 moto S3 server, the counting proxy (``s3_proxy.py``, ``--s3-latency-ms`` per request, 20 by
