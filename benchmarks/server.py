@@ -3,11 +3,13 @@
 Measures single-row prepared INSERTs with 1, 16 and 64 requests in flight (acknowledged =
 durable in the ingest log, as the server acknowledges; the in-process Session is measured
 the same way, `execute(..., wait=False)`), one-partition reads on a table of `--rows` rows,
-and the stream-window log read a CDC consumer issues. The driver runs in a process of its
-own, as a client application does (in the server's process it would share its GIL).
-Prints a table, writes `benchmarks/results/server.json`; the last line is one JSON object
-with `writes_per_s_64`, `ack_p99_ms_64`, `ack_p50_ms_1`, `read_p50_ms` (and
-`node_writes_per_s_64`: the 64-in-flight writes through the Node.js driver, a cheaper client).
+and the window reads a CDC consumer repeats (``window_reads``: one stream's 1,000 rows and
+64 streams' window of a `--rows`-row log, in a data directory of 64 streams of its own). The
+writing driver runs in a process of its own, as a client application does (in the server's
+process it would share its GIL). Prints a table, writes `benchmarks/results/server.json`;
+the last line is one JSON object with `writes_per_s_64`, `ack_p99_ms_64`, `ack_p50_ms_1`,
+`read_p50_ms`, `window_read_p50_ms`, `window64_read_p50_ms` (and `node_writes_per_s_64`:
+the 64-in-flight writes through the Node.js driver, a cheaper client).
 
 The cost of ``--metrics``: the same 64-in-flight writes with and without a metrics endpoint
 (scraped every 5 s, three times as often as a usual 15 s job), in pairs whose order
@@ -19,6 +21,7 @@ two move by more than the metrics cost, the last does not.
     .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table)
     .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs
     .venv/bin/python benchmarks/server.py --metrics-overhead  # only the --metrics runs
+    .venv/bin/python benchmarks/server.py --window-only  # only the window reads (~2 minutes)
 
 ``--cluster`` measures ``cqlcdc serve --master spark://... --data-dir s3://...`` instead: a
 moto S3 server, the counting proxy (``s3_proxy.py``, ``--s3-latency-ms`` per request, 20 by
@@ -34,6 +37,7 @@ and data files, the manifest, the lease...). Writes ``benchmarks/results/server-
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -42,12 +46,14 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+import numpy as np
 import pyarrow as pa
 from cassandra.cluster import Cluster
 from cassandra.policies import RoundRobinPolicy
@@ -523,6 +529,120 @@ def cluster_main(args: argparse.Namespace) -> None:
     )
 
 
+WINDOW_STREAMS = 64  # the window data directory's buckets: a 64-stream read names 64 live streams
+WINDOW_ROWS = 1_000
+
+
+def window_reads(rows: int) -> dict[str, Any]:
+    """The reads ScyllaDB's CDC libraries repeat for every stream, through the server (the
+    cassandra-driver, default page size 5,000) and in-process, on a log of ``rows`` rows in
+    a data directory of 64 streams: one stream's window of 1,000 rows (``= ? AND >= ? AND
+    <= ?``), and all 64 streams' window of about 1,000 rows in all (``IN ? AND >
+    minTimeuuid(?) AND < maxTimeuuid(?)``, as scylla-cdc-go and the docs' consumers send
+    it). Each is timed cold (the first read after the load: footers and row groups not yet
+    decoded) and as the p50 of the reads after it, as a consumer polls."""
+    from cqlcdc.storage.vectorized import timeuuid_ticks
+
+    data = Path(tempfile.mkdtemp(prefix="cqlcdc-window-bench-"))
+    s = cqlcdc.connect(data_dir=data, master="local[2]", num_buckets=WINDOW_STREAMS)
+    s.execute(KS)
+    s.execute(
+        "CREATE TABLE ks.c (pk int, ck int, v int, name text, PRIMARY KEY (pk, ck)) "
+        "WITH cdc = {'enabled': true}"
+    )
+    load = s.prepare("INSERT INTO ks.c (pk, ck, v, name) VALUES (?, ?, ?, ?)")
+    for first in range(0, rows, 500_000):
+        ids = pa.array(range(first, min(rows, first + 500_000)), pa.int32())
+        names = pa.compute.binary_join_element_wise(
+            "n", pa.compute.cast(pa.compute.bit_wise_and(ids, 1023), pa.string()), ""
+        )
+        s.execute_arrow(
+            load,
+            pa.table({"pk": pa.compute.divide(ids, 100), "ck": ids, "v": ids, "name": names}),
+            wait=False,
+        )
+    s.flush()
+    local = Session(s.coordinator, "ks")
+    log = local.execute('SELECT "cdc$stream_id", "cdc$time" FROM c_scylla_cdc_log').table
+    assert log is not None and log.num_rows == rows
+    ids, ticks = log.column(0), timeuuid_ticks(log.column(1))
+    counts = pa.compute.value_counts(ids).to_pylist()
+    stream = max(counts, key=lambda c: c["counts"])["values"]
+    mine = np.flatnonzero(pa.compute.equal(ids, pa.scalar(stream, pa.binary())).to_numpy(False))
+    mine = mine[np.argsort(ticks[mine], kind="stable")]
+    size = min(WINDOW_ROWS, len(mine) // 2)
+    start = len(mine) // 2 - size // 2
+    times = log.column(1)
+    low, high = (uuid.UUID(times[int(mine[i])].as_py()) for i in (start, start + size - 1))
+    everything = np.sort(ticks)
+    middle = len(everything) // 2
+    since = datetime.datetime(1582, 10, 15, tzinfo=datetime.UTC)
+    stamps = [
+        since + datetime.timedelta(microseconds=int(everything[i]) // 10)
+        for i in (middle, min(middle + WINDOW_ROWS, len(everything) - 1))
+    ]
+    # every stream of the generation, as the libraries list them
+    described = local.execute("SELECT streams FROM system_distributed.cdc_streams_descriptions_v2")
+    streams = sorted({sid for row in described for sid in row[0]})
+    one = (
+        'SELECT * FROM c_scylla_cdc_log WHERE "cdc$stream_id" = ? '
+        'AND "cdc$time" >= ? AND "cdc$time" <= ?'
+    )
+    many = (
+        'SELECT * FROM c_scylla_cdc_log WHERE "cdc$stream_id" IN ? '
+        'AND "cdc$time" > minTimeuuid(?) AND "cdc$time" < maxTimeuuid(?)'
+    )
+    server = CqlServer(s.coordinator, port=0)
+    host, port = server.start_in_thread()
+    cluster = Cluster(
+        [host], port=port, protocol_version=5, load_balancing_policy=RoundRobinPolicy()
+    )
+    cql = cluster.connect("ks")
+    one_q, many_q = cql.prepare(one), cql.prepare(many)
+    one_args, many_args = (stream, low, high), (streams, *stamps)
+    out: dict[str, Any] = {"rows": rows, "streams": len(streams)}
+    t0 = time.perf_counter()
+    out["window_rows"] = len(cql.execute(one_q, one_args).all())
+    out["window_cold_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    t0 = time.perf_counter()
+    out["window64_rows"] = len(cql.execute(many_q, many_args).all())
+    out["window64_cold_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    out["window_read_p50_ms"] = round(timed(lambda i: cql.execute(one_q, one_args).all(), 30), 1)
+    out["window64_read_p50_ms"] = round(
+        timed(lambda i: cql.execute(many_q, many_args).all(), 30), 1
+    )
+    local_one, local_many = local.prepare(one), local.prepare(many)
+    out["session_window_read_p50_ms"] = round(
+        timed(lambda i: local.execute(local_one, one_args).all(), 30), 1
+    )
+    out["session_window64_read_p50_ms"] = round(
+        timed(lambda i: local.execute(local_many, many_args).all(), 30), 1
+    )
+    cluster.shutdown()
+    server.stop_thread()
+    s.close()
+    return out
+
+
+def print_windows(w: dict[str, Any]) -> None:
+    """The window rows, each with its target beside it."""
+    ratio = w["window_read_p50_ms"] / w["session_window_read_p50_ms"]
+    print(
+        f"CDC window reads, {w['rows']:,}-row log in {w['streams']} streams (driver / in-process):"
+    )
+    one = f"one stream, {w['window_rows']:,} rows"
+    many = f"{w['streams']} streams, {w['window64_rows']:,} rows"
+    print(
+        f"  {one:34}{w['window_read_p50_ms']:>8.1f} ms{w['session_window_read_p50_ms']:>8.1f} ms"
+        f"  ({ratio:.1f}x)   target <= 20 ms, <= 2x   (cold {w['window_cold_ms']:.0f} ms)"
+    )
+    print(
+        f"  {many:34}{w['window64_read_p50_ms']:>8.1f} ms"
+        f"{w['session_window64_read_p50_ms']:>8.1f} ms"
+        f"          target <= 50 ms   (cold {w['window64_cold_ms']:.0f} ms)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -532,6 +652,9 @@ def main() -> None:
         "--metrics-overhead", action="store_true", help="only the runs with and without --metrics"
     )
     parser.add_argument("--pairs", type=int, default=3, help="off/on pairs of --metrics runs")
+    parser.add_argument(
+        "--window-only", action="store_true", help="only the CDC consumer's window reads"
+    )
     parser.add_argument(
         "--cluster", action="store_true", help="a standalone cluster and an s3:// data directory"
     )
@@ -550,6 +673,14 @@ def main() -> None:
     seconds = 8.0 if args.quick else 20.0
     if args.metrics_overhead:
         overhead_only(seconds, args.pairs)
+        return
+    if args.window_only:
+        window = window_reads(rows)
+        print_windows(window)
+        RESULTS.mkdir(exist_ok=True)
+        name = "server-window-quick.json" if args.quick else "server-window.json"
+        (RESULTS / name).write_text(json.dumps(window, indent=1))
+        print(json.dumps(window))
         return
     data = Path(tempfile.mkdtemp(prefix="cqlcdc-server-bench-"))
     s = cqlcdc.connect(data_dir=data, master="local[2]")
@@ -583,22 +714,12 @@ def main() -> None:
     results["session_read_p50_ms"] = timed(
         lambda i: local.execute(local_read, ((i * 7919) % (rows // 10),)).all(), 50
     )
-    streams = [
-        r.streams
-        for r in cql.execute("SELECT streams FROM system_distributed.cdc_streams_descriptions_v2")
-    ]
-    stream_ids = sorted({sid for group in streams for sid in group})[:4]
-    window = cql.prepare(
-        'SELECT * FROM w_scylla_cdc_log WHERE "cdc$stream_id" IN ? '
-        'AND "cdc$time" > minTimeuuid(?) AND "cdc$time" < maxTimeuuid(?)'
-    )
-    now = int(time.time() * 1000)
-    results["log_window_p50_ms"] = timed(
-        lambda i: cql.execute(window, (stream_ids, now - 3_600_000, now)).all(), 10
-    )
     cluster.shutdown()
     server.stop_thread()
     s.close()
+    # in a process of its own: a data directory of 64 streams, its own Spark session
+    argv = [sys.executable, __file__, "--window-only", "--rows", str(rows)]
+    results["window"] = client_process(argv + (["--quick"] if args.quick else []))
     print(f"{'':24}{'writes/s':>12}{'ack p50 ms':>12}{'ack p99 ms':>12}")
     for kind in ("driver", "session"):
         for in_flight in (1, 16, 64):
@@ -616,8 +737,8 @@ def main() -> None:
         f"one-partition read p50 on {rows:,} rows: driver {results['read_p50_ms']:.1f} ms, "
         f"session {results['session_read_p50_ms']:.1f} ms"
     )
-    print(f"stream-window log read p50: {results['log_window_p50_ms']:.1f} ms")
     print_overhead(results["metrics"])
+    print_windows(results["window"])
     RESULTS.mkdir(exist_ok=True)
     name = "server-quick.json" if args.quick else "server.json"
     (RESULTS / name).write_text(json.dumps(results, indent=1))
@@ -627,6 +748,8 @@ def main() -> None:
         "ack_p99_ms_64": round(results["driver_64"]["ack_p99_ms"], 1),
         "ack_p50_ms_1": round(results["driver_1"]["ack_p50_ms"], 1),
         "read_p50_ms": round(results["read_p50_ms"], 1),
+        "window_read_p50_ms": results["window"]["window_read_p50_ms"],
+        "window64_read_p50_ms": results["window"]["window64_read_p50_ms"],
         "metrics_overhead_pct": results["metrics"]["metrics_overhead_pct"],
     }
     print(json.dumps(summary))

@@ -22,9 +22,10 @@ from cqlcdc.cdc.streams import stream_buckets
 from cqlcdc.cdc.system_tables import FEEDS_KEYSPACE, SYSTEM_KEYSPACES, SystemView, system_rows
 from cqlcdc.cql import ast
 from cqlcdc.feed_tables import feed_partitions
+from cqlcdc.row_groups import read_in_range
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.schema.physical import column_name, python_values
+from cqlcdc.schema.physical import column_name, python_values, value_type
 from cqlcdc.storage.base_rows import partitions
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.select import (
@@ -34,6 +35,7 @@ from cqlcdc.storage.select import (
     evaluate,
     prepare,
     result_columns,
+    select_limit,
 )
 from cqlcdc.storage.token import (
     bucket_of,
@@ -42,6 +44,7 @@ from cqlcdc.storage.token import (
 )
 from cqlcdc.storage.vectorized import timeuuid_order, timeuuid_ticks
 from cqlcdc.storage.view import PartitionView
+from cqlcdc.store.commit import open_table, statistics_free_dataset, table_dir
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator
@@ -80,7 +83,8 @@ def select(
             table = hide_readded(
                 table, {column_name(schema, n): t for n, t in schema.readded_at().items()}
             )
-        fast = _log_result(schema, stmt, table, scan.exact, res.partition_keys is not None)
+        by_stream = res.partition_keys is not None
+        fast = _log_result(schema, stmt, table, scan.exact, by_stream, ctx)
         if fast is not None:
             return fast
         parts = _log_partitions(base, table)
@@ -131,6 +135,9 @@ class _LogScan:
     ranges: list[Any] | None
     time_only: bool
     exact: bool
+    # the _ticks every row read lies in (or null), when the log has the column: the read
+    # takes only the row groups that overlap it, through the decoded row-group cache
+    ticks: tuple[int, int] | None = None
 
     def count(self, snap: Any) -> int:
         if self.output is None:
@@ -143,7 +150,13 @@ class _LogScan:
     def read(self, snap: Any, res: Any) -> pa.Table:
         if self.output is None:
             return pa.table({})
-        table = snap.read(self.output, self.condition, None, self.prune)
+        if self.ticks is not None:
+            where = table_dir(snap.tables_dir, self.output)
+            version = snap.version_of(self.output)
+            files = statistics_free_dataset(open_table(where, version), self.prune)
+            table = read_in_range(where.uri, files, "_ticks", *self.ticks, self.condition)
+        else:
+            table = snap.read(self.output, self.condition, None, self.prune)
         if self.ranges is None or not table.num_rows:
             return table
         if self.time_only:
@@ -189,12 +202,16 @@ def _log_scan(
     )
     exact = exact and (ranges is None or time_only)
     window = _time_window(res) if ranges is not None else None
-    if window is not None and output is not None and _has_ticks(snap, output):
+    by_ticks = window is not None and output is not None and _has_ticks(snap, output)
+    if by_ticks:
+        assert window is not None
         # row groups outside the window are skipped by their _ticks statistics; rows
         # written before logs had the column (null) go on to the exact test
         ticks = pc.field("_ticks")
         condition &= ((ticks >= window[0]) & (ticks <= window[1])) | ticks.is_null()
-    return _LogScan(output, condition, prune, ranges, time_only, exact)
+    return _LogScan(
+        output, condition, prune, ranges, time_only, exact, window if by_ticks else None
+    )
 
 
 def _has_ticks(snap: Any, output: str) -> bool:
@@ -226,26 +243,25 @@ def _order_of(value: Any) -> tuple[int, np.uint64]:
 
 
 def _log_result(
-    log: TableSchema, stmt: ast.Select, table: pa.Table, exact: bool, by_stream: bool
+    log: TableSchema,
+    stmt: ast.Select,
+    table: pa.Table,
+    exact: bool,
+    by_stream: bool,
+    ctx: WriteContext,
 ) -> ResultSet | None:
     """A SELECT of plain columns from a log table whose restrictions all applied exactly,
     answered from the columns: rows ordered by stream token (by stream id when the query
-    names its streams, as ``evaluate`` orders named partitions), then clustering order, and
-    only the selected columns of the returned rows become Python values. None: the row
-    path answers (functions, DISTINCT, ORDER BY, PER PARTITION LIMIT, a bound LIMIT...)."""
+    names its streams, as ``evaluate`` orders named partitions), then clustering order. The
+    result keeps the selected columns as Arrow columns: they become Python values only if
+    the caller asks (the server encodes them to the wire without). None: the row path
+    answers (functions, DISTINCT, ORDER BY, PER PARTITION LIMIT...)."""
     if not exact or stmt.distinct or stmt.json or stmt.order_by:
         return None
     if stmt.per_partition_limit is not None or getattr(stmt, "group_by", None):
         return None
     if not all(isinstance(s.expr, ast.ColumnRef) for s in stmt.selectors):
         return None
-    limit: int | None = None
-    if stmt.limit is not None:
-        if not (isinstance(stmt.limit, ast.Constant) and stmt.limit.text.isdigit()):
-            return None
-        limit = int(stmt.limit.text)
-        if limit <= 0:
-            return None
     names = (
         [c.name for c in log.select_star_columns]
         if not stmt.selectors
@@ -253,6 +269,7 @@ def _log_result(
     )
     if any(log.column(n) is None for n in names):
         return None  # evaluate names the unknown column
+    limit = select_limit(stmt.limit, ctx)  # a constant or a bound LIMIT, checked as evaluate does
     out = result_columns(log, stmt)
     if table.num_rows:
         ticks, lsb = timeuuid_order(table["cdc$time"])
@@ -267,14 +284,18 @@ def _log_result(
         if limit is not None:
             order = order[:limit]
         table = table.take(pa.array(order))
+    stored = [column_name(log, name) for name in names]
+    present = set(table.column_names)
     columns = []
-    for name in names:
+    for name, at in zip(names, stored, strict=True):
         col = log.column(name)
         assert col is not None
-        stored = column_name(log, name)
-        columns.append(python_values(col.type, table[stored]) if table.num_rows else [])
-    rows = list(zip(*columns, strict=True)) if columns else []
-    return ResultSet([n for n, _ in out], [t for _, t in out], rows)
+        if at in present:
+            columns.append(table[at])
+        else:  # no log rows read: the column is empty, of its stored type
+            columns.append(pa.chunked_array([], value_type(col.type)))
+    result = pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
+    return ResultSet([n for n, _ in out], [t for _, t in out], table=result)
 
 
 # types whose Arrow values compare as CQL compares them (floats are left out: CQL orders

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from cqlcdc.storage.select import ResultSet
 
 
@@ -44,27 +46,43 @@ class Rows:
     """What ``execute()`` returns: iterable rows plus ``column_names`` (cassandra-driver shape).
 
     ``column_types`` holds the CQL type of each column (for cqlsh-style printing);
-    ``describe`` is the text of a DESCRIBE statement.
+    ``describe`` is the text of a DESCRIBE statement. ``table``: the rows as Arrow columns
+    when a columnar read answered (the server encodes its pages from them); they become
+    ``Row`` objects only when iterated.
     """
 
     def __init__(self, result: ResultSet | None = None, describe: str | None = None) -> None:
+        self.table: pa.Table | None = None
+        self._result: ResultSet | None = None
+        self._built: list[Row] | None
         if describe is not None:
             self.column_names: list[str] = ["describe"]
             self.column_types: list[Any] = [None]
-            self._rows: list[Row] = [Row(("describe",), (describe,))]
+            self._built = [Row(("describe",), (describe,))]
         elif result is not None:
             self.column_names = list(result.columns)
             self.column_types = list(result.types)
-            names = tuple(result.columns)
-            self._rows = [Row(names, r) for r in result.rows]
+            self.table = result.table
+            self._result, self._built = result, None
         else:
-            self.column_names, self.column_types, self._rows = [], [], []
+            self.column_names, self.column_types, self._built = [], [], []
         self.describe = describe
+
+    @property
+    def _rows(self) -> list[Row]:
+        if self._built is None:
+            assert self._result is not None
+            names = tuple(self._result.columns)
+            self._built = [Row(names, r) for r in self._result.value_rows()]
+            self._result = None
+        return self._built
 
     def __iter__(self) -> Iterator[Row]:
         return iter(self._rows)
 
     def __len__(self) -> int:
+        if self._built is None and self.table is not None:
+            return int(self.table.num_rows)
         return len(self._rows)
 
     def all(self) -> list[Row]:

@@ -45,6 +45,7 @@ SCHEDULING_GROUP = "sl:default"
 _RESPONSE_KINDS = {
     "VoidResult": "void",
     "RowsResult": "rows",
+    "EncodedRowsResult": "rows",
     "SchemaChangeResult": "schema_change",
     "PreparedResult": "prepared",
     "SetKeyspaceResult": "set_keyspace",

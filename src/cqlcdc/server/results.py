@@ -170,6 +170,23 @@ class RowsResult:
 
 
 @dataclass(frozen=True, slots=True)
+class EncodedRowsResult:
+    """Rows whose cells are already encoded (``server.column_cells``): ``count`` rows,
+    ``body`` their cells one after another, each ``[int length][bytes]``."""
+
+    opcode: ClassVar[int] = Opcode.RESULT
+    metadata: RowsMetadata
+    count: int
+    body: bytes
+
+    def write(self, out: io.BytesIO, version: int) -> None:
+        write_int(out, ROWS)
+        self.metadata.write(out, version)
+        write_int(out, self.count)
+        out.write(self.body)
+
+
+@dataclass(frozen=True, slots=True)
 class SetKeyspaceResult:
     opcode: ClassVar[int] = Opcode.RESULT
     keyspace: str
@@ -252,10 +269,18 @@ class SchemaChangeResult:
         self.change.write(out)
 
 
-Result = VoidResult | RowsResult | SetKeyspaceResult | PreparedResult | SchemaChangeResult
+Result = (
+    VoidResult
+    | RowsResult
+    | EncodedRowsResult
+    | SetKeyspaceResult
+    | PreparedResult
+    | SchemaChangeResult
+)
 
 __all__ = [
     "ColumnSpec",
+    "EncodedRowsResult",
     "PreparedResult",
     "Result",
     "RowsMetadata",

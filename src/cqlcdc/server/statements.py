@@ -15,16 +15,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from cqlcdc.cdc.system_tables import system_listing
 from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest, Unprepared
 from cqlcdc.schema.describe import describe_elements, maybe_quote
 from cqlcdc.schema.describe import listing as describe_listing
 from cqlcdc.server.binds import Receiver, bind_receivers
+from cqlcdc.server.column_cells import encode_rows, row_sizes, rows_body
 from cqlcdc.server.notations import UNSET, Value
 from cqlcdc.server.requests import Batch, BatchType, QueryParams
 from cqlcdc.server.results import (
     ColumnSpec,
+    EncodedRowsResult,
     RowsMetadata,
     RowsResult,
     SchemaChange,
@@ -443,7 +447,7 @@ def open_ended(stmt: ast.Statement, rows: Rows, values: Sequence[Any] | None) ->
     elif isinstance(stmt.limit, ast.BindMarker) and stmt.limit.index < len(values or ()):
         assert values is not None
         limit = values[stmt.limit.index]
-    return not (isinstance(limit, int) and len(rows.current_rows) >= limit)
+    return not (isinstance(limit, int) and len(rows) >= limit)
 
 
 def _aggregating(expr: object) -> bool:
@@ -485,11 +489,13 @@ class Cursors:
 
 def page(
     cursors: Cursors, cursor: Cursor, params: QueryParams, metadata_id_seen: bytes | None
-) -> RowsResult:
+) -> RowsResult | EncodedRowsResult:
     """The next page of a result (all of it without a page size); the rest waits in a
     cursor whose id is the paging state, so every page comes from the one snapshot the
-    first page read. The column specs are left out when the client asked (Skip_metadata)
-    and, in v5, knows them: its result metadata id is still the columns' digest."""
+    first page read, and no page reads again. The column specs are left out when the
+    client asked (Skip_metadata) and, in v5, knows them: its result metadata id is still
+    the columns' digest. A result read as Arrow columns is encoded from them, a page's
+    rows at a time (``column_cells``)."""
     rows = cursor.rows
     keyspace, table = cursor.table
     types: list[CqlType] = [t if t is not None else TEXT for t in rows.column_types]
@@ -497,27 +503,40 @@ def page(
         ColumnSpec(keyspace, table, name, ctype)
         for name, ctype in zip(rows.column_names, types, strict=True)
     )
-    everything = rows.current_rows
-    end = len(everything)
+    total = len(rows)
+    end = total
     paged = params.page_size is not None and params.page_size > 0
     if params.page_size is not None and params.page_size > 0:
         end = min(end, cursor.offset + params.page_size)
-    encoded: list[tuple[bytes | None, ...]] = []
-    size = 0
-    for at in range(cursor.offset, end):
-        row = tuple(
-            None if v is None else t.serialize(v)
-            for v, t in zip(everything[at], types, strict=True)
-        )
-        encoded.append(row)
-        size += sum(len(c) for c in row if c is not None)
-        if paged and size >= PAGE_BYTES and at + 1 < end:  # a page stops at 1 MB, as ScyllaDB's
-            end = at + 1
-            break
-    cells = tuple(encoded)
+    if rows.table is not None:
+        encoded_rows = encode_rows(rows.table.slice(cursor.offset, end - cursor.offset), types)
+        if paged:  # a page stops at 1 MB, as ScyllaDB's: its cells' bytes, not their lengths
+            sizes = np.cumsum(row_sizes(encoded_rows) - 4 * len(types))
+            over = int(np.searchsorted(sizes, PAGE_BYTES, side="left"))
+            if over + 1 < len(sizes):
+                end = cursor.offset + over + 1
+                encoded_rows = encoded_rows.slice(0, over + 1)
+        count = len(encoded_rows)
+        body = rows_body(encoded_rows)
+        cells: tuple[tuple[bytes | None, ...], ...] = ()
+    else:
+        everything = rows.current_rows
+        encoded: list[tuple[bytes | None, ...]] = []
+        size = 0
+        for at in range(cursor.offset, end):
+            row = tuple(
+                None if v is None else t.serialize(v)
+                for v, t in zip(everything[at], types, strict=True)
+            )
+            encoded.append(row)
+            size += sum(len(c) for c in row if c is not None)
+            if paged and size >= PAGE_BYTES and at + 1 < end:  # a page stops at 1 MB
+                end = at + 1
+                break
+        cells, count = tuple(encoded), len(encoded)
     # a page cut at the page size goes on, unless the result is known to end there
-    full = paged and len(encoded) == params.page_size and cursor.open_ended
-    more = end < len(everything) or full
+    full = paged and count == params.page_size and cursor.open_ended
+    more = end < total or full
     state = cursors.put(dataclasses.replace(cursor, offset=end)) if more else None
     digest = metadata_id(columns) if metadata_id_seen is not None else None
     changed = digest is not None and digest != metadata_id_seen
@@ -527,6 +546,8 @@ def page(
         no_metadata=params.skip_metadata and not changed,
         new_metadata_id=digest if changed else None,
     )
+    if rows.table is not None:
+        return EncodedRowsResult(meta, count, body)
     return RowsResult(meta, cells)
 
 

@@ -14,10 +14,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.indexes import usable_index
 from cqlcdc.schema.model import Column, SecondaryIndex, TableSchema
+from cqlcdc.schema.physical import python_values
 from cqlcdc.storage.aggregates import Accumulator
 from cqlcdc.storage.attributes import timeout_ms
 from cqlcdc.storage.cells import Cell
@@ -43,6 +46,23 @@ class ResultSet:
     columns: list[str]
     types: list[CqlType | None]
     rows: list[tuple[Any, ...]] = field(default_factory=list)
+    # the rows as Arrow columns instead (one per result column, in order, as stored: see
+    # ``schema.physical.python_values``) when a columnar read answered; they become Python
+    # values only when asked (``value_rows``), so the server encodes pages from the columns
+    table: pa.Table | None = None
+
+    def value_rows(self) -> list[tuple[Any, ...]]:
+        """The rows as tuples of Python values."""
+        if self.table is None:
+            return self.rows
+        columns = [
+            python_values(ctype, self.table.column(i))
+            for i, ctype in enumerate(self.types)
+            if ctype is not None
+        ]
+        if len(columns) != len(self.types):
+            raise ValueError("a columnar result has a type for every column")
+        return list(zip(*columns, strict=True)) if columns else []
 
 
 @dataclass(slots=True)
@@ -514,6 +534,15 @@ def _token_ok(token: int, res: KeyRestrictions) -> bool:
         if token > v or (token == v and not incl):
             return False
     return True
+
+
+def select_limit(term: ast.Term | None, ctx: TermContext | None) -> int | None:
+    """A SELECT's LIMIT (a constant or a bound value), None without one.
+
+    Raises:
+        InvalidRequest: it is not strictly positive.
+    """
+    return _int_term(term, "LIMIT", ctx)
 
 
 def _int_term(term: ast.Term | None, what: str, ctx: TermContext | None) -> int | None:
