@@ -134,9 +134,10 @@ def _file_buckets(data: Path, output: str) -> list[tuple[int, int]]:
 def test_batches_of_several_buckets_write_a_file_each_and_compact_to_files_of_one(
     spark: Any, tmp_path: Path
 ) -> None:
-    """A micro-batch touching every bucket writes one file per output; compaction splits
-    those files into files of one bucket (base state merged), and every read, and the
-    preimages of later writes, see what the model does."""
+    """A micro-batch touching every bucket writes one file per output; compaction rewrites
+    those files (into a shared file while the buckets are small, files of one bucket once
+    they fill ``alone_rows``; base state merged), and every read, and the preimages of
+    later writes, see what the model does."""
     data = tmp_path / "data"
     model = CoreModel()
     s = cqlcdc.connect(data_dir=data, master="local[2]", num_buckets=4)
@@ -168,7 +169,7 @@ def test_batches_of_several_buckets_write_a_file_each_and_compact_to_files_of_on
         assert log_before == _log(model.log("ks.t", *LOG_COLUMNS))
 
         # everything down to files of one bucket each: reads do not change
-        compactor.policy = CompactionPolicy(max_small_files=1)
+        compactor.policy = CompactionPolicy(max_small_files=1, alone_rows=1)
         for output in outputs:
             compactor.forget(output)
             compactor.note_commit(output, [], DeltaTable(str(data / "tables" / output)))

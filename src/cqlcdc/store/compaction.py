@@ -37,12 +37,14 @@ from cqlcdc.store.commit import (
     _delta_stats,
     batch_of_name,
     bucket_column,
+    bucket_range,
     buckets_of_name,
     data_file_name,
     statistics_columns,
     table_dir,
 )
 from cqlcdc.store.durable import synced_file
+from cqlcdc.store.file_runs import BucketRuns
 from cqlcdc.store.records import BucketProcessor
 
 
@@ -55,6 +57,10 @@ class CompactionPolicy:
         small_file_bytes: files at least this big are never rewritten (nor counted).
         size_ratio: an older file joins a merge of newer ones only while it is at most this
             many times their total size, so each row is rewritten O(log(table/batch)) times.
+        alone_rows: a bucket's rows from files of several buckets get a file of their own
+            once there are this many (a row group's worth); fewer stay in a shared file of
+            consecutive buckets, so compacting a small batch's files costs an object write
+            or two, not one per bucket.
         row_group_rows: Parquet row group size of compacted files (pk-sorted base files:
             small groups let state reads skip most of a bucket by the pk statistics).
         vacuum_interval_s: how often ``vacuum`` runs, at most (and on the first batch).
@@ -65,6 +71,7 @@ class CompactionPolicy:
     small_file_bytes: int = 64 * 1024 * 1024
     size_ratio: float = 2.0
     row_group_rows: int = ROW_GROUP_ROWS
+    alone_rows: int = ROW_GROUP_ROWS
     vacuum_interval_s: float = 3600.0
     retention_hours: int = 1
 
@@ -296,34 +303,64 @@ class Compactor:
         adds: list[AddAction | RemoveAction] = []
         removed: dict[str, tuple[_File, bool]] = {}
         taken: dict[str, int] = {}  # rows of each input file rewritten so far
+        # a bucket's rows from files of several buckets stay in a shared file (a run of
+        # buckets, as a batch writes them) until they fill a row group: a file of one bucket
+        # with less would cost an object write per bucket per compaction for nothing a read
+        # gains (it prunes by row group)
+        runs = BucketRuns(alone_rows=self.policy.alone_rows)
+        placed: dict[int, tuple[int, int]] = {}  # bucket -> (batch, mtime) of its inputs
+
+        def add(rows: pa.Table, data_change: bool) -> None:
+            span = bucket_range(rows)
+            column = bucket_column(rows.column_names)
+            held = pc.unique(rows.column(column)).to_pylist() if column is not None else []
+            inputs = [placed[b] for b in held if b in placed] or list(placed.values())
+            batch = max(b for b, _ in inputs)
+            # the newest input's time: the new file takes its inputs' place in time order
+            mtime = max(t for _, t in inputs)
+            added = self._write(root, rows, batch, span or (0, 0), mtime)
+            adds.append(
+                AddAction(
+                    added.path, added.size, {}, added.modification_time, data_change, added.stats
+                )
+            )
+
+        changes = False
         for bucket in sorted(plan):
             inputs = sorted(plan[bucket], key=_time_order)  # rows kept in commit order
-            parts = [rows_of(f, bucket) for f in inputs]
+            shared = [f for f in inputs if f.spans]
+            shared_parts = [rows_of(f, bucket) for f in shared]
+            stays_shared = bool(shared) and (
+                sum(p.num_rows for p in shared_parts) < self.policy.alone_rows
+            )
+            if stays_shared:
+                inputs, parts = shared, shared_parts  # the bucket's own files stay as they are
+            else:
+                parts = [rows_of(f, bucket) for f in inputs]
             for f, part in zip(inputs, parts, strict=True):
                 taken[f.path] = taken.get(f.path, 0) + part.num_rows
             rows = pa.concat_tables(parts, promote_options="permissive")
             merged = self.processor.compact_rows(output, rows)
             data_change = merged is not None  # a merge changes rows; joining files does not
+            changes = changes or data_change
             if merged is not None:
                 rows = merged
             for f in inputs:
                 was = removed.get(f.path)
                 removed[f.path] = (f, data_change or (was is not None and was[1]))
-            if rows.num_rows:
-                batch = max(batch_of_name(f.path) for f in inputs)
-                # the newest input's time: the new file takes its inputs' place in time order
-                mtime = max(f.modification_time for f in inputs)
-                added = self._write(root, rows, batch, bucket, mtime)
-                adds.append(
-                    AddAction(
-                        added.path,
-                        added.size,
-                        {},
-                        added.modification_time,
-                        data_change,
-                        added.stats,
-                    )
-                )
+            if not rows.num_rows:
+                continue
+            placed[bucket] = (
+                max(batch_of_name(f.path) for f in inputs),
+                max(f.modification_time for f in inputs),
+            )
+            if stays_shared:
+                for done in runs.add(output, bucket, rows):
+                    add(done, changes)
+            else:
+                add(rows, data_change)
+        for _, rows in runs.drain():
+            add(rows, changes)
         if not removed:
             return False
         for path, rows in read.items():  # a file is removed only with all of its rows
@@ -349,9 +386,14 @@ class Compactor:
         return True
 
     def _write(
-        self, root: Location, rows: pa.Table, batch: int, bucket: int, modification_time: int
+        self,
+        root: Location,
+        rows: pa.Table,
+        batch: int,
+        buckets: tuple[int, int],
+        modification_time: int,
     ) -> DataFile:
-        name = data_file_name(batch, (bucket, bucket))
+        name = data_file_name(batch, buckets)
         # zstd: compacted files are the long-lived ones; no dictionaries and no statistics
         # where no read prunes, as for data files (dictionaries made these files larger
         # and their writes ~50% slower, the next batch waiting for them)

@@ -1,13 +1,13 @@
-"""Compaction of files of several buckets (a small micro-batch's one file per output): each
-is split into files of one bucket, removed in the commit that adds its rows back, with the
-rows of every bucket equal before and after (merged to one row per partition where the
-output is mergeable)."""
+"""Compaction of files of several buckets (a small micro-batch's one file per output): their
+rows are rewritten in one commit that removes them, a bucket's rows into a file of its own
+once they fill ``alone_rows`` (joined with that bucket's own small files), the others into
+a shared file of consecutive buckets; the rows of every bucket are equal before and after
+(merged per partition where the output is mergeable)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -77,11 +77,18 @@ def _bucket_rows(root: Path, output: str, column: str, bucket: int) -> list[tupl
     return sorted(zip(rows["pk"].to_pylist(), rows["seq"].to_pylist(), strict=True))
 
 
+# rows of each bucket in the files of several buckets of ``_commit_batches``: bucket 0 is
+# in those of batches 0, 2 and 4 (6 rows), 1 in 0, 1, 4, 5 (8), 2 in 1 and 4 (4; batch 3
+# is a file of bucket 2 alone), 3 in all five (10). With ``alone_rows=7`` buckets 1 and 3
+# get files of their own, 0 and 2 share one.
+_SPLIT = CompactionPolicy(max_small_files=3, alone_rows=7)
+
+
 @pytest.mark.parametrize(("output", "column"), [("log/t", "_bucket"), ("errors", "bucket")])
-def test_files_of_several_buckets_are_split_into_files_of_one_with_the_same_rows(
+def test_files_of_several_buckets_are_rewritten_with_the_same_rows(
     tmp_path: Path, output: str, column: str
 ) -> None:
-    compactor = Compactor(tmp_path, LastWins(), CompactionPolicy(max_small_files=3))
+    compactor = Compactor(tmp_path, LastWins(), _SPLIT)
     _commit_batches(tmp_path, output, column, compactor)
     before = _files(tmp_path, output)
     assert any(buckets_of_name(f)[0] != buckets_of_name(f)[1] for f in before)  # type: ignore[index]
@@ -94,18 +101,33 @@ def test_files_of_several_buckets_are_split_into_files_of_one_with_the_same_rows
     assert compactor.compact(output, table, compactor.due()[output]) == 1  # one commit
     after = _files(tmp_path, output)
     # every file of several buckets covering bucket 1 or 3 (all of them) is gone
-    assert all(bucket_of_name(f) is not None for f in after)
     assert not set(after) & {f for f in before if bucket_of_name(f) is None}
     assert {b: _bucket_rows(tmp_path, output, column, b) for b in range(4)} == rows_before
     assert compactor.due() == {}
-    # one file a bucket: bucket 2's own file (batch 3) joined the rows split into it
-    assert Counter(bucket_of_name(f) for f in after) == {0: 1, 1: 1, 2: 1, 3: 1}
+    # buckets 1 and 3 in files of their own; 0 and 2 in one shared file; bucket 2's own
+    # file of batch 3 left as it was (its bucket's shared rows did not fill alone_rows)
+    assert sorted(buckets_of_name(f) for f in after) == [(0, 2), (1, 1), (2, 2), (3, 3)]
+    assert set(after) & set(before) == {f for f in before if buckets_of_name(f) == (2, 2)}
     assert table.history(1)[0]["cqlcdc.compaction"] == f"{output} bucket 0-3"
 
 
-def test_a_mergeable_output_is_merged_per_partition_while_split(tmp_path: Path) -> None:
-    output = "base/t"
+def test_a_small_batchs_files_compact_into_one_shared_file(tmp_path: Path) -> None:
+    """Buckets of a few rows each (a server's micro-batches) are compacted into one file
+    of all of them, not a file per bucket: an object write per compaction, not sixteen."""
+    output = "log/t"
     compactor = Compactor(tmp_path, LastWins(), CompactionPolicy(max_small_files=3))
+    _commit_batches(tmp_path, output, "_bucket", compactor)
+    rows_before = {b: _bucket_rows(tmp_path, output, "_bucket", b) for b in range(4)}
+    table = DeltaTable(str(table_dir(tmp_path, output)))
+    assert compactor.compact(output, table, compactor.due()[output]) == 1
+    after = _files(tmp_path, output)
+    assert sorted(buckets_of_name(f) for f in after) == [(0, 3), (2, 2)]
+    assert {b: _bucket_rows(tmp_path, output, "_bucket", b) for b in range(4)} == rows_before
+
+
+def test_a_mergeable_output_is_merged_per_partition_while_rewritten(tmp_path: Path) -> None:
+    output = "base/t"
+    compactor = Compactor(tmp_path, LastWins(), _SPLIT)
     _commit_batches(tmp_path, output, "bucket", compactor)
     rows_before = {b: _bucket_rows(tmp_path, output, "bucket", b) for b in range(4)}
     table = DeltaTable(str(table_dir(tmp_path, output)))
@@ -116,13 +138,17 @@ def test_a_mergeable_output_is_merged_per_partition_while_split(tmp_path: Path) 
         newest: dict[bytes, int] = {}
         for pk, seq in rows:
             newest[pk] = max(seq, newest.get(pk, seq))
-        assert _bucket_rows(tmp_path, output, "bucket", bucket) == sorted(newest.items())
-        # a state read of the bucket (the engine's) finds the same, in its one file
+        after = _bucket_rows(tmp_path, output, "bucket", bucket)
+        if bucket != 2:  # every file of the bucket merged: one row per partition
+            assert after == sorted(newest.items())
+        else:  # its own file of batch 3 kept beside the merged shared rows
+            assert len(after) == 4
+        # a state read of the bucket (the engine's) finds the newest of each partition
         read = reader.read(output, bucket, list(newest), ["pk", "seq"])
-        assert sorted(zip(read["pk"].to_pylist(), read["seq"].to_pylist())) == sorted(
-            newest.items()
-        )
-    assert all(bucket_of_name(f) is not None for f in _files(tmp_path, output))
+        found: dict[bytes, int] = {}
+        for pk, seq in zip(read["pk"].to_pylist(), read["seq"].to_pylist(), strict=True):
+            found[pk] = max(seq, found.get(pk, seq))
+        assert found == newest
 
 
 def test_files_of_several_buckets_none_of_them_due_are_left_alone(tmp_path: Path) -> None:
