@@ -334,7 +334,22 @@ class Compactor:
                 sum(p.num_rows for p in shared_parts) < self.policy.alone_rows
             )
             if stays_shared:
-                inputs, parts = shared, shared_parts  # the bucket's own files stay as they are
+                own = [f for f in inputs if not f.spans]
+                if len(own) >= 2:  # the bucket's own small files are still joined (alone)
+                    own_rows = pa.concat_tables(
+                        [rows_of(f, bucket) for f in own], promote_options="permissive"
+                    )
+                    for f in own:
+                        taken[f.path] = taken.get(f.path, 0) + read[f.path].num_rows
+                    joined = self.processor.compact_rows(output, own_rows)
+                    for f in own:
+                        removed[f.path] = (f, joined is not None)
+                    placed[bucket] = (
+                        max(batch_of_name(f.path) for f in own),
+                        max(f.modification_time for f in own),
+                    )
+                    add(joined if joined is not None else own_rows, joined is not None)
+                inputs, parts = shared, shared_parts
             else:
                 parts = [rows_of(f, bucket) for f in inputs]
             for f, part in zip(inputs, parts, strict=True):

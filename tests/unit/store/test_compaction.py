@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
@@ -123,6 +124,28 @@ def test_a_small_batchs_files_compact_into_one_shared_file(tmp_path: Path) -> No
     after = _files(tmp_path, output)
     assert sorted(buckets_of_name(f) for f in after) == [(0, 3), (2, 2)]
     assert {b: _bucket_rows(tmp_path, output, "_bucket", b) for b in range(4)} == rows_before
+
+
+def test_a_small_buckets_own_files_are_joined_beside_the_shared_file(tmp_path: Path) -> None:
+    """A bucket whose shared rows are few keeps them in the shared file, but its own small
+    files are still joined: left alone they would keep the bucket due at every batch."""
+    output = "base/t"
+    compactor = Compactor(tmp_path, LastWins(), CompactionPolicy(max_small_files=3))
+    _commit_batches(tmp_path, output, "bucket", compactor)
+    rows = _batch(600, [2], "bucket")  # a second file of bucket 2 alone
+    file = write_data_file(tmp_path, output, rows, 6)
+    compactor.note_commit(output, [file], commit_output(tmp_path, output, [file], "app", 6))
+    table = DeltaTable(str(table_dir(tmp_path, output)))
+    assert compactor.compact(output, table, compactor.due()[output]) == 1
+    assert sorted(buckets_of_name(f) for f in _files(tmp_path, output)) == [(0, 3), (2, 2)]
+    assert compactor.due() == {}
+    # bucket 2's own files (batches 3 and 6) merged per partition: batch 6's rows
+    own = next(f for f in _files(tmp_path, output) if buckets_of_name(f) == (2, 2))
+    joined = pq.read_table(own)
+    assert sorted(zip(joined["pk"].to_pylist(), joined["seq"].to_pylist(), strict=True)) == [
+        (b"p2-0", 600),
+        (b"p2-1", 601),
+    ]
 
 
 def test_a_mergeable_output_is_merged_per_partition_while_rewritten(tmp_path: Path) -> None:
