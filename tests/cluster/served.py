@@ -46,15 +46,6 @@ class Served:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=180)
 
-    def started(self) -> Served:
-        """Wait until it listens or exits (then ``proc`` has exited and ``lines`` say why)."""
-        if not self.listening.wait(START_TIMEOUT_S):
-            self.proc.kill()
-            raise AssertionError(f"cqlcdc serve did not start: {self.stderr()}")
-        if self.proc.poll() is None and not any("serving" in line for line in self.lines):
-            self.proc.wait(timeout=30)
-        return self
-
     def kill(self) -> None:
         """SIGKILL: no flush, no shutdown, no lease release."""
         self.proc.kill()
@@ -76,9 +67,9 @@ def connect(port: int) -> tuple[Cluster, Any]:
     return cluster, session
 
 
-def launch(master: str, data_dir: str, env: Mapping[str, str], extra: Sequence[str] = ()) -> Served:
-    """Start ``cqlcdc serve`` and return at once: its start (a Python process, a Spark driver
-    and executors on the workers) can overlap other work until ``Served.started``."""
+def start(master: str, data_dir: str, env: Mapping[str, str], extra: Sequence[str] = ()) -> Served:
+    """Start ``cqlcdc serve`` and wait until it listens or exits (then ``proc`` has
+    exited and ``lines`` say why)."""
     port = free_port()
     command = [sys.executable, "-m", "cqlcdc.cli", "serve", "--master", master]
     command += ["--data-dir", data_dir, "--port", str(port), *extra]
@@ -102,26 +93,20 @@ def launch(master: str, data_dir: str, env: Mapping[str, str], extra: Sequence[s
         served.listening.set()  # EOF: it exited
 
     threading.Thread(target=drain, daemon=True).start()
+    if not served.listening.wait(START_TIMEOUT_S):
+        proc.kill()
+        raise AssertionError(f"cqlcdc serve did not start: {served.stderr()}")
+    if proc.poll() is None and not any("serving" in line for line in served.lines):
+        proc.wait(timeout=30)
     return served
-
-
-def start(master: str, data_dir: str, env: Mapping[str, str], extra: Sequence[str] = ()) -> Served:
-    """Start ``cqlcdc serve`` and wait until it listens or exits (then ``proc`` has
-    exited and ``lines`` say why)."""
-    return launch(master, data_dir, env, extra).started()
 
 
 @contextlib.contextmanager
 def serving(
-    master: str,
-    data_dir: str,
-    env: Mapping[str, str],
-    extra: Sequence[str] = (),
-    launched: Served | None = None,
+    master: str, data_dir: str, env: Mapping[str, str], extra: Sequence[str] = ()
 ) -> Iterator[Served]:
-    """A server until the block ends (stopped with SIGTERM, which must exit 0);
-    ``launched``: the server ``launch`` started for these arguments earlier."""
-    served = (launched or launch(master, data_dir, env, extra)).started()
+    """A server until the block ends (stopped with SIGTERM, which must exit 0)."""
+    served = start(master, data_dir, env, extra)
     if served.proc.poll() is not None:
         raise AssertionError(f"cqlcdc serve exited {served.proc.returncode}: {served.stderr()}")
     try:

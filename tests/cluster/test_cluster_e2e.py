@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -33,7 +32,7 @@ from cassandra.query import BatchStatement, BatchType, dict_factory
 import cqlcdc
 from cqlcdc.server import CqlServer
 from tests.cluster.rig import BUCKET, S3Server, SparkCluster, driver_env
-from tests.cluster.served import connect, launch, serving, start
+from tests.cluster.served import connect, serving, start
 from tests.conformance.harness import build_script, check_case, collect_runs, load_cases
 from tests.e2e.kafka_broker import Tansu, tansu
 from tests.e2e.kafka_log import read_committed
@@ -203,30 +202,24 @@ def runs(
     env = driver_env(s3_server, tmp / "driver-tmp")
     env["CQLCDC_EXECUTOR_MIN_BYTES"] = str(64 * 1024)
     (tmp / "driver-tmp").mkdir()
-    # the cluster server starts (a driver process, executors on the workers) while the same
-    # work runs on a local directory, through a server in this process (the session's Spark)
-    s3_dir = f"s3://{BUCKET}/{uuid.uuid4()}"
-    launched = launch(cluster.master_url, s3_dir, env)
+    # the local directory, through a server in this process (the session's Spark)
+    local_dir = tmp / "local"
+    session = cqlcdc.connect(data_dir=local_dir, master="local[2]")
+    server = CqlServer(session.coordinator, port=0)
+    server.start_in_thread()
     try:
-        local_dir = tmp / "local"
-        session = cqlcdc.connect(data_dir=local_dir, master="local[2]")
-        server = CqlServer(session.coordinator, port=0)
-        server.start_in_thread()
-        try:
-            cluster_client, client = connect(server.port)
-            run_workload(client)
-            local = read_outcome(client)
-            cluster_client.shutdown()
-        finally:
-            server.stop_thread()
-            session.close()
-    except BaseException:
-        launched.kill()
-        raise
+        cluster_client, client = connect(server.port)
+        run_workload(client)
+        local = read_outcome(client)
+        cluster_client.shutdown()
+    finally:
+        server.stop_thread()
+        session.close()
     # the same work on the cluster, with the data directory in S3
+    s3_dir = f"s3://{BUCKET}/{uuid.uuid4()}"
     script, owners = build_script(CASES)
     (tmp / "conformance.cql").write_text(script)
-    with serving(cluster.master_url, s3_dir, env, launched=launched) as served:
+    with serving(cluster.master_url, s3_dir, env) as served:
         before = sum(cluster.finished_tasks())
         cluster_client, client = served.connect()
         run_workload(client)
@@ -342,7 +335,6 @@ def test_publish_from_s3_equals_the_local_directory(runs: Runs, broker: Tansu) -
     assert by_key(published["s3"]) == by_key(published["local"])
 
 
-TABLES = ("cks.t", "cks.t_scylla_cdc_log", "cks.bulk")
 SPARK_READ = r"""
 import json, sys
 from cqlcdc.pipeline.spark import get_spark
@@ -350,7 +342,7 @@ from cqlcdc.pipeline.spark import get_spark
 master, data_dir = sys.argv[1], sys.argv[2]
 spark = get_spark(master)
 out = {}
-for table in sys.argv[3:]:
+for table in ("cks.t", "cks.t_scylla_cdc_log", "cks.bulk"):
     df = spark.read.format("cqlcdc").option("path", data_dir).option("table", table).load()
     out[table] = [r.asDict(recursive=True) for r in df.collect()]
 spark.stop()
@@ -368,40 +360,25 @@ def test_spark_read_format_cqlcdc_on_the_cluster(
     runs: Runs, cluster: SparkCluster, spark: Any
 ) -> None:
     before = sum(cluster.finished_tasks())
-    # the driver on the cluster starts while this process reads the local directory (its
-    # log goes to a file: a pipe nobody drains meanwhile would fill)
-    with tempfile.TemporaryFile("w+") as log:
-        remote_driver = subprocess.Popen(
-            [sys.executable, "-c", SPARK_READ, cluster.master_url, runs.s3_dir, *TABLES],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            env=runs.env,
-            cwd=runs.env["TMPDIR"],
-            stdin=subprocess.DEVNULL,
-        )
-        try:
-            local: dict[str, Any] = {}
-            for table in TABLES:
-                df = spark.read.format("cqlcdc").option("path", str(runs.local_dir))
-                df = df.option("table", table).load()
-                rows = [r.asDict(recursive=True) for r in df.collect()]
-                local[table] = json.loads(json.dumps(rows, default=str))  # the same text forms
-            out, _ = remote_driver.communicate(timeout=300)
-        finally:
-            if remote_driver.poll() is None:
-                remote_driver.kill()
-                remote_driver.wait()
-        log.seek(0)
-        err = log.read()
-    lines = [ln for ln in out.splitlines() if ln.startswith("ROWS ")]
-    assert remote_driver.returncode == 0 and lines, err[-4000:]
+    done = subprocess.run(
+        [sys.executable, "-c", SPARK_READ, cluster.master_url, runs.s3_dir],
+        capture_output=True,
+        text=True,
+        env=runs.env,
+        cwd=runs.env["TMPDIR"],
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("ROWS ")]
+    assert done.returncode == 0 and lines, done.stderr[-4000:]
     remote = json.loads(lines[-1][len("ROWS ") :])
     assert sum(cluster.finished_tasks()) > before  # the reads ran as tasks on the workers
-    assert remote.keys() == local.keys()
     for table, rows in remote.items():
-        assert len(rows) == len(local[table]), table
-        assert spark_rows(rows, table) == spark_rows(local[table], table), table
+        df = spark.read.format("cqlcdc").option("path", str(runs.local_dir))
+        local = [r.asDict(recursive=True) for r in df.option("table", table).load().collect()]
+        local = json.loads(json.dumps(local, default=str))  # the same text forms
+        assert len(rows) == len(local), table
+        assert spark_rows(rows, table) == spark_rows(local, table), table
 
 
 def test_kill_9_mid_load_then_a_restart_from_a_fresh_local_directory(
