@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,15 @@ def _acked(data_dir: Path) -> int:
 def run_with_kills(
     tmp_path: Path, total: int, group: int, kills: int, seed: int, mode: str = "bulk"
 ) -> None:
+    data_dir, consumed = load_with_kills(tmp_path, total, group, kills, seed, mode)
+    verify(data_dir, total, consumed, mode != "bulk-nofeed")
+
+
+def load_with_kills(
+    tmp_path: Path, total: int, group: int, kills: int, seed: int, mode: str = "bulk"
+) -> tuple[Path, list[FeedMessage]]:
+    """The load, killed ``kills`` times at random points and then run to its end. Returns
+    the data directory and what a consumer read meanwhile (for ``verify``)."""
     feed = mode != "bulk-nofeed"
     rng = random.Random(seed)
     data_dir = tmp_path / "data"
@@ -79,7 +89,7 @@ def run_with_kills(
     assert proc.returncode == 0 and b"DONE" in out, "\n".join(errors[-20:]) or log[-3000:]
     if feed:
         consumed += _consume_some(data_dir, 10**9)
-    verify(data_dir, total, consumed, feed)
+    return data_dir, consumed
 
 
 def _consume_some(data_dir: Path, n: int) -> list[FeedMessage]:
@@ -127,10 +137,31 @@ def verify(data_dir: Path, total: int, consumed: list[FeedMessage], feed: bool =
         session.close()
 
 
+MODES = ("bulk", "bulk-nofeed")
+TOTAL = 1200
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[FeedMessage]]]:
+    """Each mode's load with kills, both at once: they are independent processes on their
+    own data directories, and this process only waits on them (the cores are two)."""
+    with ThreadPoolExecutor(len(MODES)) as pool:
+        futures = {
+            mode: pool.submit(
+                load_with_kills, tmp_path_factory.mktemp(mode), TOTAL, 100, 3, 1, mode
+            )
+            for mode in MODES
+        }
+        return {mode: future.result() for mode, future in futures.items()}
+
+
 @pytest.mark.spark
-@pytest.mark.parametrize("mode", ["bulk", "bulk-nofeed"])
-def test_kill_9_while_loading(spark: Any, tmp_path: Path, mode: str) -> None:
-    run_with_kills(tmp_path, total=1200, group=100, kills=3, seed=1, mode=mode)
+@pytest.mark.parametrize("mode", MODES)
+def test_kill_9_while_loading(
+    spark: Any, loaded: dict[str, tuple[Path, list[FeedMessage]]], mode: str
+) -> None:
+    data_dir, consumed = loaded[mode]
+    verify(data_dir, TOTAL, consumed, mode != "bulk-nofeed")
 
 
 @pytest.mark.spark
