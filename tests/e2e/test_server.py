@@ -31,6 +31,7 @@ from cassandra.util import Duration
 import cqlcdc
 from cqlcdc.server import CqlServer
 from cqlcdc.session import Session
+from tests.e2e.serving import serving
 
 pytestmark = pytest.mark.spark
 
@@ -41,13 +42,8 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
 def served(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CqlServer]:
     """A server on a free port over its own data directory (its coordinator is ``.coordinator``)."""
     session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("srv"), master="local[2]")
-    srv = CqlServer(session.coordinator, port=0)
-    srv.start_in_thread()
-    try:
+    with serving(session) as srv:
         yield srv
-    finally:
-        srv.stop_thread()
-        session.close()
 
 
 @pytest.fixture(scope="module")

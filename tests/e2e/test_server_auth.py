@@ -21,6 +21,7 @@ from cassandra.query import BatchStatement
 
 import cqlcdc
 from cqlcdc.server import CqlServer
+from tests.e2e.serving import serving
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 
@@ -29,13 +30,8 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
 def secured(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CqlServer]:
     """A server requiring logins, over a data directory without roles."""
     session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("auth"), master="local[2]")
-    srv = CqlServer(session.coordinator, port=0, auth=True)
-    srv.start_in_thread()
-    try:
+    with serving(session, auth=True) as srv:
         yield srv
-    finally:
-        srv.stop_thread()
-        session.close()
 
 
 def _cluster(srv: CqlServer, user: str | None, password: str | None = None) -> Cluster:

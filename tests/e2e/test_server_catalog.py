@@ -22,6 +22,7 @@ from cassandra.query import SimpleStatement
 
 import cqlcdc
 from cqlcdc.server import CqlServer
+from tests.e2e.serving import serving
 
 pytestmark = pytest.mark.spark
 
@@ -32,14 +33,9 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
 def served(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CqlServer]:
     made_ms = time.time_ns() // 1_000_000
     session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("cat"), master="local[2]")
-    srv = CqlServer(session.coordinator, port=0)
-    srv.start_in_thread()
-    srv.made_ms = made_ms  # type: ignore[attr-defined]
-    try:
+    with serving(session) as srv:
+        srv.made_ms = made_ms  # type: ignore[attr-defined]
         yield srv
-    finally:
-        srv.stop_thread()
-        session.close()
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import cqlcdc
 from cqlcdc import reads
 from cqlcdc.server import CqlServer
 from cqlcdc.session import Session
+from tests.e2e.serving import serving
 
 pytestmark = pytest.mark.spark
 
@@ -66,13 +67,8 @@ def served(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cql
     session.execute("UPDATE ks.lw SET s = s - {2} WHERE pk = 1 AND ck = 10")
     session.execute("DELETE FROM ks.lw WHERE pk = 2 AND ck = 20")
     session.flush()
-    srv = CqlServer(session.coordinator, port=0)
-    srv.start_in_thread()
-    try:
+    with serving(session) as srv:
         yield srv
-    finally:
-        srv.stop_thread()
-        session.close()
 
 
 @pytest.fixture(scope="module")

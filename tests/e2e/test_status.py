@@ -21,6 +21,7 @@ from cqlcdc.feed_reader import FeedConsumer
 from cqlcdc.location import Location
 from cqlcdc.server import CqlServer
 from cqlcdc.store.lease import Lease
+from tests.e2e.serving import serving
 
 pytestmark = pytest.mark.spark
 
@@ -140,13 +141,8 @@ def test_a_directory_with_a_stopped_table(spark: Any, tmp_path: Path, capsys: An
 @pytest.fixture
 def served(healthy: Path) -> Iterator[CqlServer]:
     session = cqlcdc.connect(data_dir=healthy, master="local[2]")
-    server = CqlServer(session.coordinator, port=0)
-    server.start_in_thread()
-    try:
+    with serving(session) as server:
         yield server
-    finally:
-        server.stop_thread()
-        session.close()
 
 
 def test_through_a_running_server(served: CqlServer, healthy: Path, capsys: Any) -> None:

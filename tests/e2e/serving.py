@@ -1,0 +1,24 @@
+"""A CQL server over a session's data directory, for the e2e tests' fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from cqlcdc.server import CqlServer
+from cqlcdc.session import Session
+
+
+@contextmanager
+def serving(session: Session, **options: Any) -> Iterator[CqlServer]:
+    """``CqlServer`` on a free loopback port over ``session``'s coordinator, in a thread;
+    on exit the server stops and the session closes (options: ``CqlServer``'s, e.g.
+    ``auth=True``)."""
+    server = CqlServer(session.coordinator, port=0, **options)
+    server.start_in_thread()
+    try:
+        yield server
+    finally:
+        server.stop_thread()
+        session.close()
