@@ -65,16 +65,22 @@ def _files_per_bucket(data: Path, output: str) -> Counter[int]:
     return Counter(actions.column(column).to_pylist())
 
 
+def _table(data: Path, model: CoreModel, num_buckets: int) -> tuple[Any, list[str]]:
+    """A session over ``data`` with the test table made (in the model too), and the table's
+    base and log outputs."""
+    s = cqlcdc.connect(data_dir=data, master="local[2]", num_buckets=num_buckets)
+    for ddl in (KS, TABLE):
+        s.execute(ddl)
+        model.run(ddl)
+    table_id = s.catalog.table("ks", "t").table_id  # type: ignore[union-attr]
+    return s, [f"base/{table_id}", f"log/{table_id}"]
+
+
 def test_compaction_bounds_files_and_keeps_reads(spark: Any, tmp_path: Path) -> None:
     data = tmp_path / "data"
     model = CoreModel()
-    s = cqlcdc.connect(data_dir=data, master="local[2]", num_buckets=2)
+    s, outputs = _table(data, model, num_buckets=2)
     try:
-        for ddl in (KS, TABLE):
-            s.execute(ddl)
-            model.run(ddl)
-        table_id = s.catalog.table("ks", "t").table_id  # type: ignore[union-attr]
-        outputs = [f"base/{table_id}", f"log/{table_id}"]
         # one statement per micro-batch: one small file per output and bucket each time
         for text in _statements(0, 24):
             s.execute(text)
@@ -140,13 +146,8 @@ def test_batches_of_several_buckets_write_a_file_each_and_compact_to_files_of_on
     later writes, see what the model does."""
     data = tmp_path / "data"
     model = CoreModel()
-    s = cqlcdc.connect(data_dir=data, master="local[2]", num_buckets=4)
+    s, outputs = _table(data, model, num_buckets=4)
     try:
-        for ddl in (KS, TABLE):
-            s.execute(ddl)
-            model.run(ddl)
-        table_id = s.catalog.table("ks", "t").table_id  # type: ignore[union-attr]
-        outputs = [f"base/{table_id}", f"log/{table_id}"]
         pks = range(8)  # partitions in every one of the 4 buckets
         for k in range(12):  # one BATCH per micro-batch: each writes one file per output
             batch = "; ".join(_statement(8 * k + p, p, (k + p) % 4) for p in pks)
