@@ -107,8 +107,6 @@ OBJECT_STORE_BATCH_INTERVAL_S = 2.0
 # done with (one DeleteObjects request for them all), not after every batch: a request
 # per batch would cost as much as the batch's manifest. A local disk trims every batch.
 OBJECT_STORE_TRIM_FILES = 64
-# ``start`` waits at most this long for the query's first batch (see ``start``)
-WARM_UP_S = 60.0
 log = logging.getLogger("cqlcdc")
 # buckets processed at once by process_groups
 _BUCKET_THREADS = 2
@@ -505,13 +503,10 @@ class Engine:
             .trigger(processingTime=self.trigger_interval)
             .start()
         )
-        # the source starts one seq back, so a first batch runs now (with nothing to
-        # commit, or what a restart finds): start returns once Spark's first-batch costs
-        # are paid, not the first write. A failure of it is told to the next wait_for.
-        deadline = time.monotonic() + WARM_UP_S
-        while not self._ran_batch.wait(0.2) and time.monotonic() < deadline:
-            if self._failure is not None or not self._query.isActive:
-                break
+        # the source starts one seq back, so a first batch runs now, in the background
+        # (with nothing to commit, or what a restart finds): Spark's first-batch costs
+        # (~3 s idle, planning this source's reads) overlap the client's start instead of
+        # delaying its first write's wait; start itself does not wait for it
 
     def stop(self) -> None:
         """Stop the query (a batch in progress is finished or replayed on the next start)."""

@@ -108,7 +108,7 @@ class IngestStreamReader(DataSourceStreamReader):
         # one seq before the committed end: the query runs a first batch at once, which
         # commits nothing (the engine skips the seqs the manifest has) but pays Spark's
         # first-batch costs (planning this source's reads, the first foreachBatch call,
-        # seconds on a loaded machine) at start rather than on the first write's wait
+        # seconds on a loaded machine) while the client starts, not on its first write
         return {"seq": self.start - 1}
 
     def getDefaultReadLimit(self) -> ReadLimit:
