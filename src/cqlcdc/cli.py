@@ -500,6 +500,15 @@ def build_parser() -> argparse.ArgumentParser:
         "least the 256 MiB a frame may hold)",
     )
     serve.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=_cores(),
+        metavar="N",
+        help="processes serving the protocol on the port (default: the machine's cores, "
+        f"{_cores()} here); they decode, bind and answer, and forward to this one, which "
+        "owns the data directory. 1: this process serves alone",
+    )
+    serve.add_argument(
         "--metrics",
         metavar="HOST:PORT",
         help="serve Prometheus metrics on http://HOST:PORT/metrics (only a port: on "
@@ -571,6 +580,21 @@ def versions() -> str:
     return ", ".join(parts)
 
 
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive whole number: {text!r}")
+    return value
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the CQL native protocol until SIGTERM or SIGINT: then stop accepting, finish
     the requests in flight, commit, and exit 0."""
@@ -611,6 +635,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             handshake_timeout_s=args.handshake_timeout,
             idle_timeout_s=args.idle_timeout,
             max_body_bytes_in_flight=args.max_request_memory * 1024 * 1024,
+            protocol_workers=args.workers,
+            tls_files=(args.tls_cert, args.tls_key) if context is not None else None,
         )
         host, port = await server.start()
         endpoint = None
@@ -627,9 +653,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tls = " (TLS)" if context is not None else ""
         auth = " (logins required)" if args.auth else ""
         metrics = f", metrics on {endpoint.url}" if endpoint is not None else ""
+        workers = f", {args.workers} protocol workers" if args.workers > 1 else ""
         log.info(
-            "serving %s on %s:%d%s%s%s (%s, pid %d)",
-            session.data_dir, host, port, tls, auth, metrics, versions(), os.getpid(),
+            "serving %s on %s:%d%s%s%s%s (%s, pid %d)",
+            session.data_dir, host, port, tls, auth, metrics, workers, versions(), os.getpid(),
         )  # fmt: skip
         await stop.wait()
         log.info("stopping: finishing the requests in flight, then committing")

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from cqlcdc.coordinator import Coordinator
     from cqlcdc.server.results import SchemaChange
-    from cqlcdc.server.service import CqlServer
+    from cqlcdc.server.service import CqlServer, ProtocolServer
 
 log = logging.getLogger("cqlcdc.server")
 
@@ -68,7 +68,7 @@ def opcode_name(opcode: int) -> str:
         return "UNKNOWN"
 
 
-def note_request(server: CqlServer, opcode: str, outcome: object, started: float) -> None:
+def note_request(server: ProtocolServer, opcode: str, outcome: object, started: float) -> None:
     """Count an answered request: by opcode and result (``ok`` or the error's class), and
     its latency by opcode and the kind of answer (``void``: a write's acknowledgement)."""
     server.requests_served += 1
@@ -134,7 +134,7 @@ class ServerCollector(Collector):
         yield GaugeMetricFamily(
             "scylla_transport_current_connections",
             "Holds a current number of client connections.",
-            value=len(server.connections),
+            value=server.connection_count(),
         )
         yield GaugeMetricFamily(
             "scylla_transport_requests_serving",

@@ -156,6 +156,18 @@ class StatusChangeEvent:
         write_inet(out, (self.address, self.port))
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedBody:
+    """A response whose body another process encoded: what the coordinator answers a
+    protocol worker (``cqlcdc serve --workers``), sent on as it came."""
+
+    opcode: int
+    body: bytes
+
+    def write(self, out: io.BytesIO, version: int) -> None:
+        out.write(self.body)
+
+
 def encode_body(version: int, message: ResponseMessage) -> bytes:
     """The body of ``message`` in protocol ``version``."""
     out = io.BytesIO()
@@ -203,6 +215,7 @@ __all__ = [
     "AuthChallenge",
     "AuthSuccess",
     "Authenticate",
+    "EncodedBody",
     "Ready",
     "ResponseMessage",
     "SchemaChangeEvent",

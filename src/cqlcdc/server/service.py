@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from cqlcdc.server.budget import BodyBudget
 from cqlcdc.server.combiner import WriteCombiner
 from cqlcdc.server.compression import ALGORITHMS
-from cqlcdc.server.connection import Connection
+from cqlcdc.server.connection import Connection, Requests
+from cqlcdc.server.executing import InProcessRequests, SessionRequests
 from cqlcdc.server.frames import MAX_BODY_BYTES
 from cqlcdc.server.login import PASSWORD_AUTHENTICATOR
 from cqlcdc.server.results import SchemaChange
@@ -29,6 +30,7 @@ from cqlcdc.server.statements import Cursors, PreparedCache
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator
     from cqlcdc.cql import ast
+    from cqlcdc.server.workers import WorkerPool
     from cqlcdc.session import PreparedStatement
 
 log = logging.getLogger(__name__)
@@ -51,80 +53,37 @@ def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
     return context
 
 
-class CqlServer:
-    """Serves the CQL binary protocol (v4 and v5) for one coordinator.
+class ProtocolServer:
+    """What serves the protocol on accepted connections, whichever process runs the
+    statements: the connection limits, the body budget, the handshake's settings, the
+    transport counters, and each connection's ``Requests`` (``requests_for``).
 
-    Args:
-        coordinator: the data directory's coordinator (the server does not close it).
-        host: the address to bind (127.0.0.1: this machine only).
-        port: the port (0: any free one; ``start`` returns it).
-        ssl_context: serve TLS with it (``tls_context`` makes one from a certificate).
-        max_connections: connections beyond this are refused (closed at once), unless
-            one still in its handshake can make room: the oldest of those is closed.
-        max_in_flight: requests of one connection running at once; more wait.
-        workers: threads running statements (they block until committed).
-        max_frame_bytes: the largest request body accepted (a larger one is a protocol
-            error and closes the connection). Before the login it is
-            ``MAX_HANDSHAKE_BODY_BYTES`` (128 KiB).
-        max_body_bytes_in_flight: request bodies held at once by the whole server (being
-            received, or running); a connection whose next body does not fit is not read
-            until others finish. At least ``max_frame_bytes``.
-        handshake_timeout_s: a connection that has not finished its TLS handshake, STARTUP
-            and login this long after it was accepted is closed.
-        idle_timeout_s: a logged-in connection that sends nothing and has no request
-            running for this long is closed (None: never, as Cassandra's default; the
-            drivers' heartbeats keep a pool's connections alive).
-        compression: the algorithms clients may choose in STARTUP (LZ4; () for none).
-        auth: require a login (Cassandra's PasswordAuthenticator against the data
-            directory's roles; a directory without roles gets ``cassandra``/``cassandra``,
-            as Cassandra creates it) and check every statement against the role's
-            permissions. Off: every client is anonymous and may do anything but manage roles.
+    The arguments are ``CqlServer``'s, for the connections of this process.
     """
 
     def __init__(
         self,
-        coordinator: Coordinator,
-        host: str = "127.0.0.1",
-        port: int = 9042,
         *,
-        ssl_context: ssl.SSLContext | None = None,
-        max_connections: int = 256,
-        max_in_flight: int = 1024,
-        workers: int = 64,
-        max_frame_bytes: int = MAX_BODY_BYTES,
-        max_body_bytes_in_flight: int = MAX_BODY_BYTES_IN_FLIGHT,
-        handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
-        idle_timeout_s: float | None = None,
-        compression: tuple[str, ...] = ALGORITHMS,
-        auth: bool = False,
+        max_connections: int,
+        max_in_flight: int,
+        max_frame_bytes: int,
+        max_body_bytes_in_flight: int,
+        handshake_timeout_s: float,
+        idle_timeout_s: float | None,
+        compression: tuple[str, ...],
+        authenticator: str | None,
     ) -> None:
-        self.coordinator = coordinator
-        self.host = host
-        self.port = port
-        self.ssl_context = ssl_context
         self.max_connections = max_connections
         self.max_in_flight = max_in_flight
         self.max_frame_bytes = max_frame_bytes
         self.bodies = BodyBudget(max(max_body_bytes_in_flight, max_frame_bytes))
         self.handshake_timeout_s = handshake_timeout_s
         self.idle_timeout_s = idle_timeout_s
-        # None: no logins, STARTUP is answered READY
-        self.authenticator: str | None = PASSWORD_AUTHENTICATOR if auth else None
-        if auth:
-            coordinator.roles.ensure_default_superuser()
-        self.combiner: WriteCombiner | None = WriteCombiner(coordinator)
         self.compression = compression
-        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cql")
-        self.prepared = PreparedCache()
-        # writes with literal values as the prepared writes they mean (connection._literal)
-        self.literal_templates: dict[tuple[str | None, ast.Statement], PreparedStatement] = {}
-        self.cursors = Cursors()
+        # None: no logins, STARTUP is answered READY
+        self.authenticator = authenticator
         self.connections: set[Connection] = set()
         self._handlers: set[asyncio.Task[None]] = set()
-        self._server: asyncio.Server | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stopped = threading.Event()
         # what ScyllaDB's transport metrics count (scylla_transport_*), read at scrape time
         # (``cqlcdc.server.metrics``); updated on the event loop's thread only
         self.connects = 0
@@ -132,29 +91,9 @@ class CqlServer:
         self.requests_serving = 0
         self.requests_by_kind: dict[str, int] = {}
 
-    async def start(self) -> tuple[str, int]:
-        """Listen; returns the bound address."""
-        self._loop = asyncio.get_running_loop()
-        if self.ssl_context is not None:
-            self._server = await asyncio.start_server(
-                self._accept,
-                self.host,
-                self.port,
-                ssl=self.ssl_context,
-                ssl_handshake_timeout=self.handshake_timeout_s,
-            )
-        else:
-            self._server = await asyncio.start_server(self._accept, self.host, self.port)
-        host, port = self._server.sockets[0].getsockname()[:2]
-        self.port = port
-        self.coordinator.node = dataclasses.replace(
-            self.coordinator.node,
-            address=host,
-            port=port,
-            auth=self.authenticator is not None,
-            tls=self.ssl_context is not None,
-        )
-        return host, port
+    def requests_for(self, *, anonymous: bool) -> Requests:
+        """Where a new connection's requests run."""
+        raise NotImplementedError
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if len(self.connections) >= self.max_connections and not self._make_room():
@@ -186,13 +125,154 @@ class CqlServer:
         oldest.evict()
         return True
 
+    def push_event(self, change: SchemaChange) -> None:
+        """Send ``change`` to every connection that REGISTERed for it (event loop thread)."""
+        for conn in list(self.connections):
+            conn.push_event(change)
+
+    async def _close_connections(self) -> None:
+        """Let every request in flight finish, close the connections, and wait for their
+        handlers to end."""
+        for conn in list(self.connections):
+            await asyncio.gather(*conn.tasks, return_exceptions=True)
+            conn.writer.close()
+        await asyncio.gather(*self._handlers, return_exceptions=True)
+
+
+class CqlServer(ProtocolServer):
+    """Serves the CQL binary protocol (v4 and v5) for one coordinator.
+
+    Args:
+        coordinator: the data directory's coordinator (the server does not close it).
+        host: the address to bind (127.0.0.1: this machine only).
+        port: the port (0: any free one; ``start`` returns it).
+        ssl_context: serve TLS with it (``tls_context`` makes one from a certificate).
+        max_connections: connections beyond this are refused (closed at once), unless
+            one still in its handshake can make room: the oldest of those is closed.
+        max_in_flight: requests of one connection running at once; more wait.
+        workers: threads running statements (they block until committed).
+        max_frame_bytes: the largest request body accepted (a larger one is a protocol
+            error and closes the connection). Before the login it is
+            ``MAX_HANDSHAKE_BODY_BYTES`` (128 KiB).
+        max_body_bytes_in_flight: request bodies held at once by the whole server (being
+            received, or running); a connection whose next body does not fit is not read
+            until others finish. At least ``max_frame_bytes``.
+        handshake_timeout_s: a connection that has not finished its TLS handshake, STARTUP
+            and login this long after it was accepted is closed.
+        idle_timeout_s: a logged-in connection that sends nothing and has no request
+            running for this long is closed (None: never, as Cassandra's default; the
+            drivers' heartbeats keep a pool's connections alive).
+        compression: the algorithms clients may choose in STARTUP (LZ4; () for none).
+        auth: require a login (Cassandra's PasswordAuthenticator against the data
+            directory's roles; a directory without roles gets ``cassandra``/``cassandra``,
+            as Cassandra creates it) and check every statement against the role's
+            permissions. Off: every client is anonymous and may do anything but manage roles.
+        protocol_workers: processes serving the protocol on the port (``cqlcdc serve
+            --workers``): above 1, this process does not listen; N worker processes do
+            (``workers.WorkerPool``), and forward what they decoded and bound to it. The
+            limits above then hold per worker: ``max_connections`` and
+            ``max_body_bytes_in_flight`` are divided among them.
+        tls_files: the certificate and key files ``ssl_context`` was made from, which
+            protocol workers load (required with TLS and more than one worker).
+    """
+
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        host: str = "127.0.0.1",
+        port: int = 9042,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        max_connections: int = 256,
+        max_in_flight: int = 1024,
+        workers: int = 64,
+        max_frame_bytes: int = MAX_BODY_BYTES,
+        max_body_bytes_in_flight: int = MAX_BODY_BYTES_IN_FLIGHT,
+        handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
+        idle_timeout_s: float | None = None,
+        compression: tuple[str, ...] = ALGORITHMS,
+        auth: bool = False,
+        protocol_workers: int = 1,
+        tls_files: tuple[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            max_connections=max_connections,
+            max_in_flight=max_in_flight,
+            max_frame_bytes=max_frame_bytes,
+            max_body_bytes_in_flight=max_body_bytes_in_flight,
+            handshake_timeout_s=handshake_timeout_s,
+            idle_timeout_s=idle_timeout_s,
+            compression=compression,
+            authenticator=PASSWORD_AUTHENTICATOR if auth else None,
+        )
+        self.coordinator = coordinator
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        if auth:
+            coordinator.roles.ensure_default_superuser()
+        if protocol_workers > 1 and ssl_context is not None and tls_files is None:
+            raise ValueError("protocol workers serve TLS from tls_files, not an SSLContext")
+        self.protocol_workers = protocol_workers
+        self.tls_files = tls_files
+        self.pool: WorkerPool | None = None
+        self.combiner: WriteCombiner | None = WriteCombiner(coordinator)
+        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cql")
+        self.prepared = PreparedCache()
+        # writes with literal values as the prepared writes they mean (executing._literal)
+        self.literal_templates: dict[tuple[str | None, ast.Statement], PreparedStatement] = {}
+        self.cursors = Cursors()
+        self._server: asyncio.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
+
+    def requests_for(self, *, anonymous: bool) -> Requests:
+        return InProcessRequests(SessionRequests(self, anonymous=anonymous), self.executor)
+
+    def connection_count(self) -> int:
+        """Client connections open now: this process's, or its protocol workers'."""
+        if self.pool is not None:
+            return self.pool.connection_count()
+        return len(self.connections)
+
+    async def start(self) -> tuple[str, int]:
+        """Listen; returns the bound address."""
+        self._loop = asyncio.get_running_loop()
+        if self.protocol_workers > 1:
+            from cqlcdc.server.workers import WorkerPool
+
+            self.pool = pool = WorkerPool(self, self.protocol_workers)
+            host, port = await self._loop.run_in_executor(None, pool.start, self.host, self.port)
+        elif self.ssl_context is not None:
+            self._server = await asyncio.start_server(
+                self._accept,
+                self.host,
+                self.port,
+                ssl=self.ssl_context,
+                ssl_handshake_timeout=self.handshake_timeout_s,
+            )
+        else:
+            self._server = await asyncio.start_server(self._accept, self.host, self.port)
+        if self._server is not None:
+            host, port = self._server.sockets[0].getsockname()[:2]
+        self.port = port
+        self.coordinator.node = dataclasses.replace(
+            self.coordinator.node,
+            address=host,
+            port=port,
+            auth=self.authenticator is not None,
+            tls=self.ssl_context is not None,
+        )
+        return host, port
+
     def broadcast_schema_change(self, change: SchemaChange) -> None:
         """Tell every connection that REGISTERed for SCHEMA_CHANGE (from a worker thread)."""
+        if self.pool is not None:
+            self.pool.broadcast(change)
         loop = self._loop
-        if loop is None:
-            return
-        for conn in list(self.connections):
-            loop.call_soon_threadsafe(conn.push_event, change)
+        if loop is not None and self.connections:
+            loop.call_soon_threadsafe(self.push_event, change)
 
     async def serve_until(self, stop: asyncio.Event) -> None:
         """Serve until ``stop`` is set, then stop accepting and finish in-flight requests."""
@@ -206,10 +286,9 @@ class CqlServer:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
-        for conn in list(self.connections):
-            await asyncio.gather(*conn.tasks, return_exceptions=True)
-            conn.writer.close()
-        await asyncio.gather(*self._handlers, return_exceptions=True)
+        if self.pool is not None:  # the workers finish theirs, which run here
+            await asyncio.get_running_loop().run_in_executor(None, self.pool.close)
+        await self._close_connections()
         if self.combiner is not None:
             self.combiner.close()
         self.executor.shutdown(wait=True)
