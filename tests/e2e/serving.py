@@ -9,12 +9,20 @@ from typing import Any
 from cqlcdc.server import CqlServer
 from cqlcdc.session import Session
 
+# the suites that must hold whatever process decodes a frame run against both: the server
+# alone, and two protocol workers in front of it (``cqlcdc serve --workers 2``)
+WORKERS = (1, 2)
+
+
+def workers_id(count: int) -> str:
+    return f"{count}-worker" if count == 1 else f"{count}-workers"
+
 
 @contextmanager
 def serving(session: Session, **options: Any) -> Iterator[CqlServer]:
     """``CqlServer`` on a free loopback port over ``session``'s coordinator, in a thread;
     on exit the server stops and the session closes (options: ``CqlServer``'s, e.g.
-    ``auth=True``)."""
+    ``auth=True``, ``protocol_workers=2``)."""
     server = CqlServer(session.coordinator, port=0, **options)
     server.start_in_thread()
     try:

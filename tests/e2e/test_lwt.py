@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import cqlcdc
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.session import Session
+from tests.e2e.serving import WORKERS, workers_id
 
 pytestmark = pytest.mark.spark
 
@@ -266,11 +267,13 @@ _OPS = st.tuples(
 )
 
 
-@pytest.fixture(scope="module")
-def served(session: Any) -> Iterator[tuple[str, int]]:
+@pytest.fixture(scope="module", params=WORKERS, ids=workers_id)
+def served(session: Any, request: pytest.FixtureRequest) -> Iterator[tuple[str, int]]:
+    """The server alone, or behind two protocol workers: conditional writes from clients
+    on different workers serialize as from one process."""
     from cqlcdc.server import CqlServer
 
-    server = CqlServer(session.coordinator, port=0)
+    server = CqlServer(session.coordinator, port=0, protocol_workers=request.param)
     yield server.start_in_thread()
     server.stop_thread()
 
@@ -297,7 +300,7 @@ def _driver_client(address: tuple[str, int]) -> tuple[Any, Any]:
 def test_concurrent_lwts_serialize_in_commit_order(
     session: Any, served: tuple[str, int], via: str, clients: list[Any]
 ) -> None:
-    table = f"ks.conc{abs(hash((via, repr(clients)))) % 10**9}"
+    table = f"ks.conc{abs(hash((via, served, repr(clients)))) % 10**9}"
     session.execute(
         f"CREATE TABLE IF NOT EXISTS {table} (pk int PRIMARY KEY, v int) "
         "WITH cdc = {'enabled': true}"

@@ -31,18 +31,21 @@ from cassandra.util import Duration
 import cqlcdc
 from cqlcdc.server import CqlServer
 from cqlcdc.session import Session
-from tests.e2e.serving import serving
+from tests.e2e.serving import WORKERS, serving, workers_id
 
 pytestmark = pytest.mark.spark
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 
 
-@pytest.fixture(scope="module")
-def served(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CqlServer]:
-    """A server on a free port over its own data directory (its coordinator is ``.coordinator``)."""
+@pytest.fixture(scope="module", params=WORKERS, ids=workers_id)
+def served(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[CqlServer]:
+    """A server on a free port over its own data directory (its coordinator is
+    ``.coordinator``), alone or behind protocol workers."""
     session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("srv"), master="local[2]")
-    with serving(session) as srv:
+    with serving(session, protocol_workers=request.param) as srv:
         yield srv
 
 
@@ -367,13 +370,14 @@ def _serve(data: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
     return proc, port
 
 
-def test_kill_9_loses_no_acknowledged_write(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", WORKERS, ids=workers_id)
+def test_kill_9_loses_no_acknowledged_write(spark: Any, tmp_path: Path, workers: int) -> None:
     """Writes are acknowledged once durable in the ingest log: a server killed with
     SIGKILL right after acknowledging them has every one, with its CDC log row, once."""
     from cassandra.concurrent import execute_concurrent_with_args
 
     data = tmp_path / "data"
-    proc, port = _serve(data)
+    proc, port = _serve(data, "--workers", str(workers))
     try:
         cluster = _cluster(("127.0.0.1", port))
         session = cluster.connect()
@@ -402,9 +406,10 @@ def test_kill_9_loses_no_acknowledged_write(spark: Any, tmp_path: Path) -> None:
         again.close()
 
 
-def test_cqlcdc_serve_stops_cleanly_on_sigterm(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", WORKERS, ids=workers_id)
+def test_cqlcdc_serve_stops_cleanly_on_sigterm(spark: Any, tmp_path: Path, workers: int) -> None:
     data = tmp_path / "data"
-    proc, port = _serve(data)
+    proc, port = _serve(data, "--workers", str(workers))
     try:
         assert proc.stderr is not None
         cluster = _cluster(("127.0.0.1", port), protocol_version=4)

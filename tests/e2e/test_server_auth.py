@@ -21,16 +21,19 @@ from cassandra.query import BatchStatement
 
 import cqlcdc
 from cqlcdc.server import CqlServer
-from tests.e2e.serving import serving
+from tests.e2e.serving import WORKERS, serving, workers_id
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 
 
-@pytest.fixture(scope="module")
-def secured(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CqlServer]:
-    """A server requiring logins, over a data directory without roles."""
+@pytest.fixture(scope="module", params=WORKERS, ids=workers_id)
+def secured(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[CqlServer]:
+    """A server requiring logins, over a data directory without roles, alone or behind
+    protocol workers."""
     session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("auth"), master="local[2]")
-    with serving(session, auth=True) as srv:
+    with serving(session, auth=True, protocol_workers=request.param) as srv:
         yield srv
 
 
