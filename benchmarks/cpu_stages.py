@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 DECODE = "frame decode/encode"
 BIND = "bind"
 ENCODE = "result encoding"
-DISPATCH = "request dispatch (connection)"
+DISPATCH = "request dispatch (a task and an executor hand-off each)"
 COMBINER = "combiner (bulk chunks)"
 APPEND = "ingest append"
 ACKS = "acknowledgement"
@@ -38,8 +38,10 @@ _BY_MODULE: tuple[tuple[str, tuple[str, ...]], ...] = (
     (APPEND, ("cqlcdc/coordinator.py:append", "cqlcdc/coordinator.py:acknowledge")),
     (APPEND, ("cqlcdc/coordinator.py:make_durable",)),
     (ACKS, ("cqlcdc/server/combiner.py:_acknowledge",)),
+    # the combiner binds a group's values column-wise: that part is the bind
+    (BIND, ("cqlcdc/storage/bulk.py:bound_columns", "cqlcdc/server/binds.py")),
     (COMBINER, ("cqlcdc/server/combiner.py",)),
-    (BIND, ("cqlcdc/server/binds.py", "cqlcdc/server/statements.py")),
+    (BIND, ("cqlcdc/server/statements.py",)),
     (BIND, ("cqlcdc/server/column_cells.py", "cqlcdc/server/typecodes.py")),
     (ENCODE, ("cqlcdc/server/results.py", "cqlcdc/server/responses.py")),
     (DECODE, ("cqlcdc/server/framing.py", "cqlcdc/server/frames.py")),

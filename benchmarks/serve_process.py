@@ -134,13 +134,16 @@ def measured_run(
     settle: Callable[[], None],
     profile_seconds: float | None = None,
     profile_path: Path | None = None,
+    batch_id: Callable[[], int] | None = None,
 ) -> dict[str, Any]:
     """Run one client and account for the CPU the server's tree spent between its ``go``
     and its end (after ``settle``, a read that waits for the engine to apply the run).
 
     With ``profile_seconds``, py-spy samples the server's Python processes (and their
     Python children) from ``go`` on for that long, on the CPU only, to ``profile_path``;
-    its stages come back scaled to µs per write by the sampled threads' CPU."""
+    its stages come back scaled to µs per write by the sampled threads' CPU. With
+    ``batch_id`` (the engine's last committed micro-batch), the micro-batches the run took
+    and the server's CPU per micro-batch."""
     client = subprocess.Popen(
         list(client_argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -149,11 +152,13 @@ def measured_run(
     stderr = client.stderr
     threading.Thread(target=lambda: errors.extend(stderr), daemon=True).start()
     before: dict[int, Any] | None = None
+    first_batch = 0
     threads_before: dict[int, dict[int, tuple[str, float]]] = {}
     spy: subprocess.Popen[bytes] | None = None
     last = ""
     for line in client.stdout:
         if line.strip() == "go" and before is None:
+            first_batch = batch_id() if batch_id is not None else 0
             before = tree_cpu(server_pid)
             threads_before = _threads_of(before)
             if profile_seconds is not None and profile_path is not None:
@@ -174,6 +179,11 @@ def measured_run(
     result["cpu_us_per_write"] = {g: groups[g] / writes * 1e6 for g in GROUPS}
     result["server_cpu_us_per_write"] = sum(groups.values()) / writes * 1e6
     result["client_cpu_us_per_request"] = result["client_cpu_s"] / writes * 1e6
+    if batch_id is not None:
+        batches = batch_id() - first_batch
+        result["micro_batches"] = batches
+        result["writes_per_batch"] = writes / max(batches, 1)
+        result["server_cpu_ms_per_batch"] = sum(groups.values()) / max(batches, 1) * 1e3
     names: dict[int, str] = {}
     for pid in threads_after:
         names.update(thread_names(pid))
@@ -196,6 +206,15 @@ def measured_run(
             profile_path, before, after, threads_before, threads_after, writes
         )
     return result
+
+
+def idle_cpu(server_pid: int, seconds: float) -> dict[str, float]:
+    """Each group's CPU (cores, i.e. CPU seconds per second) while no client writes: the
+    fixed cost a run's figures include (the streaming query's triggers, the JVM's own)."""
+    before = tree_cpu(server_pid)
+    threading.Event().wait(seconds)  # nothing to wait for: a fixed window of no load
+    groups = spent_by_group(before, tree_cpu(server_pid))
+    return {g: groups[g] / seconds for g in GROUPS}
 
 
 def _start_spy(pid: int, seconds: float, path: Path) -> subprocess.Popen[bytes] | None:

@@ -1,25 +1,36 @@
-"""`cqlcdc serve` through the real cassandra-driver, beside the in-process Session.
+"""`cqlcdc serve` as a process of its own, through the real drivers, beside the in-process
+Session: issue 28's targets, each printed beside its measured figure.
 
-Measures single-row prepared INSERTs with 1, 16 and 64 requests in flight (acknowledged =
-durable in the ingest log, as the server acknowledges; the in-process Session is measured
-the same way, `execute(..., wait=False)`), one-partition reads on a table of `--rows` rows,
-and the window reads a CDC consumer repeats (``window_reads``: one stream's 1,000 rows and
-64 streams' window of a `--rows`-row log, in a data directory of 64 streams of its own). The
-writing driver runs in a process of its own, as a client application does (in the server's
-process it would share its GIL). Prints a table, writes `benchmarks/results/server.json`;
-the last line is one JSON object with `writes_per_s_64`, `ack_p99_ms_64`, `ack_p50_ms_1`,
-`read_p50_ms`, `window_read_p50_ms`, `window64_read_p50_ms` (and `node_writes_per_s_64`:
-the 64-in-flight writes through the Node.js driver, a cheaper client).
+The read table is loaded in-process (``execute_arrow``), the session closed, and ``cqlcdc
+serve`` started on that directory (``--workers N`` passed on when given). Against it:
+single-row prepared INSERTs with 1, 16 and 64 requests in flight through the Python
+cassandra-driver and the Node.js driver (``node_writes.js``, the cheaper client), each in a
+process of its own (acknowledged = durable in the ingest log; the in-process Session is
+measured the same way, ``execute(..., wait=False)``). For each run, from ``/proc``
+(``cpu_accounting.py``): the CPU of every process of the server's tree by group (the serving
+Python process, protocol workers, its JVM, Spark's Python workers) per acknowledged write,
+the serving process's CPU per thread (named by ``py-spy dump``), and the client's own CPU
+per request. One more 64-in-flight run is sampled with py-spy and folded into the stages of
+a write's path (``cpu_stages.py``). Then one-partition reads on a table of ``--rows`` rows
+and the window reads a CDC consumer repeats (``window_reads``: one stream's 1,000 rows and 64
+streams' window of a ``--rows``-row log, in a data directory of 64 streams, in a process of
+its own with an in-thread server). Prints the tables, writes
+``benchmarks/results/server.json`` (and the raw profile, ``server-profile.txt``); the last
+line is one JSON object with ``cpu_us_per_write_64``, ``writes_per_s_64``, ``ack_p50_ms_1``,
+``ack_p99_ms_64``, ``read_p50_ms``, ``window_read_p50_ms``, ``window64_read_p50_ms`` (the
+writes through the cheapest client: Node when it is installed).
 
-The cost of ``--metrics``: the same 64-in-flight writes with and without a metrics endpoint
+The cost of ``--metrics`` (only with ``--metrics-overhead``, an in-thread server): the same
+64-in-flight writes with and without a metrics endpoint
 (scraped every 5 s, three times as often as a usual 15 s job), in pairs whose order
 alternates, printed as the change of throughput (``metrics_overhead_pct``), of the server's
 CPU per write (``cpu_overhead_pct``), and the metrics' own CPU measured inside those runs as
 a share of the server's (``metrics_cpu_share_pct``): on a machine others load, the first
 two move by more than the metrics cost, the last does not.
 
-    .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table)
-    .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs
+    .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table), ~6 min
+    .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs, ~3 min
+    .venv/bin/python benchmarks/server.py --workers 2  # cqlcdc serve --workers 2
     .venv/bin/python benchmarks/server.py --metrics-overhead  # only the --metrics runs
     .venv/bin/python benchmarks/server.py --window-only  # only the window reads (~2 minutes)
 
@@ -40,6 +51,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,6 +81,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.cpu_accounting import GROUPS  # noqa: E402
 from benchmarks.serve_process import (  # noqa: E402
     ServedProcess,
+    idle_cpu,
     measured_run,
     node_client_argv,
     py_spy,
@@ -369,8 +382,6 @@ def _metrics_cpu(server: CqlServer) -> tuple[float, float]:
 
 
 def _has_node() -> bool:
-    import shutil
-
     modules = Path(__file__).resolve().parents[1] / "tests" / "node" / "node_modules"
     return shutil.which("node") is not None and modules.is_dir()
 
@@ -642,6 +653,7 @@ def window_reads(rows: int) -> dict[str, Any]:
     cluster.shutdown()
     server.stop_thread()
     s.close()
+    shutil.rmtree(data, ignore_errors=True)
     return out
 
 
@@ -694,9 +706,9 @@ def main() -> None:
         cluster_main(args)
         return
     rows = args.rows or (20_000 if args.quick else 1_000_000)
-    seconds = 8.0 if args.quick else 20.0
+    seconds = 8.0 if args.quick else 15.0
     if args.metrics_overhead:
-        overhead_only(seconds, args.pairs)
+        overhead_only(8.0 if args.quick else 20.0, args.pairs)
         return
     if args.window_only:
         window = window_reads(rows)
@@ -740,9 +752,10 @@ def served_main(args: argparse.Namespace, rows: int, seconds: float) -> None:
     results["load_average_before"] = os.getloadavg()
     served = ServedProcess.start(data, MASTER, args.workers)
     try:
-        results.update(served_runs(served, rows, seconds))
+        results.update(served_runs(served, data, rows, seconds))
     finally:
         served.stop()
+        shutil.rmtree(data.parent, ignore_errors=True)
     results["load_average_after"] = os.getloadavg()
     # in a process of its own: a data directory of 64 streams, its own Spark session
     argv = [sys.executable, __file__, "--window-only", "--rows", str(rows)]
@@ -758,12 +771,19 @@ def served_main(args: argparse.Namespace, rows: int, seconds: float) -> None:
 MASTER = "local[2]"
 IN_FLIGHT = (1, 16, 64)
 WARM_UP_S = 5.0  # Spark's first batches start its Python workers: not measured
+IDLE_WINDOW_S = 3.0
 PROFILE_PATH = RESULTS / "server-profile.txt"
 
 
-def served_runs(served: ServedProcess, rows: int, seconds: float) -> dict[str, Any]:
+def committed_batch(data: Path) -> int:
+    """The engine's last committed micro-batch (``manifest.json``): the batches a run took."""
+    batch: int = json.loads((data / "manifest.json").read_text())["batch_id"]
+    return batch
+
+
+def served_runs(served: ServedProcess, data: Path, rows: int, seconds: float) -> dict[str, Any]:
     """The write runs (each client, 1, 16 and 64 in flight), the profiled run and the
-    one-partition reads, against a running server."""
+    one-partition reads, against a running server on ``data``."""
     pid, port = served.proc.pid, served.port
     cluster = Cluster(
         ["127.0.0.1"], port=port, protocol_version=5, load_balancing_policy=RoundRobinPolicy()
@@ -783,16 +803,20 @@ def served_runs(served: ServedProcess, rows: int, seconds: float) -> dict[str, A
         clients["node"] = lambda n, secs: node_client_argv(port, n, secs, next(bases) * 10**12)
     cheapest = "node" if "node" in clients else "driver"
     out: dict[str, Any] = {"cheapest_client": cheapest}
+    batches = {"batch_id": lambda: committed_batch(data)}
     measured_run(pid, clients[cheapest](64, WARM_UP_S), settle)
+    out["idle_cores"] = idle_cpu(pid, IDLE_WINDOW_S)
     for in_flight in IN_FLIGHT:
         for kind, argv in clients.items():
-            out[f"{kind}_{in_flight}"] = measured_run(pid, argv(in_flight, seconds), settle)
+            out[f"{kind}_{in_flight}"] = measured_run(
+                pid, argv(in_flight, seconds), settle, **batches
+            )
             print(f"{kind} {in_flight} in flight: {_brief(out[f'{kind}_{in_flight}'])}", flush=True)
     if py_spy() is not None:
         RESULTS.mkdir(exist_ok=True)
         PROFILE_PATH.unlink(missing_ok=True)
         out["profile_64"] = measured_run(
-            pid, clients[cheapest](64, seconds), settle, seconds - 1, PROFILE_PATH
+            pid, clients[cheapest](64, seconds), settle, seconds - 1, PROFILE_PATH, **batches
         )
     read = cql.prepare("SELECT * FROM r WHERE pk = ?")
     out["read_p50_ms"] = timed(lambda i: cql.execute(read, ((i * 7919) % (rows // 10),)).all(), 50)
@@ -804,7 +828,9 @@ def _brief(r: dict[str, Any]) -> str:
     return (
         f"{r['writes_per_s']:,.0f} writes/s, ack p50 {r['ack_p50_ms']:.1f} ms, "
         f"server {r['server_cpu_us_per_write']:.0f} µs/write, "
-        f"client {r['client_cpu_us_per_request']:.0f} µs/request"
+        f"client {r['client_cpu_us_per_request']:.0f} µs/request, "
+        f"{r['writes_per_batch']:.1f} writes and {r['server_cpu_ms_per_batch']:.1f} ms CPU "
+        "per micro-batch"
     )
 
 
@@ -839,7 +865,7 @@ def print_served(results: dict[str, Any], summary: dict[str, Any]) -> None:
     print(
         f"\n{'writes (µs/write)':22}{'writes/s':>10}{'p50 ms':>8}{'p99 ms':>8}"
         + "".join(f"{g[:12]:>13}" for g in groups)
-        + f"{'server':>9}{'client':>9}"
+        + f"{'server':>9}{'client':>9}{'w/batch':>9}{'ms/batch':>9}"
     )
     for kind in kinds:
         for in_flight in IN_FLIGHT:
@@ -849,6 +875,7 @@ def print_served(results: dict[str, Any], summary: dict[str, Any]) -> None:
                 f"{r['ack_p50_ms']:>8.1f}{r['ack_p99_ms']:>8.1f}"
                 + "".join(f"{r['cpu_us_per_write'][g]:>13.1f}" for g in groups)
                 + f"{r['server_cpu_us_per_write']:>9.1f}{r['client_cpu_us_per_request']:>9.1f}"
+                + f"{r['writes_per_batch']:>9.1f}{r['server_cpu_ms_per_batch']:>9.1f}"
             )
     for in_flight in IN_FLIGHT:
         r = results[f"session_{in_flight}"]
@@ -856,6 +883,11 @@ def print_served(results: dict[str, Any], summary: dict[str, Any]) -> None:
             f"{f'in-process ({in_flight} threads)':22}{r['writes_per_s']:>10,.0f}"
             f"{r['ack_p50_ms']:>8.1f}{r['ack_p99_ms']:>8.1f}"
         )
+    idle = results["idle_cores"]
+    print(
+        "idle server (no client), cores: "
+        + ", ".join(f"{g} {idle[g]:.3f}" for g in groups if idle[g] > 0)
+    )
     cheap = results[f"{results['cheapest_client']}_64"]
     print(f"\nthe server's threads, µs per write ({results['cheapest_client']}, 64 in flight):")
     for name, us in list(cheap["thread_cpu_us_per_write"].items())[:12]:
