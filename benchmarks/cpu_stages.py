@@ -64,8 +64,13 @@ def _where(frame: str) -> str:
     return f"{m['file']}:{m['function']}"
 
 
-def stage_of(frames: Sequence[str]) -> str:
-    """The stage of one sample, its frames from the thread's root to the leaf.
+# the engine's own pools: whatever their threads run is the micro-batch
+_BATCH_THREADS = ("cqlcdc-bucket", "cqlcdc-write", "cqlcdc-tip")
+
+
+def stage_of(frames: Sequence[str], thread: str = "") -> str:
+    """The stage of one sample, its frames from the thread's root to the leaf, on the
+    thread named ``thread``.
 
     A sample whose leaf-most frame of a known package is py4j's or pyspark's waits on (or
     talks to) the JVM: a round-trip, whoever called it."""
@@ -75,6 +80,8 @@ def stage_of(frames: Sequence[str]) -> str:
             break
         if "py4j/" in where or "pyspark/" in where:
             return PY4J
+    if thread.startswith(_BATCH_THREADS):
+        return BATCH
     for stage, modules in _BY_MODULE:
         if any(module in where for where in wheres for module in modules):
             return stage
@@ -83,21 +90,22 @@ def stage_of(frames: Sequence[str]) -> str:
 
 @dataclass
 class Profile:
-    """Samples per stage of each thread of the processes sampled, and per leaf-most cqlcdc
-    module, by process id."""
+    """Samples per stage of each thread of the processes sampled, and within each stage per
+    leaf-most cqlcdc module (where in a stage the time goes), by process id."""
 
     samples: dict[int, dict[int, dict[str, int]]] = field(default_factory=dict)  # pid, tid
     names: dict[int, dict[int, str]] = field(default_factory=dict)  # pid -> tid -> name
-    leaves: dict[int, dict[str, int]] = field(default_factory=dict)  # pid -> module -> n
+    # pid -> stage -> the leaf-most cqlcdc module of the sample -> n
+    leaves: dict[int, dict[str, dict[str, int]]] = field(default_factory=dict)
 
     def add(self, pid: int, tid: int, name: str, frames: Sequence[str], count: int) -> None:
-        stage = stage_of(frames)
+        stage = stage_of(frames, name)
         by_stage = self.samples.setdefault(pid, {}).setdefault(tid, {})
         by_stage[stage] = by_stage.get(stage, 0) + count
         self.names.setdefault(pid, {})[tid] = name
         leaf = next((w for w in map(_where, reversed(frames)) if "cqlcdc/" in w), None)
         module = "(outside cqlcdc)" if leaf is None else leaf.split(":")[0]
-        by_leaf = self.leaves.setdefault(pid, {})
+        by_leaf = self.leaves.setdefault(pid, {}).setdefault(stage, {})
         by_leaf[module] = by_leaf.get(module, 0) + count
 
     def stage_samples(self, pid: int) -> dict[str, int]:
@@ -185,3 +193,18 @@ def per_write_us(
         stage: seconds / writes * 1e6
         for stage, seconds in sorted(out.items(), key=lambda kv: -kv[1])
     }
+
+
+def split_by_module(
+    leaves: Mapping[str, Mapping[str, int]], stage_us: Mapping[str, float], top: int = 8
+) -> dict[str, dict[str, float]]:
+    """Each stage's µs per write split by the leaf-most cqlcdc module of its samples, the
+    ``top`` largest first."""
+    out: dict[str, dict[str, float]] = {}
+    for stage, modules in leaves.items():
+        total = sum(modules.values())
+        if stage not in stage_us or total == 0:
+            continue
+        ranked = sorted(modules.items(), key=lambda kv: -kv[1])[:top]
+        out[stage] = {m: round(n / total * stage_us[stage], 1) for m, n in ranked}
+    return out

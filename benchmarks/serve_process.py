@@ -32,7 +32,7 @@ from benchmarks.cpu_accounting import (
     thread_cpu,
     tree_cpu,
 )
-from benchmarks.cpu_stages import parse_raw, per_write_us
+from benchmarks.cpu_stages import parse_raw, per_write_us, split_by_module
 
 START_TIMEOUT_S = 180.0
 ENDED = "(threads that ended during the run)"
@@ -259,9 +259,7 @@ def _stages(
             "samples": sum(profile.stage_samples(pid).values()),
             "us_per_write": {k: round(v, 1) for k, v in stages.items()},
             "samples_by_stage": profile.stage_samples(pid),
-            "samples_by_module": dict(
-                sorted(profile.leaves.get(pid, {}).items(), key=lambda kv: -kv[1])[:25]
-            ),
+            "us_per_write_by_module": split_by_module(profile.leaves.get(pid, {}), stages),
         }
     return out
 

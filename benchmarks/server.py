@@ -901,7 +901,10 @@ def print_served(results: dict[str, Any], summary: dict[str, Any]) -> None:
             f"{profile['writes_per_s']:,.0f} writes/s while sampled), µs per write:"
         )
         for stage, us in p["us_per_write"].items():
-            print(f"  {stage:40}{us:>8.1f}")
+            print(f"  {stage:66}{us:>8.1f}")
+            for module, part in p["us_per_write_by_module"].get(stage, {}).items():
+                if part >= 5:
+                    print(f"      {module:62}{part:>8.1f}")
     print(
         f"\none-partition read p50 on {results['rows']:,} rows: server "
         f"{results['read_p50_ms']:.1f} ms, in-process {results['session_read_p50_ms']:.1f} ms"

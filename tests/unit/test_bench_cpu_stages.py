@@ -17,6 +17,7 @@ from benchmarks.cpu_stages import (
     UNSAMPLED,
     parse_raw,
     per_write_us,
+    split_by_module,
     stage_of,
 )
 from benchmarks.targets import format_rows, target_rows
@@ -46,6 +47,9 @@ def test_stages_by_module_with_the_caller_first() -> None:
     # the engine reads the ingest files: its micro-batch, not the append
     engine = ["run_batch (cqlcdc/pipeline/engine.py:500)", "read (cqlcdc/store/ingest.py:400)"]
     assert stage_of(engine) == BATCH
+    decode = ["process_bucket (cqlcdc/cdc/processor.py:9)", "typed (cqlcdc/storage/codec.py:5)"]
+    assert stage_of(decode, "cqlcdc-bucket_1") == BATCH  # the engine's pool
+    assert stage_of(decode, "cql_3") == OTHER
     assert stage_of(["main (somewhere.py:1)"]) == OTHER
 
 
@@ -81,7 +85,12 @@ def test_parse_raw_by_process_thread_and_stage() -> None:
     assert profile.names[100][101] == "cql-write-combiner"
     assert profile.samples[200] == {201: {BIND: 5}}  # the child's own samples, apart
     assert profile.stage_samples(100) == {DECODE: 30, COMBINER: 10, APPEND: 20, BATCH: 8}
-    assert profile.leaves[100]["cqlcdc/server/combiner.py"] == 10
+    assert profile.leaves[100][APPEND] == {"cqlcdc/store/ingest.py": 20}
+    us = split_by_module(profile.leaves[100], {APPEND: 40.0, DECODE: 30.0})
+    assert us == {
+        APPEND: {"cqlcdc/store/ingest.py": 40.0},
+        DECODE: {"cqlcdc/server/framing.py": 30.0},
+    }
 
 
 def test_per_write_us_splits_each_thread_cpu_by_its_own_samples() -> None:
