@@ -97,6 +97,7 @@ class Profile:
     names: dict[int, dict[int, str]] = field(default_factory=dict)  # pid -> tid -> name
     # pid -> stage -> the leaf-most cqlcdc module of the sample -> n
     leaves: dict[int, dict[str, dict[str, int]]] = field(default_factory=dict)
+    unread: int = 0  # samples without a frame
 
     def add(self, pid: int, tid: int, name: str, frames: Sequence[str], count: int) -> None:
         stage = stage_of(frames, name)
@@ -146,6 +147,11 @@ def parse_raw(lines: Iterable[str]) -> Profile:
                 break
         else:
             frames = [p for p in parts if _PROCESS.match(p) is None]
+        if not frames:
+            # a stack py-spy could not read (--nonblocking reads it while it changes): not
+            # a stage; the thread's CPU goes by its other samples
+            profile.unread += int(count)
+            continue
         profile.add(pid, tid, thread, frames, int(count))
     return profile
 

@@ -71,6 +71,7 @@ RAW = [
     f'{SERVE};process 200:"python -m cqlcdc.cli worker";thread (201): MainThread;'
     "bind (cqlcdc/server/binds.py:1) 5",
     f"{SERVE};thread (0x1F): cqlcdc-bucket_0;run (cqlcdc/pipeline/engine.py:1) 8",
+    f"{SERVE};thread (100): MainThread 4",
     "not a stack line",
 ]
 
@@ -83,6 +84,7 @@ def test_parse_raw_by_process_thread_and_stage() -> None:
         31: {BATCH: 8},
     }
     assert profile.names[100][101] == "cql-write-combiner"
+    assert profile.unread == 4  # a stack without a frame: no stage
     assert profile.samples[200] == {201: {BIND: 5}}  # the child's own samples, apart
     assert profile.stage_samples(100) == {DECODE: 30, COMBINER: 10, APPEND: 20, BATCH: 8}
     assert profile.leaves[100][APPEND] == {"cqlcdc/store/ingest.py": 20}
