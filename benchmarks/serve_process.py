@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,15 +58,19 @@ class ServedProcess:
 
     proc: subprocess.Popen[str]
     port: int
+    metrics_url: str
     lines: list[str] = field(default_factory=list)
 
     @classmethod
     def start(cls, data_dir: Path, master: str, workers: int | None) -> ServedProcess:
         """Start the server on ``data_dir`` and wait for its "serving" line (``--workers``
-        passed only when given: a server without the flag serves in one process)."""
-        port = free_port()
+        passed only when given: a server without the flag serves in one process). Its
+        ``--metrics`` endpoint counts the appends and micro-batches of each run (their
+        cost, under 1% of the server's CPU: ``--metrics-overhead``)."""
+        port, metrics_port = free_port(), free_port()
         argv = [sys.executable, "-m", "cqlcdc.cli", "serve", "--data-dir", str(data_dir)]
         argv += ["--master", master, "--port", str(port)]
+        argv += ["--metrics", f"127.0.0.1:{metrics_port}"]
         if workers is not None:
             argv += ["--workers", str(workers)]
         proc = subprocess.Popen(
@@ -76,7 +81,7 @@ class ServedProcess:
             text=True,
             cwd=data_dir.parent,  # Spark's scratch files (derby, warehouse) beside the data
         )
-        served = cls(proc, port)
+        served = cls(proc, port, f"http://127.0.0.1:{metrics_port}/metrics")
         listening = threading.Event()
 
         def drain() -> None:  # keeps the pipe from filling while it serves
@@ -93,6 +98,11 @@ class ServedProcess:
             raise RuntimeError(f"cqlcdc serve did not start:\n{served.stderr()}")
         return served
 
+    def counters(self) -> dict[str, float]:
+        """The server's counters of appends and micro-batches now (``engine_counters``)."""
+        with urllib.request.urlopen(self.metrics_url, timeout=30) as response:
+            return engine_counters(response.read().decode())
+
     def stderr(self) -> str:
         return "".join(self.lines)[-4000:]
 
@@ -107,6 +117,51 @@ class ServedProcess:
             raise
         if code != 0:
             raise RuntimeError(f"cqlcdc serve exited {code}:\n{self.stderr()}")
+
+
+COUNTED = {
+    "cqlcdc_group_commit_records_count": "appends",
+    "cqlcdc_group_commit_records_sum": "records appended",
+    "cqlcdc_batch_duration_seconds_count": "micro-batches",
+    "cqlcdc_batch_duration_seconds_sum": "micro-batch seconds",
+    "cqlcdc_batch_rows_sum": "records applied",
+}
+
+
+def engine_counters(text: str) -> dict[str, float]:
+    """The appends (``cqlcdc_group_commit_records``: records a durable append carried; a
+    bulk chunk of combined writes is one record), micro-batches and their phases' wall
+    seconds from a Prometheus exposition."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in COUNTED:
+                out[COUNTED[sample.name]] = sample.value
+            elif sample.name == "cqlcdc_batch_phase_seconds_total":
+                out[f"phase {sample.labels['phase']} seconds"] = sample.value
+    return out
+
+
+def per_run(before: dict[str, float], after: dict[str, float], writes: float) -> dict[str, float]:
+    """A run's appends and micro-batches from two ``engine_counters`` readings: records per
+    append, appends per 1,000 writes, and each phase's wall ms per micro-batch."""
+    rise = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    appends, batches = rise.get("appends", 0.0), rise.get("micro-batches", 0.0)
+    out = {
+        "appends": appends,
+        "appends_per_1000_writes": appends / writes * 1000 if writes else 0.0,
+        "records_per_append": rise.get("records appended", 0.0) / appends if appends else 0.0,
+        "micro_batches": batches,
+    }
+    if batches:
+        out["micro_batch_wall_ms"] = rise.get("micro-batch seconds", 0.0) / batches * 1000
+        for key, seconds in rise.items():
+            if key.startswith("phase "):
+                phase = key.split()[1]
+                out[f"micro_batch_{phase}_ms"] = seconds / batches * 1000
+    return {k: round(v, 2) for k, v in out.items()}
 
 
 def thread_names(pid: int) -> dict[int, str]:
@@ -135,6 +190,7 @@ def measured_run(
     profile_seconds: float | None = None,
     profile_path: Path | None = None,
     batch_id: Callable[[], int] | None = None,
+    counters: Callable[[], dict[str, float]] | None = None,
 ) -> dict[str, Any]:
     """Run one client and account for the CPU the server's tree spent between its ``go``
     and its end (after ``settle``, a read that waits for the engine to apply the run).
@@ -143,7 +199,8 @@ def measured_run(
     Python children) from ``go`` on for that long, on the CPU only, to ``profile_path``;
     its stages come back scaled to µs per write by the sampled threads' CPU. With
     ``batch_id`` (the engine's last committed micro-batch), the micro-batches the run took
-    and the server's CPU per micro-batch."""
+    and the server's CPU per micro-batch; with ``counters`` (``ServedProcess.counters``),
+    the run's appends and micro-batch phases (``per_run``)."""
     client = subprocess.Popen(
         list(client_argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -153,12 +210,14 @@ def measured_run(
     threading.Thread(target=lambda: errors.extend(stderr), daemon=True).start()
     before: dict[int, Any] | None = None
     first_batch = 0
+    counted: dict[str, float] = {}
     threads_before: dict[int, dict[int, tuple[str, float]]] = {}
     spy: subprocess.Popen[bytes] | None = None
     last = ""
     for line in client.stdout:
         if line.strip() == "go" and before is None:
             first_batch = batch_id() if batch_id is not None else 0
+            counted = counters() if counters is not None else {}
             before = tree_cpu(server_pid)
             threads_before = _threads_of(before)
             if profile_seconds is not None and profile_path is not None:
@@ -179,6 +238,8 @@ def measured_run(
     result["cpu_us_per_write"] = {g: groups[g] / writes * 1e6 for g in GROUPS}
     result["server_cpu_us_per_write"] = sum(groups.values()) / writes * 1e6
     result["client_cpu_us_per_request"] = result["client_cpu_s"] / writes * 1e6
+    if counters is not None:
+        result["engine"] = per_run(counted, counters(), writes)
     if batch_id is not None:
         batches = batch_id() - first_batch
         result["micro_batches"] = batches

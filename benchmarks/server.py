@@ -803,7 +803,7 @@ def served_runs(served: ServedProcess, data: Path, rows: int, seconds: float) ->
         clients["node"] = lambda n, secs: node_client_argv(port, n, secs, next(bases) * 10**12)
     cheapest = "node" if "node" in clients else "driver"
     out: dict[str, Any] = {"cheapest_client": cheapest}
-    batches = {"batch_id": lambda: committed_batch(data)}
+    batches = {"batch_id": lambda: committed_batch(data), "counters": served.counters}
     measured_run(pid, clients[cheapest](64, WARM_UP_S), settle)
     out["idle_cores"] = idle_cpu(pid, IDLE_WINDOW_S)
     for in_flight in IN_FLIGHT:
@@ -830,7 +830,7 @@ def _brief(r: dict[str, Any]) -> str:
         f"server {r['server_cpu_us_per_write']:.0f} µs/write, "
         f"client {r['client_cpu_us_per_request']:.0f} µs/request, "
         f"{r['writes_per_batch']:.1f} writes and {r['server_cpu_ms_per_batch']:.1f} ms CPU "
-        "per micro-batch"
+        f"per micro-batch, {r['engine']['appends_per_1000_writes']:.0f} appends per 1,000 writes"
     )
 
 
@@ -883,6 +883,23 @@ def print_served(results: dict[str, Any], summary: dict[str, Any]) -> None:
             f"{f'in-process ({in_flight} threads)':22}{r['writes_per_s']:>10,.0f}"
             f"{r['ack_p50_ms']:>8.1f}{r['ack_p99_ms']:>8.1f}"
         )
+    print(
+        f"\n{'appends, micro-batches':22}{'appends/1k':>11}{'rec/append':>11}{'batches':>8}"
+        f"{'batch ms':>9}  phases, wall ms per micro-batch"
+    )
+    for kind in kinds:
+        for in_flight in IN_FLIGHT:
+            e = results[f"{kind}_{in_flight}"]["engine"]
+            phases = ", ".join(
+                f"{k[len('micro_batch_') : -len('_ms')]} {v:.0f}"
+                for k, v in e.items()
+                if k.startswith("micro_batch_") and k.endswith("_ms") and k != "micro_batch_wall_ms"
+            )
+            print(
+                f"{kind + f' ({in_flight} in flight)':22}{e['appends_per_1000_writes']:>11.1f}"
+                f"{e['records_per_append']:>11.1f}{e['micro_batches']:>8.0f}"
+                f"{e.get('micro_batch_wall_ms', 0):>9.0f}  {phases}"
+            )
     idle = results["idle_cores"]
     print(
         "idle server (no client), cores: "
