@@ -849,6 +849,7 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         "window_ratio": round(
             window["window_read_p50_ms"] / window["session_window_read_p50_ms"], 2
         ),
+        "writes_per_core_s_64": round(1e6 / results[f"{cheap}_64"]["server_cpu_us_per_write"], 1),
         "client": cheap,
         "driver_writes_per_s_64": round(results["driver_64"]["writes_per_s"], 1),
         "driver_cpu_us_per_write_64": round(results["driver_64"]["server_cpu_us_per_write"], 1),
@@ -931,6 +932,13 @@ def print_served(results: dict[str, Any], summary: dict[str, Any]) -> None:
     print(f"\ntargets ({summary['client']} client; load average {load[0]:.1f} {load[1]:.1f}):")
     for line in format_rows(target_rows(summary)):
         print("  " + line)
+    # what more cores would give: the figures per core of CPU, measured here
+    client_us = results[f"{summary['client']}_64"]["client_cpu_us_per_request"]
+    print(
+        f"  per core: {summary['writes_per_core_s_64']:,.0f} writes/s of the server's CPU "
+        f"(1 s / {summary['cpu_us_per_write_64']:,.0f} µs), and the client's "
+        f"{client_us:,.0f} µs a request besides"
+    )
 
 
 if __name__ == "__main__":

@@ -53,6 +53,8 @@ def test_classify_the_server_tree() -> None:
     assert classify(("python3", "-m", "pyspark.daemon"), "python3", SPARK_PYTHON) == SPARK_PYTHON
     worker = (sys.executable, "-m", "cqlcdc.cli", "serve-worker", "3")
     assert classify(worker, "python", SERVER) == WORKERS
+    spawned = (sys.executable, "-c", "from multiprocessing.spawn import spawn_main; spawn_main()")
+    assert classify(spawned, "python3.11", SERVER) == WORKERS  # a multiprocessing child
     assert classify(("/bin/bash", "spark-class"), "bash", SERVER) == OTHER
     assert classify(("python3", "x.py"), "python3", JVM) == OTHER  # not the server's own
 
