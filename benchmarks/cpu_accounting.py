@@ -188,6 +188,7 @@ def spent_by_thread(
         rise = cpu_s - then[1] if then is not None else cpu_s
         if rise < 0:  # a new thread that was given an ended one's id
             rise = cpu_s
-        name = _POOL_INDEX.sub("_*", names.get(tid) or f"native:{comm}")
+        # without any Python name (no py-spy) every thread goes by its OS name alone
+        name = _POOL_INDEX.sub("_*", names.get(tid) or (f"native:{comm}" if names else comm))
         out[name] = out.get(name, 0.0) + rise
     return out

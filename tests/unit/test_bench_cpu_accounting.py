@@ -133,6 +133,11 @@ def test_spent_by_thread_names_python_threads_and_keeps_native_ones() -> None:
     }
 
 
+def test_spent_by_thread_without_python_names_uses_os_names() -> None:
+    spent = spent_by_thread({}, {10: ("python", 1.0), 12: ("tokio-rt-worker", 0.5)}, {})
+    assert spent == {"python": 1.0, "tokio-rt-worker": 0.5}
+
+
 def test_thread_cpu_lists_this_process_threads() -> None:
     threads = thread_cpu(os.getpid())
     assert os.getpid() in threads  # the main thread's id is the pid
