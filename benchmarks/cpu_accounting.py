@@ -96,11 +96,13 @@ def classify(cmdline: tuple[str, ...], comm: str, parent_group: str | None) -> s
     if parent_group is None:
         return SERVER
     words = " ".join(cmdline)
-    if "pyspark.daemon" in words or "pyspark.worker" in words or "pyspark/daemon.py" in words:
+    program = os.path.basename(cmdline[0]) if cmdline else comm
+    if parent_group in (JVM, SPARK_PYTHON) and (program.startswith("python") or "pyspark" in words):
+        # pyspark.daemon and its forks, the streaming source's runner
+        # (pyspark.sql.streaming.python_streaming_source_runner): Spark's Python
         return SPARK_PYTHON
     if parent_group == SPARK_PYTHON:
         return SPARK_PYTHON  # forked workers of the daemon, whatever they call themselves
-    program = os.path.basename(cmdline[0]) if cmdline else comm
     if program == "java" or comm == "java":
         return JVM
     if parent_group in (SERVER, WORKERS) and (program.startswith("python") or "cqlcdc" in words):

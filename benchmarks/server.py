@@ -752,7 +752,7 @@ def served_main(args: argparse.Namespace, rows: int, seconds: float) -> None:
     results["load_average_before"] = os.getloadavg()
     served = ServedProcess.start(data, MASTER, args.workers)
     try:
-        results.update(served_runs(served, data, rows, seconds))
+        results.update(served_runs(served, data, rows, seconds, args.quick))
     finally:
         served.stop()
         shutil.rmtree(data.parent, ignore_errors=True)
@@ -772,7 +772,6 @@ MASTER = "local[2]"
 IN_FLIGHT = (1, 16, 64)
 WARM_UP_S = 5.0  # Spark's first batches start its Python workers: not measured
 IDLE_WINDOW_S = 3.0
-PROFILE_PATH = RESULTS / "server-profile.txt"
 
 
 def committed_batch(data: Path) -> int:
@@ -781,7 +780,9 @@ def committed_batch(data: Path) -> int:
     return batch
 
 
-def served_runs(served: ServedProcess, data: Path, rows: int, seconds: float) -> dict[str, Any]:
+def served_runs(
+    served: ServedProcess, data: Path, rows: int, seconds: float, quick: bool
+) -> dict[str, Any]:
     """The write runs (each client, 1, 16 and 64 in flight), the profiled run and the
     one-partition reads, against a running server on ``data``."""
     pid, port = served.proc.pid, served.port
@@ -814,9 +815,10 @@ def served_runs(served: ServedProcess, data: Path, rows: int, seconds: float) ->
             print(f"{kind} {in_flight} in flight: {_brief(out[f'{kind}_{in_flight}'])}", flush=True)
     if py_spy() is not None:
         RESULTS.mkdir(exist_ok=True)
-        PROFILE_PATH.unlink(missing_ok=True)
+        profile_path = RESULTS / ("server-profile-quick.txt" if quick else "server-profile.txt")
+        profile_path.unlink(missing_ok=True)
         out["profile_64"] = measured_run(
-            pid, clients[cheapest](64, seconds), settle, seconds - 1, PROFILE_PATH, **batches
+            pid, clients[cheapest](64, seconds), settle, seconds - 1, profile_path, **batches
         )
     read = cql.prepare("SELECT * FROM r WHERE pk = ?")
     out["read_p50_ms"] = timed(lambda i: cql.execute(read, ((i * 7919) % (rows // 10),)).all(), 50)

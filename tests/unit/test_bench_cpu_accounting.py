@@ -51,12 +51,14 @@ def test_classify_the_server_tree() -> None:
     assert classify(java, "java", SERVER) == JVM
     assert classify(("python3", "-m", "pyspark.daemon"), "python3", JVM) == SPARK_PYTHON
     assert classify(("python3", "-m", "pyspark.daemon"), "python3", SPARK_PYTHON) == SPARK_PYTHON
+    runner = ("python3", "-m", "pyspark.sql.streaming.python_streaming_source_runner")
+    assert classify(runner, "python3", JVM) == SPARK_PYTHON
     worker = (sys.executable, "-m", "cqlcdc.cli", "serve-worker", "3")
     assert classify(worker, "python", SERVER) == WORKERS
     spawned = (sys.executable, "-c", "from multiprocessing.spawn import spawn_main; spawn_main()")
     assert classify(spawned, "python3.11", SERVER) == WORKERS  # a multiprocessing child
     assert classify(("/bin/bash", "spark-class"), "bash", SERVER) == OTHER
-    assert classify(("python3", "x.py"), "python3", JVM) == OTHER  # not the server's own
+    assert classify(("/bin/sh", "-c", "x"), "sh", JVM) == OTHER  # not Python, not the server's
 
 
 def _proc(pid: int, ppid: int, group: str, cpu: int, children: int = 0, start: int = 1) -> Proc:
