@@ -426,6 +426,7 @@ def overhead_only(seconds: float, pairs: int) -> None:
     finally:
         server.stop_thread()
         s.close()
+        shutil.rmtree(data, ignore_errors=True)
     print_overhead(result)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "server-metrics.json").write_text(json.dumps(result, indent=1))
