@@ -171,8 +171,8 @@ def per_write_us(
     ``ended_s`` (the process's rise less its live threads'), is split by the samples of the
     threads no longer alive. Live threads with CPU but no sample are ``UNSAMPLED``.
 
-    Splitting per thread keeps one thread's misread samples (py-spy counts a thread in a
-    blocking call it does not know, such as ``fsync``, as active) inside that thread's
+    Splitting per thread keeps one thread's misread samples (py-spy may count a thread in
+    a blocking call it does not know, such as ``fsync``, as active) inside that thread's
     measured CPU."""
     if writes <= 0:
         return {}
