@@ -1,6 +1,8 @@
 // Single-row prepared INSERTs through the Node.js cassandra-driver, `inFlight` at a time,
 // for `seconds`: a client whose own cost per request is small, so the figure is the
 // server's (benchmarks/server.py runs it beside the Python driver).
+// Prints "go" as the timed loop starts (benchmarks/serve_process.py reads the server's CPU
+// then) and, last, one JSON summary with the client's own CPU over the loop (client_cpu_s).
 // usage: node benchmarks/node_writes.js HOST PORT IN_FLIGHT SECONDS BASE
 "use strict";
 const path = require("path");
@@ -20,6 +22,8 @@ async function main() {
   const options = { prepare: true };
   await client.execute(insert, [cassandra.types.Long.fromNumber(0), cassandra.types.Long.fromNumber(0)], options);
   const latencies = [];
+  console.log("go");
+  const cpu0 = process.cpuUsage();
   let next = Number(base);
   const started = process.hrtime.bigint();
   const deadline = started + BigInt(Math.round(Number(seconds) * 1e9));
@@ -33,6 +37,7 @@ async function main() {
   }
   await Promise.all(Array.from({ length: Number(inFlight) }, worker));
   const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  const cpu = process.cpuUsage(cpu0);  // µs, every thread of the process
   latencies.sort((a, b) => a - b);
   const pct = (q) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))];
   console.log(JSON.stringify({
@@ -40,6 +45,7 @@ async function main() {
     ack_p50_ms: pct(0.5),
     ack_p99_ms: pct(0.99),
     writes: latencies.length,
+    client_cpu_s: (cpu.user + cpu.system) / 1e6,
   }));
   await client.shutdown();
 }

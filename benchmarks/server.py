@@ -1,25 +1,36 @@
-"""`cqlcdc serve` through the real cassandra-driver, beside the in-process Session.
+"""`cqlcdc serve` as a process of its own, through the real drivers, beside the in-process
+Session: issue 28's targets, each printed beside its measured figure.
 
-Measures single-row prepared INSERTs with 1, 16 and 64 requests in flight (acknowledged =
-durable in the ingest log, as the server acknowledges; the in-process Session is measured
-the same way, `execute(..., wait=False)`), one-partition reads on a table of `--rows` rows,
-and the window reads a CDC consumer repeats (``window_reads``: one stream's 1,000 rows and
-64 streams' window of a `--rows`-row log, in a data directory of 64 streams of its own). The
-writing driver runs in a process of its own, as a client application does (in the server's
-process it would share its GIL). Prints a table, writes `benchmarks/results/server.json`;
-the last line is one JSON object with `writes_per_s_64`, `ack_p99_ms_64`, `ack_p50_ms_1`,
-`read_p50_ms`, `window_read_p50_ms`, `window64_read_p50_ms` (and `node_writes_per_s_64`:
-the 64-in-flight writes through the Node.js driver, a cheaper client).
+The read table is loaded in-process (``execute_arrow``), the session closed, and ``cqlcdc
+serve`` started on that directory (``--workers N`` passed on when given). Against it:
+single-row prepared INSERTs with 1, 16 and 64 requests in flight through the Python
+cassandra-driver and the Node.js driver (``node_writes.js``, the cheaper client), each in a
+process of its own (acknowledged = durable in the ingest log; the in-process Session is
+measured the same way, ``execute(..., wait=False)``). For each run, from ``/proc``
+(``cpu_accounting.py``): the CPU of every process of the server's tree by group (the serving
+Python process, protocol workers, its JVM, Spark's Python workers) per acknowledged write,
+the serving process's CPU per thread (named by ``py-spy dump``), and the client's own CPU
+per request. One more 64-in-flight run is sampled with py-spy and folded into the stages of
+a write's path (``cpu_stages.py``). Then one-partition reads on a table of ``--rows`` rows
+and the window reads a CDC consumer repeats (``window_reads``: one stream's 1,000 rows and 64
+streams' window of a ``--rows``-row log, in a data directory of 64 streams, in a process of
+its own with an in-thread server). Prints the tables, writes
+``benchmarks/results/server.json`` (and the raw profile, ``server-profile.txt``); the last
+line is one JSON object with ``cpu_us_per_write_64``, ``writes_per_s_64``, ``ack_p50_ms_1``,
+``ack_p99_ms_64``, ``read_p50_ms``, ``window_read_p50_ms``, ``window64_read_p50_ms`` (the
+writes through the cheapest client: Node when it is installed).
 
-The cost of ``--metrics``: the same 64-in-flight writes with and without a metrics endpoint
+The cost of ``--metrics`` (only with ``--metrics-overhead``, an in-thread server): the same
+64-in-flight writes with and without a metrics endpoint
 (scraped every 5 s, three times as often as a usual 15 s job), in pairs whose order
 alternates, printed as the change of throughput (``metrics_overhead_pct``), of the server's
 CPU per write (``cpu_overhead_pct``), and the metrics' own CPU measured inside those runs as
 a share of the server's (``metrics_cpu_share_pct``): on a machine others load, the first
 two move by more than the metrics cost, the last does not.
 
-    .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table)
-    .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs
+    .venv/bin/python benchmarks/server.py            # --rows 1000000 (the issue's table), ~6 min
+    .venv/bin/python benchmarks/server.py --quick    # 20k rows, shorter runs, ~3 min
+    .venv/bin/python benchmarks/server.py --workers 2  # cqlcdc serve --workers 2
     .venv/bin/python benchmarks/server.py --metrics-overhead  # only the --metrics runs
     .venv/bin/python benchmarks/server.py --window-only  # only the window reads (~2 minutes)
 
@@ -40,6 +51,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -64,6 +76,19 @@ from cqlcdc.session import Session
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.cpu_accounting import GROUPS  # noqa: E402
+from benchmarks.serve_process import (  # noqa: E402
+    ServedProcess,
+    idle_cpu,
+    measured_run,
+    node_client_argv,
+    py_spy,
+    python_client_argv,
+)
+from benchmarks.targets import format_rows, target_rows  # noqa: E402
+
 CLUSTER_DATA_DIR = "s3://cqlcdc-test/server-bench"  # the rig's bucket
 IDLE_S = 3.0  # no object write (but the lease's) for this long: the acknowledged writes are in
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
@@ -83,9 +108,16 @@ def _summary(latencies: list[float], elapsed: float) -> dict[str, float]:
     }
 
 
-def driver_writes(session: Any, in_flight: int, seconds: float, base: int) -> dict[str, float]:
-    """Prepared INSERTs, `in_flight` at a time, each timed from send to acknowledgement."""
+def driver_writes(
+    session: Any, in_flight: int, seconds: float, base: int, announce: bool = False
+) -> dict[str, float]:
+    """Prepared INSERTs, `in_flight` at a time, each timed from send to acknowledgement;
+    with ``client_cpu_s``, this process's CPU over the loop (every thread: the driver's
+    event loop too). ``announce`` prints ``go`` as the loop starts (``serve_process``)."""
     insert = session.prepare("INSERT INTO w (pk, v) VALUES (?, ?)")
+    if announce:
+        print("go", flush=True)
+    cpu0 = time.process_time()
     latencies: list[float] = []
     failures: list[Any] = []
     cond = threading.Condition()
@@ -122,7 +154,10 @@ def driver_writes(session: Any, in_flight: int, seconds: float, base: int) -> di
         cond.wait_for(lambda: time.monotonic() >= deadline and outstanding[0] == 0, seconds + 60)
     if failures:
         raise RuntimeError(f"writes failed: {failures[0]}")
-    return _summary(latencies, time.monotonic() - started)
+    return {
+        **_summary(latencies, time.monotonic() - started),
+        "client_cpu_s": time.process_time() - cpu0,
+    }
 
 
 def session_writes(s: Any, threads: int, seconds: float, base: int) -> dict[str, float]:
@@ -166,7 +201,7 @@ def client(host: str, port: int, in_flight: int, seconds: float) -> None:
         [host], port=port, load_balancing_policy=RoundRobinPolicy(), protocol_version=5
     )
     cql = cluster.connect("ks")
-    print(json.dumps(driver_writes(cql, in_flight, seconds, in_flight * 10**8)))
+    print(json.dumps(driver_writes(cql, in_flight, seconds, in_flight * 10**8, announce=True)))
     cluster.shutdown()
 
 
@@ -347,8 +382,6 @@ def _metrics_cpu(server: CqlServer) -> tuple[float, float]:
 
 
 def _has_node() -> bool:
-    import shutil
-
     modules = Path(__file__).resolve().parents[1] / "tests" / "node" / "node_modules"
     return shutil.which("node") is not None and modules.is_dir()
 
@@ -393,6 +426,7 @@ def overhead_only(seconds: float, pairs: int) -> None:
     finally:
         server.stop_thread()
         s.close()
+        shutil.rmtree(data, ignore_errors=True)
     print_overhead(result)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "server-metrics.json").write_text(json.dumps(result, indent=1))
@@ -439,7 +473,6 @@ def per_thousand(counts: dict[str, int], writes: float) -> dict[str, float]:
 def cluster_main(args: argparse.Namespace) -> None:
     """``cqlcdc serve`` on a standalone cluster with its data directory on S3 (moto behind
     the latency proxy); the writes through the Python cassandra-driver in its own process."""
-    sys.path.insert(0, str(ROOT))
     from benchmarks.s3_proxy import S3Proxy
     from tests.cluster.rig import S3Server, driver_env, moto_server, spark_cluster
     from tests.cluster.served import serving
@@ -621,6 +654,7 @@ def window_reads(rows: int) -> dict[str, Any]:
     cluster.shutdown()
     server.stop_thread()
     s.close()
+    shutil.rmtree(data, ignore_errors=True)
     return out
 
 
@@ -661,6 +695,9 @@ def main() -> None:
     parser.add_argument("--s3-latency-ms", type=float, default=20.0)
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--workers", type=int, default=None, help="passed to cqlcdc serve (default: its own)"
+    )
     args = parser.parse_args()
     if args.client:
         host, port, in_flight, seconds = args.client.split(":")
@@ -670,9 +707,9 @@ def main() -> None:
         cluster_main(args)
         return
     rows = args.rows or (20_000 if args.quick else 1_000_000)
-    seconds = 8.0 if args.quick else 20.0
+    seconds = 8.0 if args.quick else 15.0
     if args.metrics_overhead:
-        overhead_only(seconds, args.pairs)
+        overhead_only(8.0 if args.quick else 20.0, args.pairs)
         return
     if args.window_only:
         window = window_reads(rows)
@@ -682,8 +719,16 @@ def main() -> None:
         (RESULTS / name).write_text(json.dumps(window, indent=1))
         print(json.dumps(window))
         return
-    data = Path(tempfile.mkdtemp(prefix="cqlcdc-server-bench-"))
-    s = cqlcdc.connect(data_dir=data, master="local[2]")
+    served_main(args, rows, seconds)
+
+
+def served_main(args: argparse.Namespace, rows: int, seconds: float) -> None:
+    """The default run: the read table loaded in-process (and the in-process baselines),
+    then ``cqlcdc serve`` on that directory as a process of its own, the write runs of each
+    client measured from ``/proc``, a profiled run, the reads through it; then the window
+    reads in a process of their own."""
+    data = Path(tempfile.mkdtemp(prefix="cqlcdc-server-bench-")) / "data"
+    s = cqlcdc.connect(data_dir=data, master=MASTER)
     s.execute(KS)
     s.execute("CREATE TABLE ks.w (pk bigint PRIMARY KEY, v bigint) WITH cdc = {'enabled': true}")
     s.execute("CREATE TABLE ks.r (pk int, ck int, v int, PRIMARY KEY (pk, ck))")
@@ -693,66 +738,210 @@ def main() -> None:
         n = min(step, rows - first)
         ids = pa.array(range(first, first + n), pa.int32())
         s.execute_arrow(load, pa.table({"pk": pa.compute.divide(ids, 10), "ck": ids, "v": ids}))
-    server = CqlServer(s.coordinator, port=0)
-    host, port = server.start_in_thread()
-    cluster = Cluster(
-        [host], port=port, protocol_version=5, load_balancing_policy=RoundRobinPolicy()
-    )
-    cql = cluster.connect("ks")
-    results: dict[str, Any] = {"rows": rows, "seconds_per_run": seconds}
-    for in_flight in (1, 16, 64):
-        results[f"driver_{in_flight}"] = driver_process(host, port, in_flight, seconds)
-        results[f"session_{in_flight}"] = session_writes(s, in_flight, seconds, in_flight * 10**7)
-    results["node_64"] = node_process(host, port, 64, seconds)
-    results["metrics"] = metrics_overhead(server, host, port, seconds, args.pairs)
-    read = cql.prepare("SELECT * FROM r WHERE pk = ?")
-    results["read_p50_ms"] = timed(
-        lambda i: cql.execute(read, ((i * 7919) % (rows // 10),)).all(), 50
-    )
+    results: dict[str, Any] = {"rows": rows, "seconds_per_run": seconds, "workers": args.workers}
+    # the same writes and reads without the wire, for comparison (half as long)
+    for in_flight in IN_FLIGHT:
+        results[f"session_{in_flight}"] = session_writes(
+            s, in_flight, seconds / 2, in_flight * 10**7
+        )
     local = Session(s.coordinator, "ks")
     local_read = local.prepare("SELECT * FROM r WHERE pk = ?")
     results["session_read_p50_ms"] = timed(
         lambda i: local.execute(local_read, ((i * 7919) % (rows // 10),)).all(), 50
     )
-    cluster.shutdown()
-    server.stop_thread()
     s.close()
+    results["load_average_before"] = os.getloadavg()
+    served = ServedProcess.start(data, MASTER, args.workers)
+    try:
+        results.update(served_runs(served, data, rows, seconds, args.quick))
+    finally:
+        served.stop()
+        shutil.rmtree(data.parent, ignore_errors=True)
+    results["load_average_after"] = os.getloadavg()
     # in a process of its own: a data directory of 64 streams, its own Spark session
     argv = [sys.executable, __file__, "--window-only", "--rows", str(rows)]
     results["window"] = client_process(argv + (["--quick"] if args.quick else []))
-    print(f"{'':24}{'writes/s':>12}{'ack p50 ms':>12}{'ack p99 ms':>12}")
-    for kind in ("driver", "session"):
-        for in_flight in (1, 16, 64):
-            r = results[f"{kind}_{in_flight}"]
-            print(
-                f"{kind + f' ({in_flight} in flight)':24}{r['writes_per_s']:>12.1f}"
-                f"{r['ack_p50_ms']:>12.1f}{r['ack_p99_ms']:>12.1f}"
-            )
-    r = results["node_64"]
-    print(
-        f"{'node driver (64)':24}{r['writes_per_s']:>12.1f}"
-        f"{r['ack_p50_ms']:>12.1f}{r['ack_p99_ms']:>12.1f}"
-    )
-    print(
-        f"one-partition read p50 on {rows:,} rows: driver {results['read_p50_ms']:.1f} ms, "
-        f"session {results['session_read_p50_ms']:.1f} ms"
-    )
-    print_overhead(results["metrics"])
-    print_windows(results["window"])
     RESULTS.mkdir(exist_ok=True)
     name = "server-quick.json" if args.quick else "server.json"
     (RESULTS / name).write_text(json.dumps(results, indent=1))
-    summary = {
-        "writes_per_s_64": round(results["driver_64"]["writes_per_s"], 1),
-        "node_writes_per_s_64": round(results["node_64"]["writes_per_s"], 1),
-        "ack_p99_ms_64": round(results["driver_64"]["ack_p99_ms"], 1),
-        "ack_p50_ms_1": round(results["driver_1"]["ack_p50_ms"], 1),
-        "read_p50_ms": round(results["read_p50_ms"], 1),
-        "window_read_p50_ms": results["window"]["window_read_p50_ms"],
-        "window64_read_p50_ms": results["window"]["window64_read_p50_ms"],
-        "metrics_overhead_pct": results["metrics"]["metrics_overhead_pct"],
-    }
+    summary = summarize(results)
+    print_served(results, summary)
     print(json.dumps(summary))
+
+
+MASTER = "local[2]"
+IN_FLIGHT = (1, 16, 64)
+WARM_UP_S = 5.0  # Spark's first batches start its Python workers: not measured
+IDLE_WINDOW_S = 3.0
+
+
+def committed_batch(data: Path) -> int:
+    """The engine's last committed micro-batch (``manifest.json``): the batches a run took."""
+    batch: int = json.loads((data / "manifest.json").read_text())["batch_id"]
+    return batch
+
+
+def served_runs(
+    served: ServedProcess, data: Path, rows: int, seconds: float, quick: bool
+) -> dict[str, Any]:
+    """The write runs (each client, 1, 16 and 64 in flight), the profiled run and the
+    one-partition reads, against a running server on ``data``."""
+    pid, port = served.proc.pid, served.port
+    cluster = Cluster(
+        ["127.0.0.1"], port=port, protocol_version=5, load_balancing_policy=RoundRobinPolicy()
+    )
+    cql = cluster.connect("ks")
+    cql.default_timeout = 120
+    applied = cql.prepare("SELECT v FROM w WHERE pk = ?")
+
+    def settle() -> None:  # a read waits for every acknowledged write to be applied
+        cql.execute(applied, (0,)).all()
+
+    bases = iter(range(1, 1000))
+    clients: dict[str, Any] = {
+        "driver": lambda n, secs: python_client_argv(__file__, port, n, secs),
+    }
+    if _has_node():
+        clients["node"] = lambda n, secs: node_client_argv(port, n, secs, next(bases) * 10**12)
+    cheapest = "node" if "node" in clients else "driver"
+    out: dict[str, Any] = {"cheapest_client": cheapest}
+    batches = {"batch_id": lambda: committed_batch(data), "counters": served.counters}
+    measured_run(pid, clients[cheapest](64, WARM_UP_S), settle)
+    out["idle_cores"] = idle_cpu(pid, IDLE_WINDOW_S)
+    for in_flight in IN_FLIGHT:
+        for kind, argv in clients.items():
+            out[f"{kind}_{in_flight}"] = measured_run(
+                pid, argv(in_flight, seconds), settle, **batches
+            )
+            print(f"{kind} {in_flight} in flight: {_brief(out[f'{kind}_{in_flight}'])}", flush=True)
+    if py_spy() is not None:
+        RESULTS.mkdir(exist_ok=True)
+        profile_path = RESULTS / ("server-profile-quick.txt" if quick else "server-profile.txt")
+        profile_path.unlink(missing_ok=True)
+        out["profile_64"] = measured_run(
+            pid, clients[cheapest](64, seconds), settle, seconds - 1, profile_path, **batches
+        )
+    read = cql.prepare("SELECT * FROM r WHERE pk = ?")
+    out["read_p50_ms"] = timed(lambda i: cql.execute(read, ((i * 7919) % (rows // 10),)).all(), 50)
+    cluster.shutdown()
+    return out
+
+
+def _brief(r: dict[str, Any]) -> str:
+    return (
+        f"{r['writes_per_s']:,.0f} writes/s, ack p50 {r['ack_p50_ms']:.1f} ms, "
+        f"server {r['server_cpu_us_per_write']:.0f} µs/write, "
+        f"client {r['client_cpu_us_per_request']:.0f} µs/request, "
+        f"{r['writes_per_batch']:.1f} writes and {r['server_cpu_ms_per_batch']:.1f} ms CPU "
+        f"per micro-batch, {r['engine']['appends_per_1000_writes']:.0f} appends per 1,000 writes"
+    )
+
+
+def summarize(results: dict[str, Any]) -> dict[str, Any]:
+    """The last line's figures: the writes through the cheapest client."""
+    cheap = results["cheapest_client"]
+    window = results["window"]
+    return {
+        "cpu_us_per_write_64": round(results[f"{cheap}_64"]["server_cpu_us_per_write"], 1),
+        "writes_per_s_64": round(results[f"{cheap}_64"]["writes_per_s"], 1),
+        "ack_p50_ms_1": round(results[f"{cheap}_1"]["ack_p50_ms"], 2),
+        "ack_p99_ms_64": round(results[f"{cheap}_64"]["ack_p99_ms"], 1),
+        "read_p50_ms": round(results["read_p50_ms"], 2),
+        "window_read_p50_ms": window["window_read_p50_ms"],
+        "window64_read_p50_ms": window["window64_read_p50_ms"],
+        "window_ratio": round(
+            window["window_read_p50_ms"] / window["session_window_read_p50_ms"], 2
+        ),
+        "writes_per_core_s_64": round(1e6 / results[f"{cheap}_64"]["server_cpu_us_per_write"], 1),
+        "client": cheap,
+        "driver_writes_per_s_64": round(results["driver_64"]["writes_per_s"], 1),
+        "driver_cpu_us_per_write_64": round(results["driver_64"]["server_cpu_us_per_write"], 1),
+        "workers": results["workers"],
+        "load_average": results["load_average_after"][0],
+    }
+
+
+def print_served(results: dict[str, Any], summary: dict[str, Any]) -> None:
+    """The write runs with their CPU per write by process group, the server's threads, the
+    profile's stages, the reads, the window reads, then the targets."""
+    kinds = [k for k in ("driver", "node") if f"{k}_1" in results]
+    groups = list(GROUPS)
+    print(
+        f"\n{'writes (µs/write)':22}{'writes/s':>10}{'p50 ms':>8}{'p99 ms':>8}"
+        + "".join(f"{g[:12]:>13}" for g in groups)
+        + f"{'server':>9}{'client':>9}{'w/batch':>9}{'ms/batch':>9}"
+    )
+    for kind in kinds:
+        for in_flight in IN_FLIGHT:
+            r = results[f"{kind}_{in_flight}"]
+            print(
+                f"{kind + f' ({in_flight} in flight)':22}{r['writes_per_s']:>10,.0f}"
+                f"{r['ack_p50_ms']:>8.1f}{r['ack_p99_ms']:>8.1f}"
+                + "".join(f"{r['cpu_us_per_write'][g]:>13.1f}" for g in groups)
+                + f"{r['server_cpu_us_per_write']:>9.1f}{r['client_cpu_us_per_request']:>9.1f}"
+                + f"{r['writes_per_batch']:>9.1f}{r['server_cpu_ms_per_batch']:>9.1f}"
+            )
+    for in_flight in IN_FLIGHT:
+        r = results[f"session_{in_flight}"]
+        print(
+            f"{f'in-process ({in_flight} threads)':22}{r['writes_per_s']:>10,.0f}"
+            f"{r['ack_p50_ms']:>8.1f}{r['ack_p99_ms']:>8.1f}"
+        )
+    print(
+        f"\n{'appends, micro-batches':22}{'appends/1k':>11}{'rec/append':>11}{'batches':>8}"
+        f"{'batch ms':>9}  phases, wall ms per micro-batch"
+    )
+    for kind in kinds:
+        for in_flight in IN_FLIGHT:
+            e = results[f"{kind}_{in_flight}"]["engine"]
+            phases = ", ".join(
+                f"{k[len('micro_batch_') : -len('_ms')]} {v:.0f}"
+                for k, v in e.items()
+                if k.startswith("micro_batch_") and k.endswith("_ms") and k != "micro_batch_wall_ms"
+            )
+            print(
+                f"{kind + f' ({in_flight} in flight)':22}{e['appends_per_1000_writes']:>11.1f}"
+                f"{e['records_per_append']:>11.1f}{e['micro_batches']:>8.0f}"
+                f"{e.get('micro_batch_wall_ms', 0):>9.0f}  {phases}"
+            )
+    idle = results["idle_cores"]
+    print(
+        "idle server (no client), cores: "
+        + ", ".join(f"{g} {idle[g]:.3f}" for g in groups if idle[g] > 0)
+    )
+    cheap = results[f"{results['cheapest_client']}_64"]
+    print(f"\nthe server's threads, µs per write ({results['cheapest_client']}, 64 in flight):")
+    for name, us in list(cheap["thread_cpu_us_per_write"].items())[:12]:
+        print(f"  {name:40}{us:>8.1f}")
+    profile = results.get("profile_64")
+    if profile is None:
+        print("\nno stage profile: py-spy is not installed (pip install -e '.[dev]')")
+    for pid, p in (profile or {}).get("stages", {}).items():
+        print(
+            f"\nstages of process {pid} (py-spy, {p['samples']} on-CPU samples; "
+            f"{profile['writes_per_s']:,.0f} writes/s while sampled), µs per write:"
+        )
+        for stage, us in p["us_per_write"].items():
+            print(f"  {stage:66}{us:>8.1f}")
+            for module, part in p["us_per_write_by_module"].get(stage, {}).items():
+                if part >= 5:
+                    print(f"      {module:62}{part:>8.1f}")
+    print(
+        f"\none-partition read p50 on {results['rows']:,} rows: server "
+        f"{results['read_p50_ms']:.1f} ms, in-process {results['session_read_p50_ms']:.1f} ms"
+    )
+    print_windows(results["window"])
+    load = results["load_average_after"]
+    print(f"\ntargets ({summary['client']} client; load average {load[0]:.1f} {load[1]:.1f}):")
+    for line in format_rows(target_rows(summary)):
+        print("  " + line)
+    # what more cores would give: the figures per core of CPU, measured here
+    client_us = results[f"{summary['client']}_64"]["client_cpu_us_per_request"]
+    print(
+        f"  per core: {summary['writes_per_core_s_64']:,.0f} writes/s of the server's CPU "
+        f"(1 s / {summary['cpu_us_per_write_64']:,.0f} µs), and the client's "
+        f"{client_us:,.0f} µs a request besides"
+    )
 
 
 if __name__ == "__main__":
