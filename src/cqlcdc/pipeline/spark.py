@@ -35,9 +35,6 @@ _CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
     # reuse Python workers between tasks (a fork per task would cost ~100 ms)
     "spark.python.worker.reuse": "true",
-    # the daemon forking Python workers has their imports done (``pipeline.daemon``): a
-    # micro-batch's read planning forks a fresh worker every time
-    "spark.python.daemon.module": "cqlcdc.pipeline.daemon",
     # streaming: skip empty batches, keep the checkpoint small. The poll for new ingest files
     # (a directory listing and offset planning in the JVM) runs every pollingDelay while no
     # data waits: at 5 ms an idle engine burnt ~70% of a core and slowed busy ones (the two
