@@ -531,7 +531,13 @@ def test_tls(served: CqlServer, tmp_path: Path) -> None:
          "-keyout", str(key), "-out", str(cert)],
         check=True, capture_output=True,
     )  # fmt: skip
-    secure = CqlServer(served.coordinator, port=0, ssl_context=tls_context(str(cert), str(key)))
+    secure = CqlServer(
+        served.coordinator,
+        port=0,
+        ssl_context=tls_context(str(cert), str(key)),
+        tls_files=(str(cert), str(key)),
+        protocol_workers=served.protocol_workers,
+    )
     address = secure.start_in_thread()
     try:
         client = ssl.create_default_context(cafile=str(cert))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING, Any
 
 from cqlcdc import access
@@ -146,14 +146,39 @@ class SessionRequests:
         self, statement: PreparedStatement, values: list[Any], timestamp_us: int | None
     ) -> bool:
         """Whether the combiner took the write (acknowledged with other connections')."""
+        done = self._submit(statement, values, timestamp_us)
+        return done is not None and bool(done.result())
+
+    def _submit(
+        self, statement: PreparedStatement, values: list[Any], timestamp_us: int | None
+    ) -> Future[bool] | None:
+        """The write, handed to the combiner (None: not a write it takes)."""
         combiner = self.server.combiner
         if combiner is None or not combinable(statement.statement, values):
-            return False
+            return None
         # the combiner writes for every connection: this one's role is checked here
         access.check(
             self.server.coordinator, self.session.role, statement.statement, self.session.keyspace
         )
-        return bool(combiner.submit(statement, values, timestamp_us).result())
+        return combiner.submit(statement, values, timestamp_us)
+
+    def submit_write(self, request: Execute) -> Future[bool] | None:
+        """An EXECUTE of a prepared single-row write, handed to the write combiner without
+        blocking: nothing but the combiner's future waits for it to be durable, so the
+        event loop may call this and no thread of the pool is taken per write. The future
+        is True once acknowledged, False when the combiner is closing (then ``run`` it).
+        None: not such a write (``run`` it).
+
+        Raises:
+            CqlError: UNPREPARED, a value that does not bind, a permission refused.
+        """
+        prepared = current_prepared(self.server.prepared, request.query_id, self.session)
+        if prepared is None:
+            raise UnpreparedId(request.query_id)
+        if not isinstance(prepared.statement.statement, ast.Insert | ast.Update | ast.Delete):
+            return None
+        values = bind_values(prepared.receivers, request.params)
+        return self._submit(prepared.statement, values, request.params.timestamp_us)
 
     def _prepare(self, request: Prepare) -> ResponseMessage:
         prepared = self._prepared(request.query, request.keyspace)
@@ -261,6 +286,10 @@ class InProcessRequests:
         self.executor = executor
 
     async def run(self, version: int, frame: Frame, request: Request) -> ResponseMessage:
+        if isinstance(request, Execute):  # a single-row write waits on the event loop
+            done = self.requests.submit_write(request)
+            if done is not None and await asyncio.wrap_future(done):
+                return VoidResult()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, self.requests.run, request)
 

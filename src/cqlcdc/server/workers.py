@@ -74,6 +74,9 @@ class WorkerPool:
         self.count = count
         self._links: list[_Link] = []
         self._reserved: socket.socket | None = None
+        self._address: tuple[str, int] = ("", 0)
+        self._lock = threading.Lock()  # replacing a worker, or closing
+        self._closing = False
 
     def start(self, host: str, port: int) -> tuple[str, int]:
         """Reserve ``host:port`` (port 0: a free one), start the workers and wait until
@@ -94,7 +97,7 @@ class WorkerPool:
             reserved.close()
             raise
         self._reserved = reserved
-        host, port = reserved.getsockname()[:2]
+        host, port = self._address = reserved.getsockname()[:2]
         try:
             for index in range(self.count):
                 self._links.append(self._spawn(index, host, port))
@@ -138,6 +141,32 @@ class WorkerPool:
             theirs.close()
         return _Link(self, index, process, ours)
 
+    def replace(self, dead: _Link) -> None:
+        """Start another worker in place of one that exited while the server serves (its
+        clients lost their connections; the drivers reconnect to the port, where the
+        other workers answer meanwhile). A worker that dies within a second of its start
+        is replaced a second later, so a crash at start does not spin."""
+        dead.join()
+        code = dead.process.returncode
+        lived_s = time.monotonic() - dead.started_at
+        log.warning(
+            "protocol worker %d (pid %d) exited with code %s: starting another",
+            dead.index, dead.process.pid, code,
+        )  # fmt: skip
+        if lived_s < 1.0:
+            time.sleep(1.0)
+        with self._lock:
+            if self._closing:
+                return
+            try:
+                link = self._spawn(dead.index, *self._address)
+                link.wait_ready()
+            except OSError:
+                log.exception("protocol worker %d could not be started again", dead.index)
+                return
+            self._links[dead.index] = link
+            link.start()
+
     def broadcast(self, change: SchemaChange) -> None:
         """A schema change, to every worker's registered connections."""
         for link in self._links:
@@ -150,6 +179,8 @@ class WorkerPool:
     def close(self) -> None:
         """Stop the workers: each stops accepting, finishes its requests in flight (they
         run here, so the links serve until it exits) and closes its connections."""
+        with self._lock:
+            self._closing = True
         for link in self._links:
             link.out.put(("stop",))
         for link in self._links:
@@ -177,6 +208,8 @@ class _Link:
         # the prepared statements the worker binds with, by id, as shipped to it
         self.shipped: dict[bytes, Prepared] = {}
         self._reader: threading.Thread | None = None
+        self.started_at = time.monotonic()
+        self._joined = False
 
     def wait_ready(self) -> None:
         """Block until the worker listens (its first message).
@@ -202,6 +235,9 @@ class _Link:
 
     def join(self) -> None:
         """Wait for the worker to exit (killed past ``STOP_TIMEOUT_S``), then for the link."""
+        if self._joined:
+            return
+        self._joined = True
         try:
             self.process.wait(STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -210,7 +246,7 @@ class _Link:
             )
             self.process.kill()
             self.process.wait()
-        if self._reader is not None:
+        if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join()
         self.out.close()
         self.sock.close()
@@ -233,6 +269,8 @@ class _Link:
         finally:  # the worker is gone: so are its connections
             for conn in list(self.sessions):
                 self._close(conn)
+        if not self.pool._closing:  # it died on its own
+            self.pool.replace(self)
 
     def _dispatch(self, message: Message) -> None:
         kind = message[0]
