@@ -74,6 +74,7 @@ class WriteCombiner:
         self._acks = threading.Condition()
         self._gathering = True
         self._ack_thread: threading.Thread | None = None
+        self._acknowledging = False  # the acknowledging thread waits for an append
         self._session = Session(coordinator)
         self.combined = 0  # writes acknowledged as bulk chunks
         self.rows = 0  # writes the row path took, a group in one append
@@ -127,10 +128,13 @@ class WriteCombiner:
                     self._cond.wait()
                 if not self._pending:
                     return
-                # a short wait gathers the writes in flight: many clients' writes arrive
-                # within it, and a lone write pays it once
+                # while a group is on its way to the ingest log, a short wait gathers the
+                # writes in flight: many clients' writes arrive within it. With none on
+                # its way, a write goes at once: a lone client does not wait for company
+                # that is not coming, and a burst's first writes make the append the
+                # next ones gather behind.
                 deadline = time.monotonic() + GATHER_S
-                while len(self._pending) < MIN_GROUP and not self._closed:
+                while len(self._pending) < MIN_GROUP and not self._closed and self._busy():
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
@@ -138,6 +142,10 @@ class WriteCombiner:
                 group, self._pending = self._pending[:MAX_GROUP], self._pending[MAX_GROUP:]
             for writes in _by_table(group).values():
                 self._append(writes)
+
+    def _busy(self) -> bool:
+        """Whether a group is queued or being acknowledged (an append on its way)."""
+        return bool(self._queued) or self._acknowledging
 
     def _append(self, writes: list[_Write]) -> None:
         try:
@@ -182,6 +190,7 @@ class WriteCombiner:
                 if not self._queued:
                     return
                 writes, last_seq = self._queued.popleft()
+                self._acknowledging = True
             try:
                 self.coordinator.acknowledge(last_seq)
             except Exception as e:  # the append failed: these writes are refused
@@ -190,6 +199,8 @@ class WriteCombiner:
                 if not isinstance(e, CqlError):
                     log.exception("acknowledging combined writes failed")
                 continue
+            finally:
+                self._acknowledging = False
             self.combined += len(writes)
             for w in writes:
                 w.done.set_result(True)
