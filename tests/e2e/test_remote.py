@@ -137,7 +137,7 @@ def test_load_stopped_by_the_server_says_what_is_durable(
     import threading
 
     from cqlcdc.errors import ServerError
-    from cqlcdc.server.connection import Connection
+    from cqlcdc.server.executing import SessionRequests
 
     address, _ = served
     setup = tmp_path / "setup.cql"
@@ -160,21 +160,22 @@ def test_load_stopped_by_the_server_says_what_is_durable(
         assert "Traceback" not in done.stderr, done.stderr
         return done.returncode, done.stderr
 
-    def refuse(self: Connection, request: Any) -> Any:
+    def refuse(self: SessionRequests, request: Any) -> Any:
         raise ServerError(full)
 
     with monkeypatch.context() as patched:
-        patched.setattr(Connection, "_prepare", refuse)
+        patched.setattr(SessionRequests, "_prepare", refuse)
         code, err = load()
     assert code == 1
     assert err.splitlines() == [
         f"cqlcdc: ServerError: {full} (load stopped at {rows}:1; 0 rows are durable)"
     ]
 
-    executed = Connection._execute
+    # a single-row EXECUTE goes to the write combiner from the event loop (submit_write)
+    executed = SessionRequests.submit_write
     lock, count = threading.Lock(), [0]
 
-    def fail_after_120(self: Connection, request: Any) -> Any:
+    def fail_after_120(self: SessionRequests, request: Any) -> Any:
         with lock:
             count[0] += 1
             if count[0] > 120:
@@ -182,7 +183,7 @@ def test_load_stopped_by_the_server_says_what_is_durable(
         return executed(self, request)
 
     with monkeypatch.context() as patched:
-        patched.setattr(Connection, "_execute", fail_after_120)
+        patched.setattr(SessionRequests, "submit_write", fail_after_120)
         code, err = load()
     assert code == 1
     lines = err.splitlines()

@@ -95,8 +95,12 @@ def test_a_schema_change_reaches_the_clients_of_every_worker(
     first.execute("CREATE TABLE ks.evented (pk int PRIMARY KEY, v int)")
     # each driver refreshes its schema metadata on the SCHEMA_CHANGE event its control
     # connection gets: on whichever worker that connection is
+    def knows(cluster: Cluster) -> bool:
+        keyspace = cluster.metadata.keyspaces.get("ks")
+        return keyspace is not None and "evented" in keyspace.tables
+
     for cluster, _ in clients:
-        assert _until(lambda c=cluster: "evented" in c.metadata.keyspaces["ks"].tables)
+        assert _until(lambda c=cluster: knows(c))
 
 
 def test_a_prepared_write_is_rebound_after_its_table_changes(
