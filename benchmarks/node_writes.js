@@ -3,19 +3,24 @@
 // server's (benchmarks/server.py runs it beside the Python driver).
 // Prints "go" as the timed loop starts (benchmarks/serve_process.py reads the server's CPU
 // then) and, last, one JSON summary with the client's own CPU over the loop (client_cpu_s).
-// usage: node benchmarks/node_writes.js HOST PORT IN_FLIGHT SECONDS BASE
+// CONNECTIONS (default 1) connections share the requests: with `cqlcdc serve --workers N` the
+// kernel spreads connections, not requests, over the workers.
+// usage: node benchmarks/node_writes.js HOST PORT IN_FLIGHT SECONDS BASE [CONNECTIONS]
 "use strict";
 const path = require("path");
 const cassandra = require(path.join(__dirname, "..", "tests", "node", "node_modules", "cassandra-driver"));
 
 async function main() {
-  const [host, port, inFlight, seconds, base] = process.argv.slice(2);
+  const [host, port, inFlight, seconds, base, connections] = process.argv.slice(2);
   const client = new cassandra.Client({
     contactPoints: [`${host}:${port}`],
     localDataCenter: "datacenter1",
     keyspace: "ks",
     protocolOptions: { maxVersion: 4 },
-    pooling: { maxRequestsPerConnection: 2048 },
+    pooling: {
+      maxRequestsPerConnection: 2048,
+      coreConnectionsPerHost: { [cassandra.types.distance.local]: Number(connections || 1) },
+    },
   });
   await client.connect();
   const insert = "INSERT INTO w (pk, v) VALUES (?, ?)";

@@ -221,14 +221,19 @@ def driver_process(host: str, port: int, in_flight: int, seconds: float) -> dict
     )
 
 
+NODE_CONNECTIONS = 4  # the Node client's connections: --workers spreads connections
+
+
 def node_process(host: str, port: int, in_flight: int, seconds: float) -> dict[str, float]:
     """The same writes through the Node.js cassandra-driver (tests/node, installed by
     ``make setup``), whose cost per request is a fraction of the Python driver's: on a
-    small machine the Python client, not the server, is what a 64-in-flight run measures."""
+    small machine the Python client, not the server, is what a 64-in-flight run measures.
+    Over ``NODE_CONNECTIONS`` connections, so that every protocol worker has some."""
     script = Path(__file__).resolve().parent / "node_writes.js"
     return client_process(
-        ["node", str(script), host, str(port), str(in_flight), str(seconds), str(10**12)]
-    )
+        ["node", str(script), host, str(port), str(in_flight), str(seconds), str(10**12),
+         str(NODE_CONNECTIONS)]
+    )  # fmt: skip
 
 
 SCRAPE_INTERVAL_S = 5.0  # a third of the 15 s a Prometheus job is usually given
