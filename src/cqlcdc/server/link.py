@@ -63,39 +63,43 @@ async def read_batch_async(reader: asyncio.StreamReader) -> list[Message] | None
 
 
 class Outbox:
-    """Messages to one blocking socket, sent by a thread of their own in batches: a
-    caller only queues, so a reply never waits for the link's system call."""
+    """Messages to one blocking socket, in batches: the thread that queues a message when
+    no send is under way sends it, with whatever others queue meanwhile; a thread that
+    queues one during a send leaves it to that sender. So a lone reply costs no thread
+    hand-off, and many go in few system calls. The other end never blocks its reading
+    (the worker's event loop), so a send always finishes."""
 
-    def __init__(self, sock: socket.socket, name: str) -> None:
+    def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
         self._queued: list[Message] = []
         self._cond = threading.Condition()
+        self._sending = False
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
 
     def put(self, message: Message) -> None:
         with self._cond:
             if self._closed:
                 return
             self._queued.append(message)
-            if len(self._queued) == 1:
-                self._cond.notify()
+            if self._sending:
+                return
+            self._sending = True
+        self._send_queued()
 
     def close(self) -> None:
-        """Send what is queued, then stop."""
+        """Wait for a send under way, then take no more."""
         with self._cond:
             self._closed = True
-            self._cond.notify()
-        self._thread.join()
+            while self._sending:
+                self._cond.wait()
 
-    def _run(self) -> None:
+    def _send_queued(self) -> None:
         while True:
             with self._cond:
-                while not self._queued and not self._closed:
-                    self._cond.wait()
                 batch, self._queued = self._queued, []
                 if not batch:
+                    self._sending = False
+                    self._cond.notify_all()
                     return
             try:
                 self._sock.sendall(pack(batch))
@@ -103,6 +107,8 @@ class Outbox:
                 with self._cond:
                     self._closed = True
                     self._queued = []
+                    self._sending = False
+                    self._cond.notify_all()
                 return
 
 

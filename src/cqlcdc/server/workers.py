@@ -191,8 +191,8 @@ class WorkerPool:
 
 
 class _Link:
-    """One worker: its process, and the coordinator's end of its link (a thread reads,
-    an ``Outbox`` answers)."""
+    """One worker: its process, and the coordinator's end of its link (a thread reads;
+    answers go through an ``Outbox`` from the thread that has them)."""
 
     def __init__(
         self, pool: WorkerPool, index: int, process: subprocess.Popen[bytes], sock: socket.socket
@@ -202,7 +202,7 @@ class _Link:
         self.index = index
         self.process = process
         self.sock = sock
-        self.out = Outbox(sock, f"cql-link-{index}-out")
+        self.out = Outbox(sock)
         # the sessions of the worker's connections, by the worker's connection number
         self.sessions: dict[int, SessionRequests] = {}
         # the prepared statements the worker binds with, by id, as shipped to it
