@@ -221,7 +221,7 @@ def driver_process(host: str, port: int, in_flight: int, seconds: float) -> dict
     )
 
 
-NODE_CONNECTIONS = 4  # the Node client's connections: --workers spreads connections
+NODE_CONNECTIONS = 8  # the Node client's connections: --workers spreads connections, by a hash
 
 
 def node_process(host: str, port: int, in_flight: int, seconds: float) -> dict[str, float]:
