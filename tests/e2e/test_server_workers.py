@@ -93,6 +93,7 @@ def test_a_schema_change_reaches_the_clients_of_every_worker(
     _, first = clients[0]
     first.execute(KS.replace("KEYSPACE ks", "KEYSPACE IF NOT EXISTS ks"))
     first.execute("CREATE TABLE ks.evented (pk int PRIMARY KEY, v int)")
+
     # each driver refreshes its schema metadata on the SCHEMA_CHANGE event its control
     # connection gets: on whichever worker that connection is
     def knows(cluster: Cluster) -> bool:
