@@ -19,8 +19,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, Protocol
 
-from cqlcdc.errors import CqlError, ProtocolError, ServerError
-from cqlcdc.server.error_responses import error_response
+from cqlcdc.errors import CqlError, ProtocolError
+from cqlcdc.server.error_responses import error_response, failure_response
 from cqlcdc.server.frames import Frame, Opcode
 from cqlcdc.server.framing import FrameReader, Framing
 from cqlcdc.server.handshake import MAX_HANDSHAKE_BODY_BYTES, Handshake, Phase
@@ -248,12 +248,8 @@ class Connection:
         outcome: ResponseMessage | CqlError
         try:
             response = outcome = await self.requests.run(version, frame, message)
-        except CqlError as e:
-            response, outcome = error_response(e), e
-        except Exception as e:  # a defect: the client gets a server error, we keep serving
-            log.exception("request failed")
-            outcome = ServerError(f"{type(e).__name__}: {e}")
-            response = error_response(outcome)
+        except Exception as e:
+            response, outcome = failure_response(e)
         finally:
             self.in_flight.release()
             self.server.bodies.release(len(frame.body))  # the request has run: its body is gone

@@ -13,11 +13,12 @@ AlreadyExistsInfo(keyspace='ks', table='')
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from cqlcdc.errors import AlreadyExists, CqlError
+from cqlcdc.errors import AlreadyExists, CqlError, ServerError
 from cqlcdc.server.frames import Opcode
 from cqlcdc.server.notations import (
     write_byte,
@@ -284,6 +285,16 @@ def error_response(err: CqlError) -> ErrorResponse:
     return ErrorResponse(err.code, err.message, info)
 
 
+def failure_response(error: Exception) -> tuple[ErrorResponse, CqlError]:
+    """What a request that raised ``error`` is answered with, and the error it counts as: a
+    CqlError as it is; anything else is a defect, logged (call it in the ``except``), and
+    answered as a server error, so the client hears and the server keeps serving."""
+    if not isinstance(error, CqlError):
+        logging.getLogger("cqlcdc.server").exception("request failed")
+        error = ServerError(f"{type(error).__name__}: {error}")
+    return error_response(error), error
+
+
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "WRITE_TYPES",
@@ -299,5 +310,6 @@ __all__ = [
     "WriteFailureInfo",
     "WriteTimeoutInfo",
     "error_response",
+    "failure_response",
     "truncated_message",
 ]

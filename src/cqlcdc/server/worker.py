@@ -37,6 +37,7 @@ from cqlcdc.server.responses import EncodedBody, ResponseMessage
 from cqlcdc.server.results import SchemaChange, VoidResult
 from cqlcdc.server.service import ProtocolServer, tls_context
 from cqlcdc.server.statements import Prepared, bind_values
+from cqlcdc.server.workers import shared_port
 
 log = logging.getLogger(__name__)
 
@@ -170,13 +171,7 @@ class ForwardedRequests:
 
 def listening_socket(host: str, port: int) -> socket.socket:
     """A socket listening on ``host:port`` beside the other workers (``SO_REUSEPORT``)."""
-    family, _, _, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind(address)
+    sock = shared_port(host, port)
     sock.listen(1024)
     sock.setblocking(False)
     return sock

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from cqlcdc import access
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, ServerError
-from cqlcdc.server.error_responses import error_response
+from cqlcdc.server.error_responses import error_response, failure_response
 from cqlcdc.server.executing import SessionRequests
 from cqlcdc.server.frames import Frame
 from cqlcdc.server.link import Message, Outbox, read_batch
@@ -64,6 +64,27 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 120.0  # a worker imports the package and binds: seconds on a busy machine
 STOP_TIMEOUT_S = 60.0  # a worker finishes its requests in flight, then exits
+
+
+def shared_port(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: a free one) that other sockets of this user
+    may bind too (``SO_REUSEPORT``): the kernel spreads connections over those listening.
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
+    family, _, _, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class WorkerPool:
@@ -85,18 +106,7 @@ class WorkerPool:
         Raises:
             OSError: the address cannot be bound, or a worker did not start.
         """
-        family, _, _, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-        reserved = socket.socket(family, socket.SOCK_STREAM)
-        reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        try:
-            reserved.bind(address)
-        except OSError:
-            reserved.close()
-            raise
-        self._reserved = reserved
+        reserved = self._reserved = shared_port(host, port)
         host, port = self._address = reserved.getsockname()[:2]
         try:
             for index in range(self.count):
@@ -374,12 +384,8 @@ class _Link:
         try:
             request = decode_request(frame).message
             response = outcome = self._session(conn).run(request)  # type: ignore[arg-type]
-        except CqlError as e:
-            response, outcome = error_response(e), e
-        except Exception as e:  # a defect: the client gets a server error, we keep serving
-            log.exception("request failed")
-            outcome = ServerError(f"{type(e).__name__}: {e}")
-            response = error_response(outcome)
+        except Exception as e:
+            response, outcome = failure_response(e)
         finally:
             server.requests_serving -= 1
         note_request(server, opcode, outcome, started)
