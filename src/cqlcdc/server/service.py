@@ -9,6 +9,7 @@ consumers) connects here. Binds 127.0.0.1 unless told otherwise.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import dataclasses
 import logging
@@ -53,7 +54,7 @@ def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
     return context
 
 
-class ProtocolServer:
+class ProtocolServer(abc.ABC):
     """What serves the protocol on accepted connections, whichever process runs the
     statements: the connection limits, the body budget, the handshake's settings, the
     transport counters, and each connection's ``Requests`` (``requests_for``).
@@ -91,9 +92,9 @@ class ProtocolServer:
         self.requests_serving = 0
         self.requests_by_kind: dict[str, int] = {}
 
+    @abc.abstractmethod
     def requests_for(self, *, anonymous: bool) -> Requests:
         """Where a new connection's requests run."""
-        raise NotImplementedError
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if len(self.connections) >= self.max_connections and not self._make_room():
