@@ -24,6 +24,7 @@ import itertools
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 from typing import Any
@@ -149,9 +150,8 @@ class ForwardedRequests:
             return None
         if not combinable(prepared.statement.statement, values):
             return None
-        stream = frame.header.stream
         reply = await self.server.call(
-            "w", self.conn, version, stream, request.query_id, values, request.params.timestamp_us
+            "w", self.conn, version, request.query_id, values, request.params.timestamp_us
         )
         if reply[0] == "ok":
             return VoidResult()
@@ -207,6 +207,10 @@ async def serve(config: dict[str, Any]) -> bool:
 
 def main(argv: list[str]) -> int:
     config = json.loads(argv[0])
+    # a terminal's Ctrl-C (the whole process group) and a service manager's SIGTERM are the
+    # coordinator's to act on: it stops the workers once their requests are answered
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(
         level=config.get("log_level", logging.WARNING),
         format=f"%(asctime)s %(levelname)s worker {config['index']} %(name)s: %(message)s",

@@ -10,7 +10,7 @@ and compression, the handshake, decoding EXECUTE's values with the prepared stat
 types, and framing the answers. It forwards to the coordinator, over a socket pair of its
 own (``link``):
 
-- ``("w", rid, conn, version, stream, query_id, values, timestamp)``: an EXECUTE of a
+- ``("w", rid, conn, version, query_id, values, timestamp)``: an EXECUTE of a
   prepared single-row write, bound (a statement ``combiner.combinable`` takes). It goes to
   the write combiner with the other workers' writes, and is answered ``("ok", rid)`` once
   durable, or with its error; ``("rebind", rid)`` when the worker bound it with types the
@@ -318,7 +318,6 @@ class _Link:
         rid: int,
         conn: int,
         version: int,
-        stream: int,
         query_id: bytes,
         values: list[Any],
         timestamp_us: int | None,
