@@ -6,7 +6,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test check lint typecheck bench clean
+.PHONY: setup demo test check lint typecheck wheel-check bench clean
 
 setup: $(STAMP)
 
@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml tests/node/package-lock.json Makefile
 demo: setup
 	$(VENV)/bin/cqlcdc run examples/quickstart.cql --data-dir $(or $(DATA_DIR),$(shell mktemp -d))
 
-test: setup lint typecheck
+test: setup lint typecheck wheel-check
 	$(PY) -m pytest -q
 
 check: test
@@ -39,6 +39,10 @@ lint: setup
 
 typecheck: setup
 	$(VENV)/bin/mypy
+
+# build the wheel, install it in a fresh venv, import every installed module, run cqlcdc --help
+wheel-check: setup
+	$(PY) tests/wheel_check.py
 
 bench: setup
 	$(PY) benchmarks/ingest.py

@@ -31,7 +31,8 @@ def cluster(
 ) -> Iterator[SparkCluster]:
     """The driver's temporary roots are hidden from the workers: this session's pytest
     base directory (every ``tmp_path``) and the system temporary directory (Spark's default
-    local dirs)."""
+    local dirs), but not the checkout and venv the workers run from, wherever they are (a
+    clone under ``/tmp``)."""
     hide = [tmp_path_factory.getbasetemp(), Path(tempfile.gettempdir())]
     with spark_cluster(rig_logs, hide, s3_server.env) as running:
         yield running

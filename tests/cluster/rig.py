@@ -3,8 +3,10 @@ standalone master with two workers started by pyspark's own launcher (``bin/spar
 
 Each worker runs in its own mount namespace (``unshare -m``, the tests run as root) with a
 tmpfs mounted over the driver's temporary directories, so a task that opens a path the driver
-wrote fails with FileNotFoundError, as on a worker on another machine. Everything listens on
-loopback only; every process is stopped (its whole process group) when the block ends.
+wrote fails with FileNotFoundError, as on a worker on another machine. What the workers run
+from (the checkout, its venv, pyspark) stays visible even inside such a directory (a clone
+under ``/tmp``): it is bound back over the tmpfs (``Mask``). Everything listens on loopback
+only; every process is stopped (its whole process group) when the block ends.
 
 >>> with moto_server(log_dir) as s3, spark_cluster(log_dir, [tmp], s3.env) as cluster:
 ...     cluster.master_url  # doctest: +SKIP
@@ -35,6 +37,9 @@ SPARK_HOME = Path(pyspark.__file__).resolve().parent
 # the directory that holds the cqlcdc package this test run imports (the worktree's src)
 CQLCDC_SRC = Path(cqlcdc.__file__).resolve().parents[1]
 ROOT = Path(__file__).resolve().parents[2]
+# what the workers run from: the checkout (cqlcdc's source and these tests), the venv and
+# pyspark (spark-class, the executors' Python), and the interpreter the venv is made from
+RUNS_FROM = (ROOT, CQLCDC_SRC, SPARK_HOME, Path(sys.prefix), Path(sys.base_prefix))
 BUCKET = "cqlcdc-test"
 WORKER_MEMORY = "1g"  # exactly what cqlcdc asks for an executor (pipeline.spark)
 DAEMON_MEMORY = "192m"  # the master's and workers' own JVMs (Spark's default is 1g)
@@ -60,13 +65,51 @@ class S3Server:
     env: dict[str, str]
 
 
+def is_within(path: Path, root: Path) -> bool:
+    """``path`` is ``root`` or below it."""
+    return path == root or root in path.parents
+
+
+@dataclass(frozen=True)
+class Mask:
+    """What a worker's namespace mounts, in this order: a tmpfs over each of ``covered``; each
+    of ``kept`` (a directory the worker runs from, inside a covered one) bound back in its
+    place from a descriptor opened before; a tmpfs over each of ``covered_inside`` (hidden
+    directories inside a kept one)."""
+
+    covered: list[Path]
+    kept: list[Path]
+    covered_inside: list[Path]
+
+
+def mask(hide: Sequence[Path], keep: Sequence[Path]) -> Mask:
+    """The mounts that hide every directory of ``hide`` from a worker and none of ``keep``.
+
+    Raises:
+        ValueError: a directory to keep is one to hide, or inside a hidden one inside a
+            kept one (no order of mounts shows it).
+    """
+    hidden = sorted({h.resolve() for h in hide})
+    keep = [k.resolve() for k in keep]
+    for h in hidden:
+        if h in keep:
+            raise ValueError(f"cannot hide {h} from the workers: they run from it")
+    kept = outermost([k for k in keep if any(k != h and is_within(k, h) for h in hidden)])
+    inside = [h for h in hidden if any(is_within(h, k) for k in kept)]
+    plan = Mask(outermost([h for h in hidden if h not in inside]), kept, outermost(inside))
+    for k in keep:
+        if any(is_within(k, h) for h in plan.covered_inside):
+            raise ValueError(f"cannot keep {k} visible to the workers: a hidden directory holds it")
+    return plan
+
+
 @dataclass
 class SparkCluster:
     """A standalone master (``master_url``) and its workers."""
 
     master_url: str
     ui_url: str
-    hidden: list[Path]
+    mask: Mask
     worker_logs: list[Path] = field(default_factory=list)
     # each worker's process and work directory (inside its own namespace's tmpfs)
     workers: list[tuple[subprocess.Popen[bytes], Path]] = field(default_factory=list)
@@ -180,23 +223,45 @@ def moto_server(log_dir: Path) -> Iterator[S3Server]:
 
 
 def outermost(paths: Sequence[Path]) -> list[Path]:
-    """The paths that are not inside another one of them (a tmpfs over the outer one
-    hides the inner ones already)."""
-    resolved = sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts))
+    """The paths (resolved, outermost first) that are not inside another one of them (a
+    tmpfs over the outer one hides the inner ones already)."""
+    resolved = sorted({p.resolve() for p in paths}, key=lambda p: (len(p.parts), p))
     kept: list[Path] = []
     for p in resolved:
-        if not any(p == k or k in p.parents for k in kept):
+        if not any(is_within(p, k) for k in kept):
             kept.append(p)
     return kept
 
 
-def worker_command(hidden: Sequence[Path], work_dir: Path, master_url: str) -> list[str]:
-    """A worker under ``unshare -m``: a tmpfs over every hidden directory, then the worker
-    (its work directory is inside the first tmpfs, so it vanishes with the namespace)."""
-    mounts = " && ".join(
-        f"mount -t tmpfs -o size={WORKER_TMPFS_SIZE},mode=1777 cqlcdc-hidden {shlex.quote(str(d))}"
-        for d in hidden
-    )
+def mask_script(plan: Mask) -> str:
+    """The shell commands that make ``plan``'s mounts in a new mount namespace.
+
+    A kept directory is opened (a descriptor, 3 and up) before the tmpfs covers it, then
+    bound from ``/proc/self/fd/N`` onto the same path in the tmpfs; ``-c`` (no
+    canonicalization) keeps mount from turning that link back into the now covered path.
+    """
+    if len(plan.kept) > 7:  # sh redirects descriptors 0-9 only
+        raise ValueError(f"too many directories to keep visible: {plan.kept}")
+
+    def tmpfs(d: Path) -> str:
+        quoted = shlex.quote(str(d))
+        return f"mount -t tmpfs -o size={WORKER_TMPFS_SIZE},mode=1777 cqlcdc-hidden {quoted}"
+
+    fds = list(enumerate(plan.kept, start=3))
+    steps = [f"exec {fd}<{shlex.quote(str(k))}" for fd, k in fds]
+    steps += [tmpfs(d) for d in plan.covered]
+    for fd, k in fds:
+        quoted = shlex.quote(str(k))
+        steps += [f"mkdir -p {quoted}", f"mount --rbind -c /proc/self/fd/{fd} {quoted}"]
+        steps.append(f"exec {fd}<&-")
+    steps += [tmpfs(d) for d in plan.covered_inside]
+    return " && ".join(steps)
+
+
+def worker_command(plan: Mask, work_dir: Path, master_url: str) -> list[str]:
+    """A worker under ``unshare -m``: the mounts of ``plan``, then the worker (its work
+    directory is inside the first tmpfs, so it vanishes with the namespace)."""
+    mounts = mask_script(plan)
     launcher = [
         str(SPARK_HOME / "bin" / "spark-class"),
         "org.apache.spark.deploy.worker.Worker",
@@ -243,13 +308,14 @@ def spark_cluster(
     Args:
         log_dir: where the daemons' logs go (the driver's side; workers write them through
             a descriptor opened before their namespace hides this directory).
-        hide: directories the workers must not see (the driver's temporary roots).
+        hide: directories the workers must not see (the driver's temporary roots); what
+            they run from (``RUNS_FROM``) stays visible inside them.
         env: extra environment of the daemons (and so of executors): the S3 settings.
     """
-    hidden = outermost(hide)
+    plan = mask(hide, RUNS_FROM)
     port, ui_port = free_port(), free_port()
     master_url = f"spark://127.0.0.1:{port}"
-    cluster = SparkCluster(master_url, f"http://127.0.0.1:{ui_port}", hidden)
+    cluster = SparkCluster(master_url, f"http://127.0.0.1:{ui_port}", plan)
     daemon = daemon_env(env)
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -276,10 +342,10 @@ def spark_cluster(
         for i in range(workers):
             wlog = log_dir / f"worker-{i}.log"
             cluster.worker_logs.append(wlog)
-            work_dir = hidden[0] / f"spark-worker-{i}"
+            work_dir = plan.covered[0] / f"spark-worker-{i}"
             with open(wlog, "wb") as out:
                 worker = subprocess.Popen(
-                    worker_command(hidden, work_dir, master_url),
+                    worker_command(plan, work_dir, master_url),
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,

@@ -1,5 +1,5 @@
 """Run the spec's conformance cases through ``cqlcdc run --format json`` and compare by the
-rules of ``shared/conformance/README.md``."""
+rules of ``tests/conformance/cases/README.md``."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-CASES_FILE = SHARED / "conformance" / "seed_cases.json"
+CASES_FILE = Path(__file__).resolve().parent / "cases" / "seed_cases.json"
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 EPOCH = 0x01B21DD213814000
 RESET = [

@@ -11,12 +11,10 @@ from cqlcdc.cql import ast as a
 from cqlcdc.cql import parse_statement, render, split_statements
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-SEED_CASES = REPO_ROOT.parent / "shared" / "conformance" / "seed_cases.json"
+SEED_CASES = REPO_ROOT / "tests" / "conformance" / "cases" / "seed_cases.json"
 
 
 def _statements() -> list[tuple[str, str]]:
-    if not SEED_CASES.exists():
-        return []
     cases = json.loads(SEED_CASES.read_text())
     return [
         (f"{case['id']}#{i}", step["cql"]) for case in cases for i, step in enumerate(case["steps"])
