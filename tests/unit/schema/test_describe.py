@@ -7,9 +7,6 @@ import pytest
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.catalog import Catalog
-from cqlcdc.schema.model import Column, Keyspace, TableSchema
-from cqlcdc.schema.system_catalog import SystemCatalog
-from cqlcdc.types import native_type
 from cqlcdc.schema.describe import (
     CDC_LOG_DESC_PREFIX,
     CDC_LOG_DESC_SUFFIX,
@@ -17,6 +14,9 @@ from cqlcdc.schema.describe import (
     listing,
     maybe_quote,
 )
+from cqlcdc.schema.model import Column, Keyspace, TableSchema
+from cqlcdc.schema.system_catalog import SystemCatalog
+from cqlcdc.types import native_type
 
 from .helpers import T, cdc, create_table, new_catalog, pkck, qn, s
 
