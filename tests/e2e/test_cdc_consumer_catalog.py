@@ -138,6 +138,59 @@ def test_the_cdc_discovery_tables_are_described(cql: Any) -> None:
     assert "PRIMARY KEY (key)" in local.create_statement
 
 
+# what gocql's metadata_scylla.go sends to load one keyspace (querySystem: prepared, bound)
+GOCQL_KEYSPACE_QUERIES = (
+    "SELECT durable_writes, replication FROM system_schema.keyspaces WHERE keyspace_name = ?",
+    "SELECT * FROM system_schema.tables WHERE keyspace_name = ?",
+    "SELECT * FROM system_schema.scylla_tables WHERE keyspace_name = ?",
+    "SELECT table_name, column_name, clustering_order, type, kind, position "
+    "FROM system_schema.columns WHERE keyspace_name = ?",
+    "SELECT * FROM system_schema.types WHERE keyspace_name = ?",
+    "SELECT * FROM system_schema.functions WHERE keyspace_name = ?",
+    "SELECT * FROM system_schema.aggregates WHERE keyspace_name = ?",
+    "SELECT * FROM system_schema.indexes WHERE keyspace_name = ?",
+    "SELECT * FROM system_schema.views WHERE keyspace_name = ?",
+)
+# and to load one table again after an event names it (invalidateTableSchema)
+GOCQL_TABLE_QUERIES = (
+    "SELECT * FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?",
+    "SELECT * FROM system_schema.scylla_tables WHERE keyspace_name = ? AND table_name = ?",
+    "SELECT table_name, column_name, clustering_order, type, kind, position "
+    "FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
+    "SELECT * FROM system_schema.indexes WHERE keyspace_name = ? AND table_name = ?",
+    "SELECT * FROM system_schema.views WHERE keyspace_name = ? AND base_table_name = ? "
+    "ALLOW FILTERING",
+)
+
+
+def test_gocqls_keyspace_metadata_load_answers_for_a_cdc_keyspace(cql: Any) -> None:
+    """Every query gocql sends to load the metadata of the keyspace a CDC reader reads
+    (its log table listed) and of system_distributed; then its DESCRIBE ... WITH INTERNALS."""
+    cql.execute(
+        "CREATE TABLE IF NOT EXISTS go (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}"
+    )
+    for ks in ("ks", "system_distributed"):
+        for text in GOCQL_KEYSPACE_QUERIES:
+            cql.execute(cql.prepare(text), (ks,))
+        tables = cql.execute(cql.prepare(GOCQL_KEYSPACE_QUERIES[1]), (ks,))
+        names = {r.table_name for r in tables}
+        expected = (
+            {"go", f"go{LOG}"}
+            if ks == "ks"
+            else {"cdc_generation_timestamps", "cdc_streams_descriptions_v2"}
+        )
+        assert expected <= names
+        statements = [r[3] for r in cql.execute(f"DESCRIBE KEYSPACE {ks} WITH INTERNALS")]
+        assert all(statements)
+    for text in GOCQL_TABLE_QUERIES:
+        cql.execute(cql.prepare(text), ("ks", f"go{LOG}"))
+    columns = cql.execute(cql.prepare(GOCQL_TABLE_QUERIES[2]), ("ks", f"go{LOG}"))
+    assert {"cdc$stream_id", "cdc$time", "pk", "v"} <= {r.column_name for r in columns}
+    # the log is described as ScyllaDB does: an ALTER after its base
+    described = {r.name: r.create_statement for r in cql.execute("DESC KEYSPACE ks")}
+    assert described[f"go{LOG}"].startswith(f"ALTER TABLE ks.go{LOG} WITH ")
+
+
 def test_describe_in_a_system_keyspace_names_what_is_missing(cql: Any) -> None:
     with pytest.raises(InvalidRequest, match="Table 'nope' not found in keyspace 'system'"):
         cql.execute("DESCRIBE TABLE system.nope")
