@@ -887,4 +887,4 @@ def _host_id(data_dir: Location) -> uuid.UUID:
     return host_id
 
 
-__all__ = ["DEFAULT_BUCKETS", "WRITE_TIMEOUT_S", "Coordinator", "InitialScan"]
+__all__ = ["DEFAULT_BUCKETS", "WRITE_TIMEOUT_S", "Coordinator", "DdlOutcome", "InitialScan"]
