@@ -32,7 +32,7 @@ from cqlcdc.errors import Unauthorized
 from cqlcdc.storage.select import ResultSet
 
 if TYPE_CHECKING:
-    from cqlcdc.coordinator import Coordinator
+    from cqlcdc.coordinator import Coordinator, DdlOutcome
 
 
 def check(c: Coordinator, role: str | None, stmt: ast.Statement, keyspace: str | None) -> None:
@@ -95,18 +95,18 @@ def run_auth(
 
 def run_ddl(
     c: Coordinator, role: str | None, stmt: ast.Statement, keyspace: str | None
-) -> str | None:
+) -> DdlOutcome:
     """``Coordinator.run_ddl``, then Cassandra's bookkeeping: the creator of a keyspace or
     table gets every permission on it, and grants on what a DROP removed are forgotten (so a
     later keyspace or table of the same name does not inherit them)."""
     created = _created(stmt, keyspace)
     fresh = created is not None and not exists(c, created)
-    text = c.run_ddl(stmt, keyspace)
+    outcome = c.run_ddl(stmt, keyspace)
     if fresh and created is not None and role is not None:
         grant_to_creator(c.roles, role, created)
     if isinstance(stmt, ast.DropKeyspace | ast.DropTable):
         forget_dropped(c)
-    return text
+    return outcome
 
 
 def forget_dropped(c: Coordinator) -> None:

@@ -21,14 +21,14 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from cqlcdc.auth import RoleStore
 from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
 from cqlcdc.cdc.system_local import NodeInfo
-from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_listing, system_table
+from cqlcdc.cdc.system_tables import SYSTEM_CATALOG, SYSTEM_KEYSPACES, system_table
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
@@ -37,6 +37,7 @@ from cqlcdc.observe import events
 from cqlcdc.observe.cdc_operations import Operation
 from cqlcdc.pipeline.admission import admit
 from cqlcdc.schema.catalog import Catalog
+from cqlcdc.schema.changes import SchemaEvent, schema_changes
 from cqlcdc.schema.describe import describe_statement
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_payload
@@ -61,6 +62,16 @@ MAX_UNAPPLIED_WRITES = 1_000_000
 OBJECT_STORE_LINGER_S = 0.15
 GROUP_QUIET_S = 0.003
 MAX_UNAPPLIED_FILES = 400
+
+
+@dataclass(frozen=True, slots=True)
+class DdlOutcome:
+    """What ``Coordinator.run_ddl`` did: DESCRIBE's text, or the schema changes of the DDL
+    (every table it created, altered or dropped, its CDC log's included), in the order
+    ScyllaDB announces them."""
+
+    text: str | None = None
+    changes: tuple[SchemaEvent, ...] = ()
 
 
 class Coordinator:
@@ -233,9 +244,10 @@ class Coordinator:
             raise InvalidRequest(f"unconfigured table {name.name}")
         return schema
 
-    def run_ddl(self, stmt: ast.Statement, keyspace: str | None) -> str | None:
+    def run_ddl(self, stmt: ast.Statement, keyspace: str | None) -> DdlOutcome:
         """Apply a DDL statement (or DESCRIBE) after every earlier write: a new catalog is
-        built from the current one and swapped in whole. Returns DESCRIBE's text."""
+        built from the current one and swapped in whole. Returns DESCRIBE's text, or what
+        the statement changed (the server announces it)."""
         self.flush()
         scan: tuple[ast.QualifiedName, str] | None = None
         if isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.AddChangefeed):
@@ -248,9 +260,10 @@ class Coordinator:
                     raise stopped.refusal(self.data_dir)
         if isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.DisableChangefeed):
             self._check_not_scanning(stmt.name, stmt.action.name, keyspace)
-        if isinstance(stmt, ast.Describe) and stmt.kind in ("KEYSPACES", "TABLES", "TYPES"):
-            # listings include the system keyspaces and tables, which the catalog does not hold
-            return describe_statement(self._catalog, stmt, keyspace, system_listing())
+        if isinstance(stmt, ast.Describe):
+            # of the current snapshot (no one mutates it); listings include the system
+            # keyspaces and tables, which the catalog does not hold, and they are described
+            return DdlOutcome(describe_statement(self._catalog, stmt, keyspace, SYSTEM_CATALOG))
         with self.lock:
             if (
                 isinstance(stmt, ast.AlterTable)
@@ -259,9 +272,11 @@ class Coordinator:
             ):
                 # the drop's timestamp from the writes' clock: every later write is newer
                 stmt = replace(stmt, action=replace(stmt.action, timestamp=self.timestamp_us()))
-            catalog = self._catalog.copy()
+            before = self._catalog
+            catalog = before.copy()
             text = catalog.execute(stmt, keyspace)
             self._catalog = catalog
+        outcome = DdlOutcome(text, schema_changes(before, catalog))
         ttl_on = (
             isinstance(stmt, ast.AlterTable)
             and isinstance(stmt.action, ast.SetTtlColumn)
@@ -278,7 +293,7 @@ class Coordinator:
             scanner = self.start_initial_scan(scan[0], scan[1], keyspace)
             if self.autoscan:
                 scanner.run_in_background()
-        return text
+        return outcome
 
     def _sweep_every_partition(self, schema: TableSchema) -> None:
         """After ``ALTER TABLE ... TTL e``: a sweep of every partition at the next second,
@@ -872,4 +887,4 @@ def _host_id(data_dir: Location) -> uuid.UUID:
     return host_id
 
 
-__all__ = ["DEFAULT_BUCKETS", "WRITE_TIMEOUT_S", "Coordinator", "InitialScan"]
+__all__ = ["DEFAULT_BUCKETS", "WRITE_TIMEOUT_S", "Coordinator", "DdlOutcome", "InitialScan"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from cqlcdc.schema.changes import SchemaEvent
     from cqlcdc.storage.select import ResultSet
 
 
@@ -48,10 +49,17 @@ class Rows:
     ``column_types`` holds the CQL type of each column (for cqlsh-style printing);
     ``describe`` is the text of a DESCRIBE statement. ``table``: the rows as Arrow columns
     when a columnar read answered (the server encodes its pages from them); they become
-    ``Row`` objects only when iterated.
+    ``Row`` objects only when iterated. ``schema_changes``: what a DDL statement changed
+    (each table, its CDC log's included), in the order ScyllaDB announces it.
     """
 
-    def __init__(self, result: ResultSet | None = None, describe: str | None = None) -> None:
+    def __init__(
+        self,
+        result: ResultSet | None = None,
+        describe: str | None = None,
+        schema_changes: tuple[SchemaEvent, ...] = (),
+    ) -> None:
+        self.schema_changes = schema_changes
         self.table: pa.Table | None = None
         self._result: ResultSet | None = None
         self._built: list[Row] | None

@@ -254,8 +254,8 @@ class Session:
         if isinstance(stmt, ast.Truncate):
             c.truncate(stmt, self.keyspace)
             return Rows()
-        text = access.run_ddl(c, self.role, stmt, self.keyspace)
-        return Rows(describe=text) if text is not None else Rows()
+        outcome = access.run_ddl(c, self.role, stmt, self.keyspace)
+        return Rows(describe=outcome.text, schema_changes=outcome.changes)
 
     def _check_open(self) -> None:
         if self._closed:

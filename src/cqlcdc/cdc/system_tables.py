@@ -22,6 +22,7 @@ from cqlcdc.cdc import system_local, system_schema, system_scylla, system_virtua
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import Column, ColumnKind, Keyspace, TableSchema
+from cqlcdc.schema.system_catalog import SystemCatalog
 from cqlcdc.storage.select import PartitionRows
 from cqlcdc.storage.token import murmur3_token
 from cqlcdc.types import SetType, native_type
@@ -151,13 +152,14 @@ SYSTEM_TABLES: tuple[TableSchema, ...] = (
 )
 
 
+# what DESCRIBE describes beside the catalog (ScyllaDB describes system keyspaces too)
+SYSTEM_CATALOG = SystemCatalog(SYSTEM_KEYSPACE_SCHEMAS, SYSTEM_TABLES)
+
+
 def system_listing() -> dict[str, list[str]]:
     """The system keyspaces and their tables' names, as DESC KEYSPACES / TABLES list them
     (ScyllaDB lists its system keyspaces and tables there too)."""
-    listed: dict[str, list[str]] = {ks.name: [] for ks in SYSTEM_KEYSPACE_SCHEMAS}
-    for table in SYSTEM_TABLES:
-        listed.setdefault(table.keyspace, []).append(table.name)
-    return listed
+    return SYSTEM_CATALOG.names()
 
 
 @dataclass(frozen=True, slots=True)

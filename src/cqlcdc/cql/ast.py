@@ -287,6 +287,7 @@ class CreateKeyspace:
     replication: tuple[tuple[str, str], ...] = ()
     durable_writes: bool = True
     if_not_exists: bool = False
+    tablets: tuple[tuple[str, str], ...] = ()  # ScyllaDB 6's tablets = {...}, as texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +295,7 @@ class AlterKeyspace:
     name: str
     replication: tuple[tuple[str, str], ...] = ()
     durable_writes: bool | None = None
+    tablets: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

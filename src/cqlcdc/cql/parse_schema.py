@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from cqlcdc.cql.ast import (
@@ -23,6 +23,15 @@ from cqlcdc.cql.ast import (
 )
 from cqlcdc.cql.parse_terms import TermsMixin
 from cqlcdc.cql.tokens import Token, TokenType
+
+
+@dataclass(slots=True)
+class KeyspaceProperties:
+    """What ``WITH ...`` of CREATE / ALTER KEYSPACE gave (None / empty: not given)."""
+
+    replication: tuple[tuple[str, str], ...] = ()
+    durable_writes: bool | None = None
+    tablets: tuple[tuple[str, str], ...] = ()
 
 
 class SchemaMixin(TermsMixin):
@@ -50,27 +59,31 @@ class SchemaMixin(TermsMixin):
 
     def _parse_create_keyspace(self) -> CreateKeyspace:
         """``CREATE KEYSPACE [IF NOT EXISTS] ks [WITH replication = {...} AND
-        durable_writes = bool]`` (CREATE and KEYSPACE already consumed)."""
+        durable_writes = bool AND tablets = {...}]`` (CREATE and KEYSPACE already consumed)."""
         if_not_exists = self._parse_if_not_exists()
         name = self._parse_identifier()
-        replication: tuple[tuple[str, str], ...] = ()
-        durable_writes: bool | None = None
+        properties = KeyspaceProperties()
         if self._match_word("with"):
-            replication, durable_writes = self._parse_keyspace_properties()
+            properties = self._parse_keyspace_properties()
         return CreateKeyspace(
-            name, replication, durable_writes is not False, if_not_exists=if_not_exists
+            name,
+            properties.replication,
+            properties.durable_writes is not False,
+            if_not_exists=if_not_exists,
+            tablets=properties.tablets,
         )
 
     def _parse_alter_keyspace(self) -> AlterKeyspace:
         """``ALTER KEYSPACE ks WITH ...`` (ALTER and KEYSPACE already consumed)."""
         name = self._parse_identifier()
         self._expect_word("with")
-        replication, durable_writes = self._parse_keyspace_properties()
-        return AlterKeyspace(name, replication, durable_writes)
+        properties = self._parse_keyspace_properties()
+        return AlterKeyspace(
+            name, properties.replication, properties.durable_writes, properties.tablets
+        )
 
-    def _parse_keyspace_properties(self) -> tuple[tuple[tuple[str, str], ...], bool | None]:
-        replication: tuple[tuple[str, str], ...] = ()
-        durable_writes: bool | None = None
+    def _parse_keyspace_properties(self) -> KeyspaceProperties:
+        properties = KeyspaceProperties()
         seen: set[str] = set()
         while True:
             token = self._curr
@@ -82,18 +95,21 @@ class SchemaMixin(TermsMixin):
             value_token = self._curr
             value = self._parse_term()
             if name == "replication":
-                replication = self._replication_map(value, value_token)
+                properties.replication = self._property_map(name, value, value_token)
             elif name == "durable_writes":
-                durable_writes = self._boolean_property(name, value, value_token)
+                properties.durable_writes = self._boolean_property(name, value, value_token)
+            elif name == "tablets":  # ScyllaDB 6's; the catalog checks its options
+                properties.tablets = self._property_map(name, value, value_token)
             else:
                 raise self._error(f"Unknown property '{name}'", token)
             if not self._match_word("and"):
-                return replication, durable_writes
+                return properties
 
-    def _replication_map(self, value: Term, token: Token) -> tuple[tuple[str, str], ...]:
-        """``{'class': 'SimpleStrategy', 'replication_factor': 1}`` -> pairs of texts."""
+    def _property_map(self, name: str, value: Term, token: Token) -> tuple[tuple[str, str], ...]:
+        """``{'class': 'SimpleStrategy', 'replication_factor': 1}`` -> pairs of texts (a
+        boolean as ``true``/``false``: ``tablets = {'enabled': false}``)."""
         if not isinstance(value, MapLiteral):
-            raise self._error("Invalid value for property 'replication'", token)
+            raise self._error(f"Invalid value for property '{name}'. It should be a map.", token)
         pairs: list[tuple[str, str]] = []
         for key, item in value.entries:
             if (
@@ -102,7 +118,7 @@ class SchemaMixin(TermsMixin):
                 or key.kind == "null"
                 or item.kind == "null"
             ):
-                raise self._error("Invalid value for property 'replication'", token)
+                raise self._error(f"Invalid value for property '{name}'", token)
             pairs.append((key.text, item.text))
         return tuple(pairs)
 

@@ -273,21 +273,29 @@ def _render_keyspace_statement(
         case CreateKeyspace():
             head = f"CREATE KEYSPACE {_if(node.if_not_exists, 'IF NOT EXISTS ')}"
             durable = None if node.durable_writes else False
-            return head + quote_identifier(node.name) + _keyspace_with(node.replication, durable)
+            with_ = _keyspace_with(node.replication, durable, node.tablets)
+            return head + quote_identifier(node.name) + with_
         case AlterKeyspace():
-            with_ = _keyspace_with(node.replication, node.durable_writes)
+            with_ = _keyspace_with(node.replication, node.durable_writes, node.tablets)
             return f"ALTER KEYSPACE {quote_identifier(node.name)}{with_}"
         case _:
             assert_never(node)
 
 
-def _keyspace_with(replication: tuple[tuple[str, str], ...], durable: bool | None) -> str:
+def _keyspace_with(
+    replication: tuple[tuple[str, str], ...],
+    durable: bool | None,
+    tablets: tuple[tuple[str, str], ...] = (),
+) -> str:
     properties = []
     if replication:
         pairs = ", ".join(f"{quote_string(k)}: {quote_string(v)}" for k, v in replication)
         properties.append(f"replication = {{{pairs}}}")
     if durable is not None:
         properties.append(f"durable_writes = {'true' if durable else 'false'}")
+    if tablets:  # as texts: the catalog reads 'false' as the parser reads false
+        pairs = ", ".join(f"{quote_string(k)}: {quote_string(v)}" for k, v in tablets)
+        properties.append(f"tablets = {{{pairs}}}")
     return " WITH " + " AND ".join(properties) if properties else ""
 
 

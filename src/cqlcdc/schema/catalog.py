@@ -46,6 +46,7 @@ from cqlcdc.schema.model import (
 )
 from cqlcdc.schema.row_ttl import set_ttl_column
 from cqlcdc.schema.table_options import merge_options, validate_table_options
+from cqlcdc.schema.tablets import check_vnodes
 from cqlcdc.schema.typeshape import (
     references_udt,
     substitute_udt,
@@ -199,6 +200,7 @@ class Catalog:
             raise InvalidRequest("system keyspace is not user-modifiable")
         table_ddl.validate_name(stmt.name, "keyspace")
         replication = _replication(stmt.replication)
+        check_vnodes(stmt.tablets, altering=False)
         if stmt.name in self._keyspaces:
             if stmt.if_not_exists:
                 return False
@@ -212,6 +214,7 @@ class Catalog:
         ks = self._keyspaces.get(stmt.name)
         if ks is None:
             raise InvalidRequest(f"Unknown keyspace {stmt.name}")
+        check_vnodes(stmt.tablets, altering=True)
         replication = _replication(stmt.replication) if stmt.replication else ks.replication
         durable = ks.durable_writes if stmt.durable_writes is None else stmt.durable_writes
         self._keyspaces[stmt.name] = Keyspace(stmt.name, replication, durable)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from cqlcdc.cql.ast import Describe
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import Column, Keyspace, SecondaryIndex, TableSchema, table_uuid
+from cqlcdc.schema.system_catalog import SystemCatalog
 from cqlcdc.schema.table_options import describe_options, format_map, single_quote
 from cqlcdc.types import SetType
 from cqlcdc.types.base import CqlType
@@ -164,7 +165,9 @@ def create_index_statement(table: TableSchema, index: SecondaryIndex) -> str:
 
 
 def describe_keyspace(keyspace: Keyspace) -> str:
-    """``CREATE KEYSPACE`` as ``keyspace_metadata::describe`` prints it (vnodes keyspace)."""
+    """``CREATE KEYSPACE`` as ``keyspace_metadata::describe`` prints it. Every keyspace here
+    is a vnodes keyspace (``tablets = {'enabled': true}`` is refused), which ScyllaDB prints
+    as ``tablets = {'enabled': false}`` whether the CREATE said so or not."""
     replication = dict(keyspace.replication)
     strategy = replication.pop("class", "SimpleStrategy")
     if "." not in strategy:
@@ -198,6 +201,17 @@ def _table_elements(catalog: Catalog, table: TableSchema, internals: bool) -> li
     attached = catalog.is_attached_log(table.keyspace, table.name)
     log = catalog.log_table(table) if table.cdc.enabled else None
     return describe_table(table, log, attached, internals)
+
+
+def _system_keyspace_elements(
+    system: SystemCatalog, keyspace: Keyspace, internals: bool
+) -> list[Described]:
+    """DESC KEYSPACE of a system keyspace: the keyspace, then its tables by name (no types,
+    indexes or CDC logs there)."""
+    out = [Described(keyspace.name, "keyspace", keyspace.name, describe_keyspace(keyspace))]
+    for t in system.tables_of(keyspace.name):
+        out.extend(describe_table(t, None, False, internals))
+    return out
 
 
 def _keyspace_elements(
@@ -279,30 +293,35 @@ def describe_statement(
     catalog: Catalog,
     stmt: Describe,
     current: str | None,
-    system: Mapping[str, Sequence[str]] | None = None,
+    system: SystemCatalog | None = None,
 ) -> str:
     """The text of a DESCRIBE statement (``describe_statement.cc`` + cqlsh's layout).
 
     Args:
-        system: the system keyspaces and their tables' names, which listings include.
+        system: the system keyspaces and their tables, which listings include and which
+            DESCRIBE KEYSPACE / TABLE describe (``cqlcdc.cdc.system_tables.SYSTEM_CATALOG``).
 
     Raises:
         InvalidRequest: an unknown keyspace, table or type (ScyllaDB's messages).
     """
+    names = system.names() if system is not None else None
     if stmt.kind == "KEYSPACES":
-        return describe_names([ks for ks, _ in listing(catalog, None, "KEYSPACES", system)])
+        return describe_names([ks for ks, _ in listing(catalog, None, "KEYSPACES", names)])
     if stmt.kind in ("TABLES", "TYPES"):
-        return listing_text(listing(catalog, current, stmt.kind, system), current is not None)
+        return listing_text(listing(catalog, current, stmt.kind, names), current is not None)
     if stmt.kind == "CLUSTER":
         return "Cluster: cqlcdc\nPartitioner: Murmur3Partitioner\n"
     if stmt.kind in ("FUNCTIONS", "AGGREGATES"):  # there are no user-defined ones
         return ""
-    return described_text(describe_elements(catalog, stmt, current))
+    return described_text(describe_elements(catalog, stmt, current, system))
 
 
-def describe_elements(catalog: Catalog, stmt: Describe, current: str | None) -> list[Described]:
+def describe_elements(
+    catalog: Catalog, stmt: Describe, current: str | None, system: SystemCatalog | None = None
+) -> list[Described]:
     """The elements DESCRIBE SCHEMA / KEYSPACE / TABLE / TYPE / INDEX describes, one row
-    each in the server's answer, as ScyllaDB's.
+    each in the server's answer, as ScyllaDB's. SCHEMA leaves the system keyspaces out (as
+    ScyllaDB's DESC SCHEMA does); KEYSPACE and TABLE describe them too, from ``system``.
 
     Raises:
         InvalidRequest: an unknown keyspace, table or type (ScyllaDB's messages).
@@ -318,6 +337,9 @@ def describe_elements(catalog: Catalog, stmt: Describe, current: str | None) -> 
                 "No keyspace has been specified. USE a keyspace, or explicitly specify "
                 "keyspace.tablename"
             )
+        system_keyspace = system.keyspace(name) if system is not None else None
+        if system is not None and system_keyspace is not None:
+            return _system_keyspace_elements(system, system_keyspace, stmt.internals)
         keyspace = catalog.keyspace(name)
         if keyspace is None:
             raise InvalidRequest(f"'{name}' not found in keyspaces")
@@ -329,6 +351,8 @@ def describe_elements(catalog: Catalog, stmt: Describe, current: str | None) -> 
             "No keyspace has been specified. USE a keyspace, or explicitly specify "
             "keyspace.tablename"
         )
+    if system is not None and system.keyspace(ks) is not None:
+        return _system_element(system, stmt, ks)
     if catalog.keyspace(ks) is None:
         raise InvalidRequest(f"'{ks}' not found in keyspaces")
     if stmt.kind == "TYPE":
@@ -351,11 +375,26 @@ def describe_elements(catalog: Catalog, stmt: Describe, current: str | None) -> 
     return _table_elements(catalog, table, stmt.internals)
 
 
+def _system_element(system: SystemCatalog, stmt: Describe, ks: str) -> list[Described]:
+    """DESC TABLE / TYPE / INDEX in a system keyspace: its tables (no types or indexes)."""
+    assert stmt.name is not None
+    name = stmt.name.name
+    if stmt.kind == "TYPE":
+        raise InvalidRequest(f"Type '{name}' not found in keyspace '{ks}'")
+    if stmt.kind == "INDEX":
+        raise InvalidRequest(f"Index '{name}' not found in keyspace '{ks}'")
+    table = system.table(ks, name)
+    if table is None:
+        raise InvalidRequest(f"Table '{name}' not found in keyspace '{ks}'")
+    return describe_table(table, None, False, stmt.internals)
+
+
 __all__ = [
     "CDC_LOG_DESC_PREFIX",
     "CDC_LOG_DESC_SUFFIX",
     "RESERVED_KEYWORDS",
     "Described",
+    "SystemCatalog",
     "create_index_statement",
     "create_table_statement",
     "describe_elements",

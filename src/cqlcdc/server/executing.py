@@ -28,6 +28,7 @@ from cqlcdc.server.requests import Batch, Execute, Prepare, Query, QueryParams
 from cqlcdc.server.responses import ResponseMessage
 from cqlcdc.server.results import (
     PreparedResult,
+    SchemaChange,
     SchemaChangeResult,
     SetKeyspaceResult,
     VoidResult,
@@ -254,10 +255,15 @@ class SessionRequests:
         rows = self.session.execute(run, values, wait=False)
         if isinstance(stmt, ast.UseKeyspace):
             return SetKeyspaceResult(stmt.name)
+        # an event for each table the DDL changed, its CDC log's too (a driver refreshes
+        # only what an event names), in ScyllaDB's order
+        for event in rows.schema_changes:
+            self.server.broadcast_schema_change(
+                SchemaChange(event.change, event.target, event.keyspace, event.name)
+            )
         change = schema_change(stmt, self.session.keyspace)
         if change is not None:
             log_schema_change(change, self.session.role)
-            self.server.broadcast_schema_change(change)
             return SchemaChangeResult(change)
         if isinstance(stmt, ast.Describe):
             return describe_rows(self.session, stmt, rows)

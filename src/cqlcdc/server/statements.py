@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from cqlcdc.cdc.system_tables import system_listing
+from cqlcdc.cdc.system_tables import SYSTEM_CATALOG, system_listing
 from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest, Unprepared
 from cqlcdc.schema.describe import describe_elements, maybe_quote
@@ -566,7 +566,7 @@ def describe_rows(session: Session, stmt: ast.Describe, rows: Rows) -> RowsResul
     elif stmt.kind in ("SCHEMA", "KEYSPACE", "TABLE", "TYPE", "INDEX"):  # a row per element
         listing = [
             (e.keyspace, e.type, e.name, e.statement)
-            for e in describe_elements(catalog, stmt, current)
+            for e in describe_elements(catalog, stmt, current, SYSTEM_CATALOG)
         ]
     else:
         name = stmt.name

@@ -196,8 +196,22 @@ def test_keyspace_statements() -> None:
     assert parse_statement("ALTER KEYSPACE ks WITH durable_writes = true") == a.AlterKeyspace(
         "ks", durable_writes=True
     )
-    with pytest.raises(CqlSyntaxError, match="Unknown property 'tablets'"):
-        parse_statement("CREATE KEYSPACE ks WITH tablets = {'enabled': false}")
+    # ScyllaDB 6's tablets option: its options as texts (the catalog reads them)
+    assert parse_statement(
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', "
+        "'replication_factor': 1} AND tablets = {'enabled': false, 'initial': 8}"
+    ) == a.CreateKeyspace(
+        "ks",
+        (("class", "SimpleStrategy"), ("replication_factor", "1")),
+        tablets=(("enabled", "false"), ("initial", "8")),
+    )
+    assert parse_statement("ALTER KEYSPACE ks WITH tablets = {'enabled': 'true'}") == (
+        a.AlterKeyspace("ks", tablets=(("enabled", "true"),))
+    )
+    with pytest.raises(CqlSyntaxError, match=r"property 'tablets'\. It should"):
+        parse_statement("CREATE KEYSPACE ks WITH tablets = false")
+    with pytest.raises(CqlSyntaxError, match="Unknown property 'tablet'"):
+        parse_statement("CREATE KEYSPACE ks WITH tablet = {'enabled': false}")
 
 
 def test_changefeed_options_are_upper_cased() -> None:

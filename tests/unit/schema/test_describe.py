@@ -14,6 +14,9 @@ from cqlcdc.schema.describe import (
     listing,
     maybe_quote,
 )
+from cqlcdc.schema.model import Column, Keyspace, TableSchema
+from cqlcdc.schema.system_catalog import SystemCatalog
+from cqlcdc.types import native_type
 
 from .helpers import T, cdc, create_table, new_catalog, pkck, qn, s
 
@@ -218,7 +221,11 @@ def test_listings_include_the_system_keyspaces_and_tables_sorted_and_quoted() ->
     cat.execute(create_table("Zed", pkck()), None)
     cat.execute(create_table("select", pkck()), None)
     cat.execute(create_table("b", pkck()), None)
-    system = {"system": ["peers", "local", "IndexInfo"], "system_auth": []}
+    key = (Column("key", native_type("text"), "partition_key"),)
+    system = SystemCatalog(
+        (Keyspace("system"), Keyspace("system_auth")),
+        tuple(TableSchema("system", n, key) for n in ("peers", "local", "IndexInfo")),
+    )
     keyspaces = describe_statement(cat, ast.Describe("KEYSPACES", None), None, system)
     assert keyspaces == "aa  ks  system  system_auth\n"
     tables = describe_statement(cat, ast.Describe("TABLES", None), None, system)
