@@ -213,10 +213,10 @@ class InValuesType(ListType):
         raise TypeError("the values of an IN condition are never sent back")
 
     def _deserialize(self, data: bytes) -> Any:
-        """The values; an empty (zero-byte) element of a type that has no empty value here
-        is left out: it is ScyllaDB's "empty" value, equal to no value a column holds, so
-        it can make no ``IN`` hold and no ``NOT IN`` fail (drivers send it for a None
-        element, as the python driver does)."""
+        """The values; a zero-byte element is the type's empty value (``EMPTY``), which
+        matches only a column holding the empty value, as in ScyllaDB, or, for a type
+        without one (duration, counter), is left out: it can make no ``IN`` hold and no
+        ``NOT IN`` fail (drivers send it for a None element, as the python driver does)."""
         out: list[Any] = []
         for v in _unpack_nullable(bytes(data), 1, "list", nulls=True):
             if v is None:
