@@ -106,6 +106,17 @@ def test_empty_values_of_every_fixed_width_type_are_stored_and_returned(cql: Any
         None,
         b"",
     )
+    # functions and aggregates: an empty value counts as a cell, has no number or time, and
+    # is the least value (ScyllaDB's comparator)
+    cql.execute("INSERT INTO empties (p, v_int) VALUES (3, 5)")
+    agg = cql.execute(
+        "SELECT count(v_int), sum(v_int), avg(v_int), intAsBlob(min(v_int)), max(v_int) "
+        "FROM empties WHERE p IN (1, 2, 3)"
+    ).one()
+    assert tuple(agg) == (3, 5, 5, b"", 5)
+    assert cql.execute("SELECT toUnixTimestamp(v_timestamp) FROM empties WHERE p = 1").one() == (
+        None,
+    )
 
 
 def test_an_empty_clustering_value_is_a_row_of_its_own_and_sorts_first(cql: Any) -> None:
