@@ -27,6 +27,7 @@ from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.schema.physical import column_name, python_values, value_type
 from cqlcdc.storage.base_rows import partitions
+from cqlcdc.storage.cells import Cell
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.select import (
     PartitionRows,
@@ -37,11 +38,13 @@ from cqlcdc.storage.select import (
     result_columns,
     select_limit,
 )
+from cqlcdc.storage.selection import CELLS
 from cqlcdc.storage.token import (
     bucket_of,
     murmur3_token,
     serialize_partition_key,
 )
+from cqlcdc.storage.uuids import UUID_EPOCH_OFFSET
 from cqlcdc.storage.vectorized import timeuuid_order, timeuuid_ticks
 from cqlcdc.storage.view import PartitionView
 from cqlcdc.store.commit import open_table, statistics_free_dataset, table_dir
@@ -87,7 +90,7 @@ def select(
         fast = _log_result(schema, stmt, table, scan.exact, by_stream, ctx)
         if fast is not None:
             return fast
-        parts = _log_partitions(base, table)
+        parts = _log_partitions(base, table, _reads_cells(stmt))
     else:
         truncated = coordinator.processor.truncations.upto(schema.table_id)
         parts = _base_partitions(schema, snap, res, now_s, truncated, coordinator.num_buckets)
@@ -340,8 +343,40 @@ def _counts_rows(stmt: ast.Select) -> bool:
     return star or one
 
 
-def _log_partitions(base: TableSchema | None, table: pa.Table) -> list[PartitionRows]:
-    """The log rows by stream, as Python values, in clustering order."""
+def _reads_cells(stmt: ast.Select) -> bool:
+    """Whether a selector asks for a cell's write time or TTL (``writetime(v)``,
+    ``ttl(v)``, also inside a function call): then log rows carry their cells."""
+
+    def asks(expr: object) -> bool:
+        if isinstance(expr, ast.FunctionCall):
+            return expr.name.lower() in ("writetime", "ttl") or any(asks(a) for a in expr.args)
+        if isinstance(expr, ast.TypeCast):
+            return asks(expr.term)
+        return False
+
+    return any(asks(s.expr) for s in stmt.selectors)
+
+
+def _log_cells(
+    row: dict[str, Any], regulars: Sequence[str], ttl_s: int, expiry_s: int
+) -> dict[str, Cell]:
+    """A log row's cells, as ScyllaDB writes them: every non-null regular column's cell has
+    the base write's timestamp (the microseconds of ``cdc$time``) and the log's TTL, which
+    expires it at the row's ``_expiry_s`` (0: the table's CDC ``ttl`` was 0, no TTL)."""
+    ts = (row["cdc$time"].time - UUID_EPOCH_OFFSET) // 10
+    ttl = ttl_s if expiry_s else 0
+    return {
+        name: Cell(ts, value, ttl, expiry_s)
+        for name in regulars
+        if (value := row.get(name)) is not None
+    }
+
+
+def _log_partitions(
+    base: TableSchema | None, table: pa.Table, with_cells: bool = False
+) -> list[PartitionRows]:
+    """The log rows by stream, as Python values, in clustering order; ``with_cells``: each
+    with its cells (``CELLS``), for ``writetime()`` and ``ttl()``."""
     if base is None or not table.num_rows:
         return []
     current = log_table_schema(base)
@@ -352,9 +387,15 @@ def _log_partitions(base: TableSchema | None, table: pa.Table) -> list[Partition
         for c in current.columns
         if (stored := column_name(current, c.name)) in names
     }
+    regulars = [c.name for c in current.columns if not c.is_key and c.name in values]
     streams = table["cdc$stream_id"].to_pylist()
+    with_expiry = with_cells and "_expiry_s" in names
+    expiries = table["_expiry_s"].to_pylist() if with_expiry else [0] * len(streams)
     for i, stream in enumerate(streams):
-        by_stream.setdefault(stream, []).append({n: v[i] for n, v in values.items()})
+        row = {n: v[i] for n, v in values.items()}
+        if with_cells:
+            row[CELLS] = _log_cells(row, regulars, base.cdc.ttl_s, expiries[i])
+        by_stream.setdefault(stream, []).append(row)
     time_type = current.column("cdc$time")
     assert time_type is not None
     out = []

@@ -48,6 +48,7 @@ from cqlcdc.storage.conditions import (
     is_conditional,
     result_columns,
 )
+from cqlcdc.storage.empty_values import check_empty_values
 from cqlcdc.storage.insert_json import json_insert_values
 from cqlcdc.storage.mutations import (
     Mutation,
@@ -193,6 +194,7 @@ def row_records(
     for m in plan.mutations:
         schema = plan.schemas[m.table_id]
         pk_bytes = write_key_bytes(schema, m.partition)
+        check_empty_values(schema, m)
         write = WritePayload(m.partition, tuple(m.list_ops), now_us, seed)
         condition = plan.condition
         payload = encode_payload(write if condition is None else ConditionalWrite(write, condition))

@@ -38,7 +38,7 @@ from cqlcdc.cdc.log_writer import LogRow, LogWriter, WriteInfo
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.changefeed.events import expiry_events, row_events, snapshot_events
 from cqlcdc.documents import JsonDocument
-from cqlcdc.errors import CqlError, UnappliedWrite
+from cqlcdc.errors import CqlError, InvalidRequest, UnappliedWrite
 from cqlcdc.location import Location
 from cqlcdc.schema.log_table import TIME
 from cqlcdc.schema.model import TableSchema
@@ -75,6 +75,8 @@ from cqlcdc.storage.row_expiry import expiration_sweeps, next_expiration, row_tt
 from cqlcdc.storage.uuids import splitmix64
 from cqlcdc.storage.vectorized import BULK_TYPES, timeuuid_ticks
 from cqlcdc.types.arrow import NullColumns, none_array
+from cqlcdc.types.base import CqlType
+from cqlcdc.types.values import EMPTY
 
 # the outcome of each conditional write (read back by the writer waiting for it): whether it
 # applied, and per statement the old row's result columns, each value in its CQL encoding
@@ -176,16 +178,27 @@ def log_rows_to_arrow(
         if name not in present:
             arrays.append(nulls(f.type))
             continue
-        if col.type.arrow_as_is:
-            values = [row.get(name) for row in rows]
-        else:
-            convert = col.type.to_arrow
-            values = [convert(row.get(name)) for row in rows]
-        arrays.append(conform(pa.array(values, col.type.arrow_type()), f.type))
+        try:
+            array = _log_column(col.type, [row.get(name) for row in rows])
+        except (pa.ArrowException, InvalidRequest):
+            # an image of a value written empty before the table had CDC (writes of an empty
+            # value to a CDC table are refused): null, as every driver reads an empty value
+            cells = [row.get(name) for row in rows]
+            if EMPTY not in cells:
+                raise
+            array = _log_column(col.type, [None if v is EMPTY else v for v in cells])
+        arrays.append(conform(array, f.type))
         if name == TIME:
             times = arrays[-1]
     arrays.append(pa.array(timeuuid_ticks(times) if rows else [], pa.int64()))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _log_column(ctype: CqlType, values: list[Any]) -> pa.Array:
+    if not ctype.arrow_as_is:
+        convert = ctype.to_arrow
+        values = [convert(v) for v in values]
+    return pa.array(values, ctype.arrow_type())
 
 
 @dataclass(slots=True)

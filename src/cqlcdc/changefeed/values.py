@@ -42,6 +42,7 @@ from cqlcdc.types import (
 )
 from cqlcdc.types.numeric import BigintType, IntType, SmallintType, TinyintType
 from cqlcdc.types.temporal import DAY_MS, civil_from_days, format_time
+from cqlcdc.types.values import EMPTY
 
 _INTEGER_TYPES = (TinyintType, SmallintType, IntType, BigintType)  # counter is a bigint
 _NUMBER_TYPES = (*_INTEGER_TYPES, VarintType, DecimalType, DoubleType)  # float is a double
@@ -108,8 +109,9 @@ def json_key(cql_type: CqlType, value: Any) -> str:
 
 
 def to_json(cql_type: CqlType, value: Any) -> Any:
-    """A CQL value as a JSON value (``None`` is ``null``); see docs/changefeeds.md."""
-    if value is None:
+    """A CQL value as a JSON value (``None`` is ``null``, and so is the empty value, as
+    every driver reads it); see docs/changefeeds.md."""
+    if value is None or value is EMPTY:
         return None
     return _converter(cql_type)(value)
 
@@ -192,7 +194,7 @@ def to_attribute_value(cql_type: CqlType, value: Any) -> dict[str, Any]:
     empty sets and no sets of other elements, so those are ``L``. Maps and UDTs are ``M``
     (keys as in ``json_key``), lists, tuples and vectors ``L``.
     """
-    if value is None:
+    if value is None or value is EMPTY:  # the empty value as drivers read it
         return {"NULL": True}
     if isinstance(cql_type, BooleanType):
         return {"BOOL": bool(value)}

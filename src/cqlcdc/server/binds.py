@@ -143,7 +143,12 @@ def _statement(
                     term(a.key, f"key({a.column})", ctype.key)
                     term(a.value, f"value({a.column})", ctype.value)
                 elif isinstance(ctype, ListType):
-                    term(a.key, f"idx({a.column})", native_type("int"))
+                    if _by_uuid(a.key):  # l[SCYLLA_TIMEUUID_LIST_INDEX(?)] = ?
+                        assert isinstance(a.key, ast.FunctionCall)
+                        for arg in a.key.args:
+                            _term(out, arg, f"uuid_idx({a.column})", native_type("uuid"), table)
+                    else:
+                        term(a.key, f"idx({a.column})", native_type("int"))
                     term(a.value, f"value({a.column})", ctype.elem)
             elif isinstance(a, ast.SetField) and isinstance(ctype, UserType):
                 index = ctype.field_names.index(a.field) if a.field in ctype.field_names else -1
@@ -168,6 +173,13 @@ def _statement(
         _using(out, s.using, table)
         term(s.per_partition_limit, "[per_partition_limit]", native_type("int"))
         term(s.limit, "[limit]", native_type("int"))
+
+
+def _by_uuid(key: ast.Term) -> bool:
+    """Whether a list subscript is ``SCYLLA_TIMEUUID_LIST_INDEX(...)``: its argument is the
+    element's key, received as ScyllaDB's ``lists::uuid_index_spec_of`` gives it
+    (``uuid_idx(l)``, of type uuid), not as a position."""
+    return isinstance(key, ast.FunctionCall) and key.name.lower() == "scylla_timeuuid_list_index"
 
 
 def _using(out: list[Receiver], using: ast.Using, table: TableSchema | None) -> None:

@@ -26,6 +26,7 @@ import numpy as np
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.types import native_type
 from cqlcdc.types.base import CqlType
+from cqlcdc.types.values import EMPTY
 
 AGGREGATES = frozenset({"count", "min", "max", "sum", "avg"})
 
@@ -154,7 +155,7 @@ class _Sum(Accumulator):
         self.total: Any = _zero(kind)
 
     def add(self, value: Any) -> None:
-        if value is not None:
+        if value is not None and value is not EMPTY:  # an empty value has no number: skipped
             self.total = _add(self.kind, self.total, value)
 
     def result(self) -> Any:
@@ -169,7 +170,7 @@ class _Avg(_Sum):
         self.count = 0
 
     def add(self, value: Any) -> None:
-        if value is not None:
+        if value is not None and value is not EMPTY:
             super().add(value)
             self.count += 1
 

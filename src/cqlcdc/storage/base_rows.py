@@ -16,7 +16,9 @@ Every write (a mutation, one ``Partition``) becomes base rows of one layout per 
   row or deletes the partition (``partition_deletion``), with the static columns' cells.
 - Beside them, at most one *residual row* (``fragment``, a ``CQP1`` partition of
   ``storage.codec``, every typed column null) holding what has no typed column: range
-  tombstones, counters, cells of columns the table no longer has.
+  tombstones, counters, cells of columns the table no longer has, and what holds the
+  empty value (``types.values.EMPTY``: a cell of it, or a row whose clustering key has it),
+  which no typed column can tell from an ordinary value.
 
 Values of native types are stored in their Arrow type (``CqlType.arrow_type``), values of
 frozen collections, tuples and UDTs as their native encoding (a binary column), so a
@@ -59,6 +61,7 @@ from cqlcdc.types.base import CqlType
 from cqlcdc.types.collections import ListType, MapType, SetType
 from cqlcdc.types.native import NativeType
 from cqlcdc.types.udt import UserType
+from cqlcdc.types.values import EMPTY
 
 BUCKET, PK, TOKEN, SEQ = "bucket", "pk", "token", "seq"
 FRAGMENT = "fragment"  # the residual row's partition (``CQP1``); null in a typed row
@@ -312,7 +315,7 @@ class BaseRowsBuilder:
                 continue
             if isinstance(data, Cell):
                 where = self.typed.get(name)
-                if where is not None:
+                if where is not None and data.value is not EMPTY:  # EMPTY: residual
                     cells[where[0]] = {
                         "value": None if data.value is None else where[1](data.value),
                         "ts": data.timestamp,
@@ -353,6 +356,9 @@ class BaseRowsBuilder:
         if cells or part.deletion is not None:
             self._row(bucket, pk, token, seq, None, None, None, cells, part.deletion)
         for ck, row in part.rows.items():
+            if EMPTY in ck:  # a key column's empty value has no typed form either
+                residual.rows[ck] = row
+                continue
             cells, rest = self._cells(row, False)
             if rest:
                 residual.rows[ck] = Row(None, None, rest)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cqlcdc.types.values import EMPTY
+
 
 @dataclass(frozen=True, slots=True)
 class Cell:
@@ -57,6 +59,8 @@ class Cell:
             return self if mine > theirs else other
         if self.value == other.value:
             return self
+        if self.value is EMPTY or other.value is EMPTY:  # no bytes: the least value
+            return other if self.value is EMPTY else self
         return self if repr(self.value) >= repr(other.value) else other
 
 

@@ -26,7 +26,8 @@ CQL value, below):
   element, value field; then u8 static only; then value result columns), ``S`` an initial
   scan (str feed, value step, tx id, created ms), ``X`` a TTL sweep (value second), ``K`` a
   clock tick (value ms).
-- *value*: one tag byte and its body: ``N`` null, ``F``/``T`` booleans, ``i`` an i64, ``I`` a
+- *value*: one tag byte and its body: ``N`` null, ``E`` the empty value (``types.values.EMPTY``:
+  no bytes, of a non-string type), ``F``/``T`` booleans, ``i`` an i64, ``I`` a
   longer integer (u32 length, signed bytes), ``f`` a double, ``s`` text (u32 length,
   UTF-8), ``b`` bytes (u32 length), ``D`` a decimal (as ``s``, its exact text), ``u`` a
   UUID (16 bytes), ``4``/``6`` an inet address (4/16 bytes), ``d`` a duration (3 i64), ``t``
@@ -59,7 +60,7 @@ from cqlcdc.types.base import CqlType
 from cqlcdc.types.collections import ListType, MapType, SetType, VectorType
 from cqlcdc.types.resolve import NATIVE_TYPES
 from cqlcdc.types.udt import TupleType, UserType
-from cqlcdc.types.values import Duration, MapValue, UdtValue
+from cqlcdc.types.values import EMPTY, Duration, EmptyValue, MapValue, UdtValue
 
 PARTITION_TAG = b"CQP1"
 PAYLOAD_TAG = b"CQW1"
@@ -220,6 +221,7 @@ def _fixed(tag: bytes) -> Callable[[bytearray, Any], None]:
 
 _ENCODERS: dict[type, Callable[[bytearray, Any], None]] = {
     type(None): _none,
+    EmptyValue: lambda out, _: out.extend(b"E"),
     bool: _bool,
     int: _int,
     float: _float,
@@ -539,6 +541,7 @@ def _read_udt(r: _Reader) -> UdtValue:
 
 _READERS: dict[int, Callable[[_Reader], Any]] = {
     ord("N"): lambda r: None,
+    ord("E"): lambda r: EMPTY,
     ord("F"): lambda r: False,
     ord("T"): lambda r: True,
     ord("i"): _Reader.int64,

@@ -30,6 +30,7 @@ from cqlcdc.types.terms import (
     term_text,
     time_function,
 )
+from cqlcdc.types.values import EMPTY
 
 CELLS = "__cells__"
 ELEMENTS = "__elements__"  # a row's live element cells, by column then key
@@ -420,7 +421,8 @@ def _reads_columns(expr: ast.Term | ast.ColumnArg) -> bool:
 
 def _time_function(name: str, arg_type: CqlType) -> Callable[[Any], Any]:
     type_name = arg_type.cql_name
-    return lambda value: time_function(name, type_name, value)
+    # an empty value has no time: null, as ScyllaDB's functions give for an empty argument
+    return lambda value: None if value is EMPTY else time_function(name, type_name, value)
 
 
 def _row_value(node: Node, schema: TableSchema, row: dict[str, Any], now_s: int) -> Any:

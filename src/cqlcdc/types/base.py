@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.types import terms
+from cqlcdc.types.values import EMPTY, EMPTY_KEY
 
 if TYPE_CHECKING:
     import uuid
@@ -83,6 +84,11 @@ class CqlType(ABC):
     Subclasses implement the ``_``-prefixed hooks; null, bind markers, function terms and
     casts are handled once here, as the python driver handles null/empty in its base class.
     """
+
+    # True when 0 bytes are this type's empty value (``EMPTY``, docs/types.md "The empty
+    # value"): the types ScyllaDB's validate_visitor lets be empty and whose values are not
+    # byte strings anyway (text, ascii and blob have their own empty value)
+    empty_allowed: ClassVar[bool] = False
 
     # True when ``to_arrow`` is the identity (pyarrow takes the Python value as it is), so a
     # column of such values converts without a call per value
@@ -227,6 +233,10 @@ class CqlType(ABC):
         """
         if value is None:
             return None
+        if value is EMPTY:
+            if not self.empty_allowed:
+                raise InvalidRequest(f"Invalid empty value for {column} of type {self.cql_name}")
+            return EMPTY
         return self._validate(value, column)
 
     @abstractmethod
@@ -247,6 +257,8 @@ class CqlType(ABC):
         """cqlsh text of a value; ``nested`` inside a collection, tuple or UDT (quoted text)."""
         if value is None:
             return "null"
+        if value is EMPTY:
+            return ""  # Cassandra's getString of an empty buffer
         return self._cqlsh(value, nested)
 
     @abstractmethod
@@ -257,23 +269,40 @@ class CqlType(ABC):
         """The value as a CQL literal that parses back to the same value (``'it''s'``)."""
         if value is None:
             return "null"
+        if value is EMPTY:  # what ScyllaDB's cqlpy test_empty_int writes
+            return f"blobAs{self.cql_name}(0x)"
         return self._literal(value)
 
     @abstractmethod
     def _literal(self, value: Any) -> str:
         """``to_literal`` for a non-null value."""
 
-    @abstractmethod
     def sort_key(self, value: Any) -> Any:
-        """A key ordering values as the CQL comparator does (clustering order, set order)."""
+        """A key ordering values as the CQL comparator does (clustering order, set order);
+        the empty value's key (``EMPTY_KEY``) comes before every other."""
+        return EMPTY_KEY if value is EMPTY else self._sort_key(value)
 
-    @abstractmethod
     def serialize(self, value: Any) -> bytes:
-        """The CQL native protocol (v4) encoding of a non-null value."""
+        """The CQL native protocol (v4) encoding of a non-null value (``EMPTY``: no bytes)."""
+        return b"" if value is EMPTY else self._serialize(value)
+
+    def deserialize(self, data: bytes) -> Any:
+        """Inverse of ``serialize``: no bytes are ``EMPTY`` for a type that has it."""
+        if not data and self.empty_allowed:
+            return EMPTY
+        return self._deserialize(data)
 
     @abstractmethod
-    def deserialize(self, data: bytes) -> Any:
-        """Inverse of ``serialize``."""
+    def _sort_key(self, value: Any) -> Any:
+        """``sort_key`` for a value other than ``EMPTY``."""
+
+    @abstractmethod
+    def _serialize(self, value: Any) -> bytes:
+        """``serialize`` for a value other than ``EMPTY``."""
+
+    @abstractmethod
+    def _deserialize(self, data: bytes) -> Any:
+        """``deserialize`` for bytes that are not the empty value."""
 
     @abstractmethod
     def arrow_type(self) -> pa.DataType:
@@ -281,6 +310,10 @@ class CqlType(ABC):
 
     def to_arrow(self, value: Any) -> Any:
         """The value as a Python object ``pyarrow.array([...], type=arrow_type())`` accepts."""
+        if value is EMPTY:
+            raise InvalidRequest(
+                f"An empty value of type {self.cql_name} has no Arrow form (docs/types.md)"
+            )
         return None if value is None else self._to_arrow(value)
 
     def from_arrow(self, value: Any) -> Any:
@@ -301,4 +334,16 @@ class CqlType(ABC):
         """``from_arrow`` for a non-null value."""
 
 
-__all__ = ["CqlType", "TermContext"]
+def not_empty(value: Any, t: CqlType) -> Any:
+    """``value``, an element, component or field of a collection, tuple or UDT: refused if
+    ``EMPTY``, which cqlcdc keeps only as a whole column's or key's value (docs/types.md,
+    "The empty value")."""
+    if value is EMPTY:
+        raise InvalidRequest(
+            f"Empty value of type {t.cql_name} inside a collection, tuple or user type is "
+            "not supported"
+        )
+    return value
+
+
+__all__ = ["CqlType", "TermContext", "not_empty"]

@@ -20,9 +20,9 @@ import pyarrow as pa
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.types import terms
-from cqlcdc.types.base import CqlType, TermContext
+from cqlcdc.types.base import CqlType, TermContext, not_empty
 from cqlcdc.types.marshal import int32_pack, int32_unpack, uvint_pack, uvint_unpack
-from cqlcdc.types.values import MapValue
+from cqlcdc.types.values import EMPTY, MapValue
 
 NULL_IN_COLLECTION = "null is not supported inside collections"
 
@@ -75,6 +75,8 @@ def _unpack_nullable(data: bytes, per_entry: int, kind: str, nulls: bool) -> lis
 def _not_null(value: Any) -> Any:
     if value is None:
         raise InvalidRequest(NULL_IN_COLLECTION)
+    if value is EMPTY:
+        raise InvalidRequest("Empty value inside a collection is not supported")
     return value
 
 
@@ -93,7 +95,7 @@ class _Bracketed:
     def _literal(self, value: Any) -> str:
         return "[" + ", ".join(self.elem.to_literal(v) for v in value) + "]"
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return tuple(self.elem.sort_key(v) for v in value)
 
 
@@ -173,11 +175,14 @@ class ListType(_Bracketed, _OneElementType):
             raise self._invalid_value(value, column)
         return tuple(_not_null(self.elem.validate(v, f"value({column})")) for v in value)
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return _pack_elements((self.elem.serialize(v) for v in value), len(value))
 
-    def deserialize(self, data: bytes) -> Any:
-        return tuple(self.elem.deserialize(v) for v in _unpack_elements(bytes(data), 1, "list"))
+    def _deserialize(self, data: bytes) -> Any:
+        elem = self.elem
+        return tuple(
+            not_empty(elem.deserialize(v), elem) for v in _unpack_elements(bytes(data), 1, "list")
+        )
 
     def arrow_type(self) -> pa.DataType:
         return pa.list_(self.elem.arrow_type())
@@ -204,14 +209,14 @@ class InValuesType(ListType):
         spec = f"value({column})"
         return tuple(None if v is None else self.elem.validate(v, spec) for v in value)
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         raise TypeError("the values of an IN condition are never sent back")
 
-    def deserialize(self, data: bytes) -> Any:
-        """The values; an empty (zero-byte) element of a type that has no empty value here
-        is left out: it is ScyllaDB's "empty" value, equal to no value a column holds, so
-        it can make no ``IN`` hold and no ``NOT IN`` fail (drivers send it for a None
-        element, as the python driver does)."""
+    def _deserialize(self, data: bytes) -> Any:
+        """The values; a zero-byte element is the type's empty value (``EMPTY``), which
+        matches only a column holding the empty value, as in ScyllaDB, or, for a type
+        without one (duration, counter), is left out: it can make no ``IN`` hold and no
+        ``NOT IN`` fail (drivers send it for a None element, as the python driver does)."""
         out: list[Any] = []
         for v in _unpack_nullable(bytes(data), 1, "list", nulls=True):
             if v is None:
@@ -269,14 +274,17 @@ class SetType(_OneElementType):
     def _literal(self, value: Any) -> str:
         return "{" + ", ".join(self.elem.to_literal(v) for v in self.ordered(value)) + "}"
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return tuple(self.elem.sort_key(v) for v in self.ordered(value))
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return _pack_elements((self.elem.serialize(v) for v in self.ordered(value)), len(value))
 
-    def deserialize(self, data: bytes) -> Any:
-        return frozenset(self.elem.deserialize(v) for v in _unpack_elements(bytes(data), 1, "set"))
+    def _deserialize(self, data: bytes) -> Any:
+        elem = self.elem
+        return frozenset(
+            not_empty(elem.deserialize(v), elem) for v in _unpack_elements(bytes(data), 1, "set")
+        )
 
     def arrow_type(self) -> pa.DataType:
         return pa.list_(self.elem.arrow_type())
@@ -362,19 +370,22 @@ class MapType(_Collection):
         )
         return "{" + inner + "}"
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return tuple((self.key.sort_key(k), self.value.sort_key(v)) for k, v in self.ordered(value))
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         parts: list[bytes] = []
         for k, v in self.ordered(value):
             parts += (self.key.serialize(k), self.value.serialize(v))
         return _pack_elements(parts, len(value))
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         raw = _unpack_elements(bytes(data), 2, "map")
         return self.make(
-            (self.key.deserialize(raw[i]), self.value.deserialize(raw[i + 1]))
+            (
+                not_empty(self.key.deserialize(raw[i]), self.key),
+                not_empty(self.value.deserialize(raw[i + 1]), self.value),
+            )
             for i in range(0, len(raw), 2)
         )
 
@@ -432,7 +443,7 @@ class VectorType(_Bracketed, CqlType):
             )
         return tuple(_not_null(self.elem.validate(v, f"value({column})")) for v in value)
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         # fixed-size elements are concatenated, others carry an unsigned vint length
         out = bytearray()
         for v in value:
@@ -442,7 +453,7 @@ class VectorType(_Bracketed, CqlType):
             out += data
         return bytes(out)
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         data = bytes(data)
         values: list[Any] = []
         offset = 0
@@ -452,7 +463,7 @@ class VectorType(_Bracketed, CqlType):
                 size, offset = uvint_unpack(data, offset)
             if offset + size > len(data):
                 raise InvalidRequest(f"Cannot deserialize {self.cql_name}: truncated")
-            values.append(self.elem.deserialize(data[offset : offset + size]))
+            values.append(not_empty(self.elem.deserialize(data[offset : offset + size]), self.elem))
             offset += size
         if offset != len(data):
             raise InvalidRequest(f"Cannot deserialize {self.cql_name}: bytes remaining")

@@ -62,13 +62,13 @@ class DateType(NativeType):
     def _literal(self, value: Any) -> str:
         return temporal.date_literal(value)
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return value
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return int(value + temporal.DATE_OFFSET).to_bytes(4, "big")
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         self._check_length(data, 4)
         return int.from_bytes(data, "big") - temporal.DATE_OFFSET
 
@@ -116,13 +116,13 @@ class TimeType(NativeType):
     def _literal(self, value: Any) -> str:
         return f"'{temporal.format_time(value)}'"
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return value
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return int(value).to_bytes(8, "big", signed=True)
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         self._check_length(data, 8)
         return int.from_bytes(data, "big", signed=True)
 
@@ -175,13 +175,13 @@ class TimestampType(NativeType):
         moment = _EPOCH + datetime.timedelta(milliseconds=value)
         return "'" + moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "+0000'"
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return value
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return int(value).to_bytes(8, "big", signed=True)
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         self._check_length(data, 8)
         return int.from_bytes(data, "big", signed=True)
 

@@ -47,6 +47,7 @@ from cqlcdc.types.numeric import (
     _IntegerType,
 )
 from cqlcdc.types.udt import TupleType, UserType
+from cqlcdc.types.values import EMPTY
 
 
 class MarshalError(ValueError):
@@ -278,8 +279,9 @@ def format_json_date(days: int) -> str:
 
 
 def to_json(ctype: CqlType, value: Any) -> str:
-    """``value`` of ``ctype`` as ScyllaDB's ``to_json_string`` writes it (None: ``null``)."""
-    if value is None:
+    """``value`` of ``ctype`` as ScyllaDB's ``to_json_string`` writes it (None: ``null``;
+    the empty value too, as every driver reads it)."""
+    if value is None or value is EMPTY:
         return "null"
     if isinstance(ctype, BooleanType):
         return "true" if value else "false"

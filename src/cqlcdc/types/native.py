@@ -31,6 +31,7 @@ class NativeType(CqlType):
 
     name: ClassVar[str]
     constant_kinds: ClassVar[frozenset[str]]
+    empty_allowed: ClassVar[bool] = True  # but text, ascii, blob, duration (below)
 
     @property
     def cql_name(self) -> str:
@@ -61,6 +62,7 @@ class TextType(NativeType):
 
     arrow_as_is: ClassVar[bool] = True
 
+    empty_allowed: ClassVar[bool] = False  # b'' is an ordinary value
     name: ClassVar[str] = "text"
     constant_kinds: ClassVar[frozenset[str]] = frozenset({"string"})
 
@@ -82,13 +84,13 @@ class TextType(NativeType):
     def _literal(self, value: Any) -> str:
         return quote_string(value)
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return value.encode("utf-8")
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return bytes(value.encode("utf-8"))
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         return bytes(data).decode("utf-8")
 
     def arrow_type(self) -> pa.DataType:
@@ -119,7 +121,7 @@ class AsciiType(TextType):
             raise InvalidRequest("Validation failed - non-ASCII character in an ASCII string")
         return value
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         return bytes(data).decode("ascii")
 
 
@@ -129,6 +131,7 @@ class BlobType(NativeType):
 
     arrow_as_is: ClassVar[bool] = True
 
+    empty_allowed: ClassVar[bool] = False  # b'' is an ordinary value
     name: ClassVar[str] = "blob"
     constant_kinds: ClassVar[frozenset[str]] = frozenset({"hex"})
 
@@ -152,13 +155,13 @@ class BlobType(NativeType):
     def _literal(self, value: Any) -> str:
         return "0x" + bytes(value).hex()
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return value
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return bytes(value)
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         return bytes(data)
 
     def arrow_type(self) -> pa.DataType:
@@ -198,13 +201,13 @@ class BooleanType(NativeType):
     def _literal(self, value: Any) -> str:
         return "true" if value else "false"
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return bool(value)
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return b"\x01" if value else b"\x00"
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         self._check_length(data, 1)
         return data[0] != 0
 
@@ -256,7 +259,7 @@ class UuidType(NativeType):
     def _literal(self, value: Any) -> str:
         return str(value)
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         # types.cc compare_visitor(uuid_type_impl): version, then time (v1), then lsb unsigned
         version = uuid_version(value)
         lsb = value.int & 0xFFFFFFFFFFFFFFFF
@@ -264,10 +267,10 @@ class UuidType(NativeType):
             return (version, value.time, lsb)
         return (version, value.int >> 64, lsb)
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return bytes(value.bytes)
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         self._check_length(data, 16)
         return uuid.UUID(bytes=bytes(data))
 
@@ -293,7 +296,7 @@ class TimeuuidType(UuidType):
             raise InvalidRequest(f"Unsupported UUID version ({version})")
         return value
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         # utils/UUID.hh timeuuid_tri_compare: time, then lsb compared as signed bytes
         return (value.time, (value.int & 0xFFFFFFFFFFFFFFFF) ^ 0x8080808080808080)
 
@@ -329,13 +332,13 @@ class InetType(NativeType):
     def _literal(self, value: Any) -> str:
         return quote_string(str(value))
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return value.packed
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return bytes(value.packed)
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         if len(data) not in (4, 16):
             raise InvalidRequest(
                 f"cannot deserialize inet_address, unsupported size {len(data)} bytes"
@@ -356,6 +359,7 @@ class InetType(NativeType):
 class DurationType(NativeType):
     """``duration``: months, days, nanoseconds; printed like ``1y2mo3d4h``."""
 
+    empty_allowed: ClassVar[bool] = False  # ScyllaDB: at least 3 bytes
     name: ClassVar[str] = "duration"
     constant_kinds: ClassVar[frozenset[str]] = frozenset({"duration"})
 
@@ -374,13 +378,13 @@ class DurationType(NativeType):
     def _literal(self, value: Any) -> str:
         return duration_text.format_duration(value) or "0s"
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return self.serialize(value)  # ScyllaDB compares durations by their bytes
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return duration_text.serialize_duration(value)
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         return duration_text.deserialize_duration(bytes(data))
 
     def arrow_type(self) -> pa.DataType:

@@ -69,13 +69,13 @@ class _IntegerType(NativeType):
     def _literal(self, value: Any) -> str:
         return str(value)
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return value
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return int(value).to_bytes(self.size, "big", signed=True)
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         self._check_length(data, self.size)
         return int.from_bytes(data, "big", signed=True)
 
@@ -137,6 +137,7 @@ class BigintType(_IntegerType):
 class CounterType(BigintType):
     """``counter``: a 64-bit value changed only by increments; never inside collections."""
 
+    empty_allowed: ClassVar[bool] = False  # counters add: an empty one is refused
     name: ClassVar[str] = "counter"
 
     @property
@@ -168,13 +169,13 @@ class VarintType(NativeType):
     def _literal(self, value: Any) -> str:
         return str(value)
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return value
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return varint_pack(value)
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         if not data:
             raise InvalidRequest("cannot deserialize multiprecision int - empty buffer")
         return varint_unpack(data)
@@ -239,15 +240,15 @@ class DoubleType(NativeType):
     def _literal(self, value: Any) -> str:
         return float_literal(value)
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         if math.isnan(value):
             return (1, 0.0, 0)
         return (0, value, 0 if math.copysign(1.0, value) < 0 else 1)
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return struct.pack(self.format_char, value)
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         self._check_length(data, struct.calcsize(self.format_char))
         return float(struct.unpack(self.format_char, data)[0])
 
@@ -316,15 +317,15 @@ class DecimalType(NativeType):
     def _literal(self, value: Any) -> str:
         return str(value)
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return value
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         sign, digits, exponent = value.as_tuple()
         unscaled = int("".join(map(str, digits)) or "0")
         return int32_pack(-int(exponent)) + varint_pack(-unscaled if sign else unscaled)
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         if len(data) < 5:
             raise InvalidRequest(f"Expected at least 5 bytes for a decimal, got {len(data)}")
         scale = int32_unpack(data)

@@ -20,7 +20,7 @@ import pyarrow as pa
 from cqlcdc.cql import ast
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.types import terms
-from cqlcdc.types.base import CqlType, TermContext
+from cqlcdc.types.base import CqlType, TermContext, not_empty
 from cqlcdc.types.marshal import pack_values, unpack_values
 from cqlcdc.types.text import maybe_quote
 from cqlcdc.types.values import UdtValue
@@ -88,7 +88,8 @@ class TupleType(CqlType):
             raise self._invalid_value(value, column)
         items = list(value) + [None] * (len(self.types) - len(value))
         return tuple(
-            t.validate(v, f"{column}[{i}]") for i, (t, v) in enumerate(zip(self.types, items))
+            not_empty(t.validate(v, f"{column}[{i}]"), t)
+            for i, (t, v) in enumerate(zip(self.types, items))
         )
 
     def _cqlsh(self, value: Any, nested: bool) -> str:
@@ -97,17 +98,19 @@ class TupleType(CqlType):
     def _literal(self, value: Any) -> str:
         return "(" + ", ".join(t.to_literal(v) for t, v in zip(self.types, value)) + ")"
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return tuple(_component_key(t, v) for t, v in zip(self.types, value))
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return pack_values(
             [None if v is None else t.serialize(v) for t, v in zip(self.types, value)]
         )
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         raw = _unpack_components(data, len(self.types), self.cql_name)
-        return tuple(None if b is None else t.deserialize(b) for t, b in zip(self.types, raw))
+        return tuple(
+            None if b is None else not_empty(t.deserialize(b), t) for t, b in zip(self.types, raw)
+        )
 
     def arrow_type(self) -> pa.DataType:
         return pa.struct([(str(i), t.arrow_type()) for i, t in enumerate(self.types)])
@@ -251,7 +254,7 @@ class UserType(CqlType):
             raise self._invalid_value(value, column)
         return self.make(
             [
-                t.validate(v, f"{column}.{f}")
+                not_empty(t.validate(v, f"{column}.{f}"), t)
                 for f, t, v in zip(self.field_names, self.field_types, items)
             ]
         )
@@ -275,10 +278,10 @@ class UserType(CqlType):
         )
         return "{" + ", ".join(parts) + "}"
 
-    def sort_key(self, value: Any) -> Any:
+    def _sort_key(self, value: Any) -> Any:
         return tuple(_component_key(t, v) for t, v in zip(self.field_types, self._values(value)))
 
-    def serialize(self, value: Any) -> bytes:
+    def _serialize(self, value: Any) -> bytes:
         return pack_values(
             [
                 None if v is None else t.serialize(v)
@@ -286,10 +289,13 @@ class UserType(CqlType):
             ]
         )
 
-    def deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> Any:
         raw = _unpack_components(data, len(self.field_types), self.name)
         return self.make(
-            [None if b is None else t.deserialize(b) for t, b in zip(self.field_types, raw)]
+            [
+                None if b is None else not_empty(t.deserialize(b), t)
+                for t, b in zip(self.field_types, raw)
+            ]
         )
 
     def arrow_type(self) -> pa.DataType:

@@ -13,6 +13,63 @@ from dataclasses import dataclass
 from typing import Any
 
 
+class EmptyValue:
+    """The *empty* value: a value of zero bytes, of a type whose values otherwise have some.
+
+    CQL lets every type but the collections, tuples, UDTs and ``duration`` hold it
+    (Cassandra's ``EMPTY_BYTE_BUFFER``; ScyllaDB's ``validate_visitor`` accepts 0 bytes for
+    them): gocql sends ``time.Time{}`` so, ``blobAsInt(0x)`` writes one. It is neither null
+    (the cell exists, ``writetime()`` has a value) nor any ordinary value; it sorts before
+    every value of its type. For text, ascii and blob the empty value is simply ``''`` or
+    ``b''``, so it never appears as ``EMPTY`` there. There is one instance, :data:`EMPTY`.
+    """
+
+    __slots__ = ()
+    _instance: EmptyValue | None = None
+
+    def __new__(cls) -> EmptyValue:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "EMPTY"
+
+    def __reduce__(self) -> str:
+        return "EMPTY"  # pickles as the module's singleton
+
+
+EMPTY = EmptyValue()
+
+
+class EmptyKey:
+    """The sort key of :data:`EMPTY`: before every other key (ScyllaDB's comparators put an
+    empty value first, ``with_empty_checks``), equal only to itself."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: object) -> bool:
+        return not isinstance(other, EmptyKey)
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __gt__(self, other: object) -> bool:
+        return False
+
+    def __ge__(self, other: object) -> bool:
+        return isinstance(other, EmptyKey)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EmptyKey)
+
+    def __hash__(self) -> int:
+        return 0x0E
+
+
+EMPTY_KEY = EmptyKey()
+
+
 @dataclass(frozen=True, slots=True)
 class Duration:
     """A CQL ``duration``: months, days and nanoseconds, kept apart because they do not convert.
@@ -136,4 +193,4 @@ class UdtValue(Mapping[str, Any]):
         return f"UdtValue({inner})"
 
 
-__all__ = ["Duration", "MapValue", "UdtValue"]
+__all__ = ["EMPTY", "EMPTY_KEY", "Duration", "EmptyKey", "EmptyValue", "MapValue", "UdtValue"]

@@ -19,6 +19,7 @@ from cqlcdc.storage.conditions import (
 from cqlcdc.storage.mutations import WriteContext
 from cqlcdc.storage.partition import Partition
 from cqlcdc.types import native_type
+from cqlcdc.types.values import Duration
 from tests.core_model import CoreModel, parse_qualified
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
@@ -154,14 +155,20 @@ def test_a_bound_in_list_may_hold_null(model: CoreModel) -> None:
 
 def test_the_wire_form_of_a_bound_in_list() -> None:
     """A null element (-1) is null; an empty int (what the python driver sends for None) is
-    ScyllaDB's empty value, equal to nothing, so it is left out."""
+    ScyllaDB's empty value, equal only to an empty value (docs/types.md); an empty duration
+    has no such value and is left out."""
     from cqlcdc.types import InValuesType
+    from cqlcdc.types.values import EMPTY
 
     t = InValuesType(native_type("int"))
     count, size, one, null, empty = (n.to_bytes(4, "big", signed=True) for n in (3, 4, 1, -1, 0))
     data = count + size + one + null + empty
-    assert t.deserialize(data) == (1, None)
+    assert t.deserialize(data) == (1, None, EMPTY)
     assert t.cql_name == "frozen<list<int>>"
+    durations = InValuesType(native_type("duration"))
+    two, three = (n.to_bytes(4, "big") for n in (2, 3))
+    one_ns = b"\x00\x00\x02"  # 0 months, 0 days, 1 ns (zigzag vints)
+    assert durations.deserialize(two + three + one_ns + empty) == (Duration(0, 0, 1),)
 
 
 @pytest.mark.parametrize(
