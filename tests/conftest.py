@@ -25,6 +25,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for the SparkSession, itself or through a fixture, is a Spark test
+    whether its file says so or not: ``-m "not spark"`` (``make unit``) leaves it out."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from cqlcdc.pipeline.spark import get_spark
