@@ -6,7 +6,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test check lint typecheck wheel-check bench clean
+.PHONY: setup demo test unit check lint typecheck wheel-check bench clean
 
 setup: $(STAMP)
 
@@ -29,6 +29,11 @@ demo: setup
 
 test: setup lint typecheck wheel-check
 	$(PY) -m pytest -q
+
+# the inner loop: every test that starts no Spark (no `spark` mark, no `spark` fixture: see
+# tests/conftest.py), no lint; `make test` is the whole suite
+unit: setup
+	$(PY) -m pytest -q -m "not spark and not slow"
 
 check: test
 

@@ -428,7 +428,7 @@ def _object_filesystem(
         kwargs["secret_key"] = settings.get("secret_key", "")
         if "session_token" in settings:
             kwargs["session_token"] = settings["session_token"]
-    return pafs.S3FileSystem(**kwargs)  # type: ignore[arg-type]
+    return pafs.S3FileSystem(**kwargs)
 
 
 @functools.cache

@@ -34,7 +34,7 @@ class Row(tuple[Any, ...]):
         except ValueError:
             raise AttributeError(name) from None
 
-    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             return tuple.__getitem__(self, self._names.index(key))
         return tuple.__getitem__(self, key)

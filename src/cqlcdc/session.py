@@ -1,4 +1,6 @@
-"""The coordinator behind ``cqlcdc.connect()``: DDL, timestamps, ingest, waiting, reads.
+"""``cqlcdc.connect()`` and its ``Session``: one connection's keyspace, role and prepared
+statements over the data directory's ``Coordinator`` (``cqlcdc.coordinator``: the engine,
+the clocks, the ingest log).
 
 A write is parsed and validated here, turned into one mutation per partition with its
 timestamp and every random bit fixed, appended durably to the ingest log, and acknowledged
@@ -90,8 +92,8 @@ def _statement(query: str | ast.Statement | PreparedStatement) -> ast.Statement:
 class Session:
     """A connection's view of a data directory: its current keyspace, role and prepared
     statements, over the directory's ``Coordinator`` (which owns the engine). Cheap: the
-    server makes one per connection (``Coordinator.session``); ``cqlcdc.connect`` makes a
-    coordinator and a session that closes it.
+    server makes one per connection (``server.executing.SessionRequests``);
+    ``cqlcdc.connect`` makes a coordinator and a session that closes it.
 
     ``role`` is the role logged in (the server sets it after the login; every statement is
     checked against its permissions, ``cqlcdc.access``); without one the session is the

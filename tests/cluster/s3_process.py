@@ -1,5 +1,9 @@
-"""moto's S3 server as a process of its own, for ``rig.moto_server``: on 127.0.0.1:PORT
-until its stdin closes (the test process closing it at teardown, or dying).
+"""moto's S3 server as a process of its own, for ``rig.moto_server`` (the cluster rig, the
+``moto_s3`` fixture of every test run, the benchmarks): on 127.0.0.1:PORT until its stdin
+closes (the test process closing it at teardown, or dying).
+
+Why a process, not a thread of the test process: delta-rs holds the GIL in some calls (a
+table's restore), which deadlocks against a server thread in the same process.
 
 Why not ``python -m moto.server``: this machine is shared with other test runs, and that
 server's command line matches a ``pkill -f moto.server`` of theirs and exits on the SIGTERM

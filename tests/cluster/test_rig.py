@@ -15,7 +15,7 @@ import pytest
 
 from tests.cluster.rig import SparkCluster, free_port
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.spark]  # Spark on the rig, in subprocesses
 
 PROBE = r"""
 import json, os, sys, time

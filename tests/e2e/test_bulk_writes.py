@@ -8,14 +8,11 @@ with images: the chunk expanded in the pipeline) and must read back alike.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-import cqlcdc
 from cqlcdc.cql import parse_statement
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.feed_reader import FeedReader
@@ -23,7 +20,6 @@ from cqlcdc.writes import literal_bulk
 
 pytestmark = pytest.mark.spark
 
-KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 SHAPE = "(pk int, ck int, v int, w text, PRIMARY KEY (pk, ck))"
 CDC = {
     "delta": "WITH cdc = {'enabled': true}",
@@ -33,14 +29,6 @@ LOG_COLUMNS = (
     '"cdc$batch_seq_no", "cdc$operation", "cdc$ttl", "cdc$end_of_batch", pk, ck, v, w, '
     '"cdc$deleted_v", "cdc$deleted_w"'
 )
-
-
-@pytest.fixture
-def session(spark: Any, tmp_path: Path) -> Iterator[Any]:
-    s = cqlcdc.connect(data_dir=tmp_path / "data")
-    s.execute(KS)
-    yield s
-    s.close()
 
 
 def _literal(v: Any) -> str:

@@ -26,25 +26,14 @@ from cassandra.cluster import Cluster
 from cassandra.policies import RoundRobinPolicy
 from cassandra.protocol import ConfigurationException, SyntaxException
 
-import cqlcdc
 from cqlcdc.schema import maybe_quote
 from cqlcdc.server import CqlServer
 from cqlcdc.session import Session
-from tests.e2e.serving import WORKERS, serving, workers_id
 
 pytestmark = pytest.mark.spark
 
 SIMPLE = "replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 LOG = "_scylla_cdc_log"
-
-
-@pytest.fixture(scope="module", params=WORKERS, ids=workers_id)
-def served(
-    spark: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[CqlServer]:
-    session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("consumer"), master="local[2]")
-    with serving(session, protocol_workers=request.param) as srv:
-        yield srv
 
 
 def _cluster(srv: CqlServer) -> Cluster:

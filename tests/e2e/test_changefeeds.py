@@ -24,12 +24,10 @@ TABLE = (
 
 
 @pytest.fixture
-def session(spark: Any, tmp_path: Path) -> Any:
-    s = cqlcdc.connect(data_dir=tmp_path / "data", master="local[2]")
-    s.execute(KS)
-    s.execute(TABLE)
-    yield s
-    s.close()
+def session(session: Any) -> Any:
+    """The shared fresh engine (conftest) with table ks.t."""
+    session.execute(TABLE)
+    return session
 
 
 def values(s: Any, feed: str, partition: int | None = None) -> list[Any]:

@@ -25,7 +25,6 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-import cqlcdc
 from cqlcdc.feed_reader import FeedReader
 from cqlcdc.publish import PublishConfig, PublishError, publish
 from cqlcdc.publish.kafka_client import OFFSET_HEADER
@@ -34,7 +33,6 @@ from tests.e2e.kafka_log import read_committed, read_log
 
 pytestmark = pytest.mark.spark
 
-KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 Record = tuple[int, str | None, str]  # feed offset, key JSON text, value JSON text
 
 
@@ -181,14 +179,6 @@ def group_positions(bootstrap: str, topic: str, partitions: int, group: str) -> 
 
 def new_topic() -> str:
     return f"t{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture
-def session(spark: Any, tmp_path: Path) -> Iterator[Any]:
-    s = cqlcdc.connect(data_dir=tmp_path / "data", master="local[2]")
-    s.execute(KS)
-    yield s
-    s.close()
 
 
 FORMATS = {

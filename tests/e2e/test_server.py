@@ -31,22 +31,11 @@ from cassandra.util import Duration
 import cqlcdc
 from cqlcdc.server import CqlServer
 from cqlcdc.session import Session
-from tests.e2e.serving import WORKERS, serving, workers_id
+from tests.e2e.serving import WORKERS, workers_id
 
 pytestmark = pytest.mark.spark
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
-
-
-@pytest.fixture(scope="module", params=WORKERS, ids=workers_id)
-def served(
-    spark: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[CqlServer]:
-    """A server on a free port over its own data directory (its coordinator is
-    ``.coordinator``), alone or behind protocol workers."""
-    session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("srv"), master="local[2]")
-    with serving(session, protocol_workers=request.param) as srv:
-        yield srv
 
 
 @pytest.fixture(scope="module")

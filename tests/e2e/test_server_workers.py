@@ -18,21 +18,17 @@ import pytest
 from cassandra.cluster import Cluster
 from cassandra.policies import RoundRobinPolicy
 
-import cqlcdc
 from cqlcdc.server import CqlServer
-from tests.e2e.serving import serving
+from tests.e2e.serving import workers_id
 
-pytestmark = pytest.mark.spark
+# the shared ``served`` (conftest), with two workers only
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.parametrize("served", [2], indirect=True, ids=workers_id),
+]
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 CLIENTS = 12  # 24 connections: all on one of two workers with odds of 2^-23
-
-
-@pytest.fixture(scope="module")
-def served(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CqlServer]:
-    session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("workers"), master="local[2]")
-    with serving(session, protocol_workers=2) as srv:
-        yield srv
 
 
 def _connect(srv: CqlServer) -> tuple[Cluster, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +20,6 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
 
 def _rows(result: Any) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in result]
-
-
-@pytest.fixture
-def session(spark: Any, tmp_path: Path) -> Iterator[Any]:
-    """A fresh engine on its own data directory, with keyspace ks."""
-    s = cqlcdc.connect(data_dir=tmp_path / "data", master="local[2]")
-    try:
-        s.execute(KS)
-        yield s
-    finally:
-        s.close()
 
 
 def test_a_new_session_reads_writes_made_durable_before_it(spark: Any, tmp_path: Path) -> None:

@@ -163,13 +163,6 @@ class ColumnRef:
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class TokenRef:
-    """``token(c1, c2, ...)`` on the left of a relation."""
-
-    columns: tuple[str, ...]
-
-
 RelationOperator = Literal[
     "=", "<", "<=", ">", ">=", "!=", "IN", "NOT IN", "CONTAINS", "CONTAINS KEY", "LIKE", "IS NOT"
 ]

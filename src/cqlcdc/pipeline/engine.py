@@ -263,7 +263,7 @@ class _FileTask:
                 files = process_groups(
                     records,
                     self.processor,
-                    self.tables_dir,  # type: ignore[arg-type]
+                    self.tables_dir,
                     self.versions,
                     self.batch_id,
                 )

@@ -169,7 +169,7 @@ def get_spark(
 def executor_count(spark: SparkSession) -> int:
     """Executors registered with this application now (the driver's block manager is not
     one of them)."""
-    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()  # type: ignore[union-attr]
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
     return int(status.size()) - 1
 
 

@@ -2,12 +2,13 @@
 
 A CQL name a user quotes may be any text: ``"SomeColumn"`` beside ``somecolumn``, ``"a b"``,
 ``"_bucket"``, ``"é"``. Delta Lake compares field names case-insensitively, and every output
-keeps internal columns of its own (``_bucket``, ``_seq``, ``marker``, ``k$...``), so a CQL
-name cannot be a file's column name as it is. Tables of physical layout 2 (every table made
-since) name each column and struct field by :func:`physical_name`, an injective encoding
-whose every result is lowercase ASCII: names that are lowercase letters, digits, ``_`` and
-``$`` (every unquoted CQL name) stay as they are; any other character becomes ``%`` and the
-lowercase hex of its UTF-8 bytes, as does a leading ``_`` (internal columns start with one).
+keeps internal columns of its own (a log's ``_bucket``, ``_pk``, ``_seq``; a base table's
+``bucket``, ``pk``, ``marker`` beside its ``k$...`` and ``v$...``), so a CQL name cannot be
+a file's column name as it is. Tables of physical layout 2 (every table made since) name
+each column and struct field by :func:`physical_name`, an injective encoding whose every
+result is lowercase ASCII: names that are lowercase letters, digits, ``_`` and ``$`` (every
+unquoted CQL name) stay as they are; any other character becomes ``%`` and the lowercase
+hex of its UTF-8 bytes, as does a leading ``_`` (a log's internal columns start with one).
 Two different CQL names therefore never meet, whatever their case, and :func:`cql_name`
 reads a physical name back. Tables of layout 1 (made before; :data:`LEGACY`) keep their
 names as they are; DDL admission refuses any change that such a table cannot hold.

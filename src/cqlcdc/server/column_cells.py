@@ -130,7 +130,7 @@ def _matrix(cells: npt.NDArray[np.uint8]) -> pa.LargeBinaryArray:
     """Cells of one width, a row of ``cells`` each."""
     n, width = cells.shape
     offsets = np.arange(n + 1, dtype=np.int64) * width
-    return pa.Array.from_buffers(  # type: ignore[no-any-return]
+    return pa.Array.from_buffers(
         pa.large_binary(),
         n,
         [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(cells))],
@@ -145,7 +145,7 @@ def _fixed(data: npt.NDArray[np.uint8], array: pa.Array) -> pa.LargeBinaryArray:
     validity = array.buffers()[0] if array.null_count else None
     if validity is not None and array.offset:
         validity = pc.is_valid(array).buffers()[1]
-    return pa.Array.from_buffers(  # type: ignore[no-any-return]
+    return pa.Array.from_buffers(
         pa.large_binary(),
         n,
         [validity, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))],
@@ -202,7 +202,7 @@ def _framed(payload: pa.Array) -> pa.LargeBinaryArray:
         rows = np.repeat(np.arange(n), lengths)
         within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         out[out_offsets[rows] + 4 + within] = data[offsets[rows] + within]
-    return pa.Array.from_buffers(  # type: ignore[no-any-return]
+    return pa.Array.from_buffers(
         pa.large_binary(), n, [None, pa.py_buffer(out_offsets), pa.py_buffer(out)]
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import lz4.block  # type: ignore[import-untyped]
+import lz4.block
 from cassandra.marshal import int32_pack, int32_unpack
 from cassandra.protocol import write_uint_le
 from cassandra.segment import CRC32_INITIAL, SegmentCodec, compute_crc32

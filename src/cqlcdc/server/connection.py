@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 class Requests(Protocol):
     """Where a connection's requests run: its session in this process
-    (``service.InProcessRequests``), or in the coordinator's process for a protocol worker
+    (``executing.InProcessRequests``), or in the coordinator's process for a protocol worker
     (``worker.ForwardedRequests``)."""
 
     async def run(self, version: int, frame: Frame, request: Request) -> ResponseMessage:

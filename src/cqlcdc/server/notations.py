@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 import io
 import ipaddress
-import uuid
 from collections.abc import Callable, Mapping
 from typing import TypeAlias, TypeVar
 
@@ -80,9 +79,6 @@ class BodyReader:
         if self.remaining:
             raise ProtocolError(f"{self.remaining} unexpected bytes after the {self.what} message")
 
-    def read_raw(self, n: int) -> bytes:
-        return self._buf.read(n)
-
     def read_byte(self) -> int:
         """A ``[byte]``: unsigned (the driver's ``read_byte`` is signed)."""
         return int(uint8_unpack(self._buf.read(1)))
@@ -95,9 +91,6 @@ class BodyReader:
 
     def read_long(self) -> int:
         return int(int64_unpack(self._buf.read(8)))
-
-    def read_uuid(self) -> uuid.UUID:
-        return uuid.UUID(bytes=self._buf.read(16))
 
     def read_string(self) -> str:
         return _utf8(lambda: str(p.read_string(self._buf)), self.what)

@@ -8,7 +8,6 @@ A clustering key is a tuple of values; a bound is a prefix of one plus inclusive
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -102,14 +101,6 @@ class ClusteringOrder:
 
     def sorted(self, keys: Sequence[ClusteringKey]) -> list[ClusteringKey]:
         return sorted(keys, key=self.key)
-
-    def bound_cmp(self) -> functools.partial[int]:
-        return functools.partial(_cmp_keys, self)
-
-
-def _cmp_keys(order: ClusteringOrder, a: Sequence[Any], b: Sequence[Any]) -> int:
-    ka, kb = order.key(a), order.key(b)
-    return -1 if ka < kb else (1 if kb < ka else 0)
 
 
 def compare(a: Any, op: str, b: Any) -> bool:

@@ -35,7 +35,7 @@ def _current_list(
     if not isinstance(data, CollectionCells):
         return []
     live = data.live_elements(now_s, shadow)
-    return sorted(live.items(), key=lambda kv: timeuuid_sort_key(kv[0]))  # type: ignore[arg-type]
+    return sorted(live.items(), key=lambda kv: timeuuid_sort_key(kv[0]))
 
 
 # the range of each fixed-width integer type (a result outside it overflows)
@@ -72,9 +72,9 @@ def _arithmetic(
             current = cell.value
     result: object = None
     if current is not None and op.value is not None:
-        result = current + op.value if op.kind == "add" else current - op.value  # type: ignore[operator]
+        result = current + op.value if op.kind == "add" else current - op.value
         bits = _BITS.get(column.type.cql_name)
-        if bits is not None and not -(2 ** (bits - 1)) <= result < 2 ** (bits - 1):  # type: ignore[operator]
+        if bits is not None and not -(2 ** (bits - 1)) <= result < 2 ** (bits - 1):
             raise InvalidRequest(f"Arithmetic {op.kind.upper()} overflow")
         result = column.type.validate(result, op.column)
     target = mutation.static if op.ck is None else mutation.row(op.ck)

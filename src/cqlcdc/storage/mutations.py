@@ -383,8 +383,6 @@ def _write_where(
 ) -> KeyRestrictions:
     """An UPDATE's or DELETE's WHERE clause: keys only, no token, no filtering (ScyllaDB's
     modification_statement checks and messages)."""
-    from cqlcdc.cql.render import render_relation
-
     tokens = [r for r in where if r.token]
     if tokens:
         raise InvalidRequest(

@@ -56,12 +56,6 @@ class TermContext(Protocol):
     def new_uuid(self) -> uuid.UUID: ...
 
 
-class BindingContext(TermContext, Protocol):
-    """A TermContext that also carries the values bound to a prepared statement."""
-
-    def bound_value(self, marker: ast.BindMarker) -> Any: ...
-
-
 # Lossless numeric widenings ScyllaDB applies to function results and casts (prepare_expr.cc)
 # (and ascii into text: every ascii value is a text value, as ScyllaDB's casts allow)
 _WIDENINGS = (
