@@ -27,7 +27,9 @@ class ServedProcess:
     """``cqlcdc serve --data-dir DATA --master local[1] --metrics PORT`` with ``env`` added
     to this process's environment; started at once, ready when it says it serves."""
 
-    def __init__(self, data: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, data: Path, env: dict[str, str] | None = None, log_file: Path | None = None
+    ) -> None:
         self.port, self.metrics_port = free_port(), free_port()
         cli = Path(sys.executable).with_name("cqlcdc")
         self.proc = subprocess.Popen(
@@ -48,7 +50,8 @@ class ServedProcess:
             env={**os.environ, **(env or {})},
         )
         self.lines: list[str] = []
-        self.log_file = data.parent / "server.log"  # the same lines, for a failed test's reader
+        # the same lines, for a failed test's reader
+        self.log_file = log_file or data.parent / "server.log"
         self._served = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

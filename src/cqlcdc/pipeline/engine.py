@@ -441,10 +441,18 @@ class Engine:
             self._tip_cond.notify_all()
 
     def _write_tip(self) -> None:
-        """Write the log's end to the tip file (with ``_tip_cond`` held)."""
+        """Write the log's end to the tip file (with ``_tip_cond`` held).
+
+        The tip is scratch, written after an append made its records durable: a failure
+        to write it (the scratch disk full) must not fail the append, whose writers would be
+        told their write failed although it is in the log. The tip stays behind, and is
+        written again by the next append or by a writer waiting (``wait_for``)."""
         if self._log_end > self._tip_seq or not self.tip.exists():
-            self.scratch_dir.mkdir(parents=True, exist_ok=True)
-            ingest_source.write_tip(self.tip, self._log_end)
+            try:
+                self.scratch_dir.mkdir(parents=True, exist_ok=True)
+                ingest_source.write_tip(self.tip, self._log_end)
+            except OSError:
+                return
             self._tip_seq = self._log_end
             self._tip_time = time.monotonic()
 
@@ -660,8 +668,10 @@ class Engine:
             if seq > self._tip_seq:
                 self._wanted = max(self._wanted, seq)
                 self._write_tip()
-        with self._cond:
-            while self._manifest.max_seq < seq:
+        while True:
+            with self._cond:
+                if self._manifest.max_seq >= seq:
+                    return
                 self._raise_if_failed()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -670,8 +680,11 @@ class Engine:
                     raise WriteTimeout(
                         f"Write seq {seq} not committed within {timeout:g} s{reason}"
                     )
-                # bounded wait: a failure outside foreachBatch only shows on the query object
+                # bounded wait: the tip may need writing again (its disk was full)
                 self._cond.wait(min(remaining, 0.5))
+            with self._tip_cond:
+                if seq > self._tip_seq:
+                    self._write_tip()
 
     def _raise_if_failed(self) -> None:
         if self._failure is not None:
