@@ -11,8 +11,9 @@ checkpoint):
   arrives tagged with a table (delta-rs reports a full disk as its own error, not OSError).
 - ``TRANSIENT``: anything else that names no table and no record: Spark's machinery (a
   Python worker that did not start or connect back, a lost executor, a JVM hiccup).
-  Retried from the last committed batch; if the same batch fails so ``MAX_ATTEMPTS``
-  times in a row, the failure is taken to be the data's after all.
+  Retried from the last committed batch, with the same capped backoff, for as long as it
+  lasts: a failure that names no table and no record leaves nothing to contain or skip,
+  and stopping the pipeline for it would only wait for a restart that does the same.
 - ``DATA``: the core named the table (``[in table ...]``) or the record (``cannot apply
   ingest record seq=...``) it cannot apply, or an ingest file is damaged. Retried once
   (a failure must repeat on the same batch to be the data's); then the table stops alone
@@ -40,8 +41,6 @@ from cqlcdc.errors import CorruptIngestFile, DataDirLocked, LeaseLost, Unapplied
 from cqlcdc.store.containment import failed_table
 from cqlcdc.store.recovery import unapplied_failure
 
-# a transient failure of the same batch this many times in a row is the data's
-MAX_ATTEMPTS = 4
 # a data-attributed failure is the data's once it repeats on the same batch
 DATA_ATTEMPTS = 2
 # the backoff between retries: doubled from the first, never above the cap (a disk freed
@@ -92,10 +91,8 @@ def classify(error: BaseException) -> FailureKind:
 def attempts_allowed(kind: FailureKind) -> int | None:
     """How many times in a row one batch may fail so before the failure is the data's
     (None: retried for as long as it lasts; 1: never retried)."""
-    if kind is FailureKind.ENVIRONMENT:
+    if kind in (FailureKind.ENVIRONMENT, FailureKind.TRANSIENT):
         return None
-    if kind is FailureKind.TRANSIENT:
-        return MAX_ATTEMPTS
     if kind is FailureKind.DATA:
         return DATA_ATTEMPTS
     return 1
@@ -128,7 +125,6 @@ def _chain(error: BaseException) -> list[BaseException]:
 
 __all__ = [
     "DATA_ATTEMPTS",
-    "MAX_ATTEMPTS",
     "MAX_BACKOFF_S",
     "FailureKind",
     "attempts_allowed",

@@ -57,8 +57,7 @@ def test_the_machine_is_retried_for_as_long_as_it_lasts(error: BaseException) ->
 )
 def test_spark_machinery_is_transient(text: str) -> None:
     assert classify(ServerError(f"Micro-batch 7 failed: {text}")) is FailureKind.TRANSIENT
-    allowed = attempts_allowed(FailureKind.TRANSIENT)
-    assert allowed is not None and allowed > 2
+    assert attempts_allowed(FailureKind.TRANSIENT) is None  # nothing to contain or skip
 
 
 def test_what_the_core_blames_on_a_table_or_record_is_the_datas_once_repeated() -> None:
