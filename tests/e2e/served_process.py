@@ -88,23 +88,8 @@ class ServedProcess:
         )
 
     def python_workers(self) -> dict[int, str]:
-        """The Python processes the server's JVM started (daemons, workers, the streaming
-        source's runner), by pid, with their command lines: never the server itself."""
-        rows = subprocess.run(
-            ["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True
-        ).stdout.splitlines()
-        children: dict[int, list[tuple[int, str]]] = {}
-        for row in rows:
-            pid, ppid, args = row.split(None, 2)
-            children.setdefault(int(ppid), []).append((int(pid), args))
-        found: dict[int, str] = {}
-        todo = [self.proc.pid]
-        while todo:
-            for pid, args in children.get(todo.pop(), []):
-                todo.append(pid)
-                if " -m pyspark." in args:  # not the JVM, whose class path names pyspark
-                    found[pid] = args
-        return found
+        """The Python processes the server's JVM started (never the server itself)."""
+        return python_workers_of(self.proc.pid)
 
     def stop(self) -> int:
         """SIGTERM; the exit status (0: every acknowledged write committed)."""
@@ -117,3 +102,24 @@ class ServedProcess:
             code = self.proc.wait()
         self._reader.join(timeout=10)
         return code
+
+
+def python_workers_of(root: int) -> dict[int, str]:
+    """The Python processes Spark started under process ``root`` (daemons, workers, the
+    streaming source's runner), by pid, with their command lines: never ``root`` itself,
+    nor the JVM (whose class path names pyspark)."""
+    rows = subprocess.run(
+        ["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    children: dict[int, list[tuple[int, str]]] = {}
+    for row in rows:
+        pid, ppid, args = row.split(None, 2)
+        children.setdefault(int(ppid), []).append((int(pid), args))
+    found: dict[int, str] = {}
+    todo = [root]
+    while todo:
+        for pid, args in children.get(todo.pop(), []):
+            todo.append(pid)
+            if " -m pyspark." in args:
+                found[pid] = args
+    return found

@@ -24,10 +24,12 @@ import pytest
 from cassandra.cluster import Cluster
 from cassandra.policies import RoundRobinPolicy
 
-from tests.e2e.served_process import ServedProcess
+import cqlcdc
+from tests.e2e.served_process import ServedProcess, python_workers_of
 
 pytestmark = pytest.mark.spark
 
+TABLE = "CREATE TABLE ks.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}"
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 # Spark's Python worker as the wrapper runs it: refused while a token is left
 WRAPPER = """#!/bin/sh
@@ -115,7 +117,7 @@ def test_killed_python_workers_and_failed_worker_starts_are_survived(
         cql = cluster.connect()
         cql.default_timeout = RECOVER_S
         cql.execute(KS)
-        cql.execute("CREATE TABLE ks.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}")
+        cql.execute(TABLE)
         writer = Writer(cql)
         writer.start()
         _until("20 writes", lambda: len(writer.acked) >= 20, server)
@@ -165,3 +167,42 @@ def test_killed_python_workers_and_failed_worker_starts_are_survived(
 
 def _applied(cql: Any) -> int:
     return int(cql.execute("SELECT count(*) FROM ks.t").one().count)
+
+
+def test_python_workers_killed_inside_executor_batches_are_survived(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Every batch runs the core in Spark tasks (``driver_max_rows=0``); their Python
+    workers are killed (SIGKILL) again and again while a writer writes: each failed Spark
+    job is retried in the batch, and every write is applied once."""
+    session = cqlcdc.connect(data_dir=tmp_path / "data", master="local[2]", driver_max_rows=0)
+    try:
+        session.execute(KS)
+        session.execute(TABLE)
+        retries_before = _retries()
+        applied: list[int] = []
+        errors: list[str] = []
+        for pk in range(60):
+            try:
+                session.execute(f"INSERT INTO ks.t (pk, v) VALUES ({pk}, {pk}) IF NOT EXISTS")
+                applied.append(pk)
+            except Exception as err:
+                errors.append(f"{pk}: {type(err).__name__}: {err}")
+            if pk % 10 == 5:  # mid-stream: the workers of the batch running now
+                for pid, args in python_workers_of(os.getpid()).items():
+                    if "pyspark.worker" in args or "pyspark.daemon" in args:
+                        os.kill(pid, signal.SIGKILL)
+        assert errors == []
+        rows = sorted(tuple(r) for r in session.execute("SELECT pk, v FROM ks.t"))
+        assert rows == [(pk, pk) for pk in applied]
+        log = sorted(r.pk for r in session.execute("SELECT pk FROM ks.t_scylla_cdc_log"))
+        assert log == applied
+        assert _retries() > retries_before  # a job failed, and was retried, not a stop
+    finally:
+        session.close()
+
+
+def _retries() -> float:
+    from cqlcdc.observe.instruments import REGISTRY
+
+    return REGISTRY.get_sample_value(RETRIES, {"cause": "transient"}) or 0.0
