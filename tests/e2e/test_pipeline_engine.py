@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pytest
 
 import cqlcdc
-from cqlcdc.errors import CorruptIngestFile, InvalidRequest, ServerError, WriteTimeout
+from cqlcdc.errors import CorruptIngestFile, InvalidRequest, WriteTimeout
 from cqlcdc.pipeline import Engine
 from cqlcdc.pipeline import engine as engine_module
 from cqlcdc.pipeline.engine import INGEST_DDL
@@ -429,19 +429,37 @@ def test_a_failing_table_is_stopped_and_its_records_held(spark: Any, tmp_path: P
     assert Engine(tmp_path, FailingProcessor(), spark).stopped["ks.t"].first_seq == 1
 
 
-class DiskFullProcessor(BucketProcessor):
+class DiskFullProcessor(EchoProcessor):
+    """Meets a full disk while ``full`` is set, then applies records as EchoProcessor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full = True
+        self.attempts = 0
+
     def process_bucket(
         self, table_id: str, bucket: int, records: pa.Table, state: StateReader
     ) -> dict[str, pa.Table]:
-        raise OSError(28, "No space left on device")
+        self.attempts += 1
+        if self.full:
+            raise OSError(28, "No space left on device")
+        return super().process_bucket(table_id, bucket, records, state)
 
 
 @pytest.mark.spark
-def test_a_failure_of_the_machine_stops_the_query(spark: Any, tmp_path: Path) -> None:
-    engine = Engine(tmp_path, DiskFullProcessor(), spark)
+def test_a_failure_of_the_machine_is_retried_until_it_clears(spark: Any, tmp_path: Path) -> None:
+    """A full disk neither stops the query nor a table: the batch is retried (capped
+    backoff) while writers wait, and applied once, exactly, when space returns."""
+    processor = DiskFullProcessor()
+    engine = Engine(tmp_path, processor, spark)
     engine.open_ingest_log().append(_records(1, 2))
-    with engine, pytest.raises(ServerError, match="No space left on device"):
+    with engine:
+        with pytest.raises(WriteTimeout, match=r"retrying after OSError.*No space left"):
+            engine.wait_for(2, timeout=8)
+        assert processor.attempts >= 3 and engine.stopped == {}
+        processor.full = False  # space again
         engine.wait_for(2, timeout=60)
+        assert _echo_rows(engine.snapshot().read("echo/ks.t")) == _expected([1, 2])
     assert engine.stopped == {}
 
 

@@ -72,6 +72,31 @@ def pipeline_failed(batch_id: int, error: BaseException) -> None:
     log.error("pipeline stopped at micro-batch %d: %s: %s", batch_id, type(error).__name__, text)
 
 
+def pipeline_retried(
+    batch_id: int, cause: str, attempt: int, delay_s: float, error: BaseException, restart: bool
+) -> None:
+    """A failure (``cause``: environment, transient, data) ended micro-batch ``batch_id``,
+    or the streaming query itself (``restart``); it runs again from the last committed
+    batch in ``delay_s``. One line per retry."""
+    instruments.PIPELINE_RETRIES.labels(cause=cause).inc()
+    text = " ".join(str(error).split()) or type(error).__name__
+    if len(text) > 300:
+        text = f"{text[:300]}..."
+    what = "streaming query stopped at" if restart else "failed:"
+    again = "restarting it" if restart else "retrying it"
+    log.warning(
+        "micro-batch %d %s %s failure (attempt %d), %s in %.1f s: %s: %s",
+        batch_id,
+        what,
+        cause,
+        attempt,
+        again,
+        delay_s,
+        type(error).__name__,
+        text,
+    )
+
+
 def retention_gap(feed: str, partition: int, from_offset: int, earliest: int) -> None:
     """A read of ``feed`` asked for offsets retention removed (it gets a gap notice, or
     an OffsetOutOfRange error)."""

@@ -92,6 +92,14 @@ PIPELINE_FAILURES = Counter(
     ["scope"],
     registry=REGISTRY,
 )
+PIPELINE_RETRIES = Counter(
+    "cqlcdc_pipeline_retries",
+    "Micro-batches retried, or streaming queries restarted, after a failure, by cause "
+    "(environment: a full disk, memory; transient: Spark's machinery; data: the first "
+    "failure the core blames on a table or record, retried once before it stops the table)",
+    ["cause"],
+    registry=REGISTRY,
+)
 # ScyllaDB's scylla_cdc_* operation counters (counted where writes become mutations)
 CDC_OPERATIONS = CdcOperationStats()
 REGISTRY.register(CDC_OPERATIONS)

@@ -13,6 +13,7 @@ records the batch id it holds. So a driver restarted anywhere, with no local sta
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -40,6 +41,7 @@ from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
 from cqlcdc.location import Location
 from cqlcdc.observe import events
 from cqlcdc.pipeline import ingest_source
+from cqlcdc.pipeline.failures import FailureKind, attempts_allowed, backoff_s, classify
 from cqlcdc.pipeline.spark import is_cluster
 from cqlcdc.store.commit import (
     DATA_FILE_SCHEMA,
@@ -366,6 +368,13 @@ class Engine:
         self._manifest = Manifest.load(self.data_dir)
         self._failure: BaseException | None = None
         self._query: StreamingQuery | None = None
+        # between start() and stop(): a query that dies meanwhile is restarted, not reported
+        self._running = False
+        self._halt = threading.Event()  # stop() was called: no retry, no restart
+        self._query_lock = threading.Lock()  # a restart and stop() never interleave
+        self._supervisor: threading.Thread | None = None
+        # the failure being retried, one line (a waiter whose wait times out is told it)
+        self._retrying: str | None = None
         self._lock = lock or Lease(self.data_dir)
         self.skipped: dict[int, str] = {}
         # tables whose records are held, not applied (``cqlcdc.store.containment``); replaced
@@ -432,10 +441,18 @@ class Engine:
             self._tip_cond.notify_all()
 
     def _write_tip(self) -> None:
-        """Write the log's end to the tip file (with ``_tip_cond`` held)."""
+        """Write the log's end to the tip file (with ``_tip_cond`` held).
+
+        The tip is scratch, written after an append made its records durable: a failure
+        to write it (the scratch disk full) must not fail the append, whose writers would be
+        told their write failed although it is in the log. The tip stays behind, and is
+        written again by the next append or by a writer waiting (``wait_for``)."""
         if self._log_end > self._tip_seq or not self.tip.exists():
-            self.scratch_dir.mkdir(parents=True, exist_ok=True)
-            ingest_source.write_tip(self.tip, self._log_end)
+            try:
+                self.scratch_dir.mkdir(parents=True, exist_ok=True)
+                ingest_source.write_tip(self.tip, self._log_end)
+            except OSError:
+                return
             self._tip_seq = self._log_end
             self._tip_time = time.monotonic()
 
@@ -466,17 +483,36 @@ class Engine:
         Raises:
             DataDirLocked: another process holds this data_dir.
         """
-        if self._query is not None:
+        if self._running:
             return
         self._lock.acquire()
-        self.scratch_dir.mkdir(parents=True, exist_ok=True)
-        # Spark's checkpoint is scratch: the manifest (and batch.json) say where to resume
-        shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         # seqs `cqlcdc recover` told the engine to drop (it runs only while no engine does)
         self.skipped = load_skipped(self.data_dir)
         self.stopped = load_stopped(self.data_dir)
         with self._cond:
             self._failure = None
+            self._retrying = None
+        self._halt.clear()
+        try:
+            with self._query_lock:
+                self._start_query()
+        except BaseException:
+            self._lock.release()
+            raise
+        self._running = True
+        self._supervisor = threading.Thread(
+            target=self._supervise, name="cqlcdc-supervisor", daemon=True
+        )
+        self._supervisor.start()
+
+    def _start_query(self) -> None:
+        """Start a streaming query from the seq the manifest has committed up to, with a
+        fresh checkpoint (at the first start, and at each restart after a failure that is
+        not the data's: ``_supervise``). Called with ``_query_lock`` held."""
+        self.scratch_dir.mkdir(parents=True, exist_ok=True)
+        # Spark's checkpoint is scratch: the manifest (and batch.json) say where to resume
+        shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+        with self._cond:
             self._manifest = Manifest.load(self.data_dir)
         self._intent = BatchIntent.load(self.data_dir)
         with self._files_lock:
@@ -508,11 +544,77 @@ class Engine:
         # (~3 s idle, planning this source's reads) overlap the client's start instead of
         # delaying its first write's wait; start itself does not wait for it
 
+    def _supervise(self) -> None:
+        """Restart the streaming query when it dies of a failure that is not the data's.
+
+        A failure inside a micro-batch is retried there (``process_batch``); what ends the
+        query is either the data's (``_failure`` is set: the pipeline stays stopped, as the
+        writers are told) or outside any batch: the ingest source's Python worker did not
+        start or died, Spark's checkpoint could not be written (a full disk). Then the query
+        is started again from the manifest, after a backoff that grows while the restarts
+        fail (``failures.backoff_s``, capped): writers keep waiting meanwhile, none is
+        refused. Only a lost lease stops it for good."""
+        attempt, at_batch = 0, -1
+        pending: BaseException | None = None  # a restart that failed
+        while not self._halt.is_set():
+            if pending is None:
+                query = self._query
+                if query is None:
+                    return
+                try:
+                    if not query.awaitTermination(1):
+                        continue
+                    error: BaseException | None = query.exception()
+                except Exception as err:  # awaitTermination raises the query's failure
+                    error = err
+            else:
+                error, pending = pending, None
+            if self._halt.is_set() or self._failure is not None:
+                return
+            failure = error or ServerError("the streaming query stopped with no error")
+            batch_id = self.committed_batch() + 1
+            if batch_id != at_batch:
+                attempt, at_batch = 0, batch_id
+            attempt += 1
+            kind = classify(failure)
+            if kind is FailureKind.FATAL:
+                events.pipeline_failed(batch_id, failure)
+                with self._cond:
+                    self._failure = failure
+                    self._cond.notify_all()
+                return
+            delay = backoff_s(attempt)
+            events.pipeline_retried(batch_id, kind.value, attempt, delay, failure, restart=True)
+            self._note_retry(failure)
+            if self._halt.wait(delay):
+                return
+            if query is not None:
+                with contextlib.suppress(Exception):  # its error is the one reported above
+                    query.stop()  # ended already: this frees what it held
+            try:
+                with self._query_lock:
+                    if self._halt.is_set():
+                        return
+                    self._start_query()
+            except Exception as err:
+                pending = err
+
+    def _note_retry(self, error: BaseException) -> None:
+        with self._cond:
+            self._retrying = f"{type(error).__name__}: {one_line(str(error))}"
+            self._cond.notify_all()
+
     def stop(self) -> None:
         """Stop the query (a batch in progress is finished or replayed on the next start)."""
-        query, self._query = self._query, None
+        self._halt.set()  # a retry in progress gives up: the next start replays the batch
+        self._running = False
+        with self._query_lock:
+            query, self._query = self._query, None
         if query is not None:
             query.stop()
+        supervisor, self._supervisor = self._supervisor, None
+        if supervisor is not None and supervisor is not threading.current_thread():
+            supervisor.join()
         self._stop_tip_timer()
         if self._own_scratch:
             shutil.rmtree(self.scratch_dir, ignore_errors=True)
@@ -534,6 +636,11 @@ class Engine:
 
     # --- waiting and reading --------------------------------------------------------------
 
+    def committed_batch(self) -> int:
+        """The id of the last batch committed in every output."""
+        with self._cond:
+            return self._manifest.batch_id
+
     def committed_seq(self) -> int:
         """The highest ingest seq whose batch is committed in every output."""
         with self._cond:
@@ -547,35 +654,46 @@ class Engine:
     def wait_for(self, seq: int, timeout: float) -> None:
         """Block until the batch holding ingest record `seq` is committed in every output.
 
+        While the pipeline retries a failure that is not the data's (a full disk, a Python
+        worker that did not start), this waits on: the write is durable and will be applied.
+
         Raises:
-            WriteTimeout: not committed within `timeout` seconds.
-            ServerError: the query failed (CorruptIngestFile if an ingest file is damaged).
+            WriteTimeout: not committed within `timeout` seconds (the message says which
+                failure the pipeline is retrying, if one).
+            ServerError: the pipeline stopped at a failure that is the data's (UnappliedWrite;
+                CorruptIngestFile if an ingest file is damaged), or it is not running.
         """
         deadline = time.monotonic() + timeout
         with self._tip_cond:  # someone waits: the source sees the log now, not on the interval
             if seq > self._tip_seq:
                 self._wanted = max(self._wanted, seq)
                 self._write_tip()
-        with self._cond:
-            while self._manifest.max_seq < seq:
+        while True:
+            with self._cond:
+                if self._manifest.max_seq >= seq:
+                    return
                 self._raise_if_failed()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise WriteTimeout(f"Write seq {seq} not committed within {timeout:g} s")
-                # bounded wait: a failure outside foreachBatch only shows on the query object
+                    retrying = self._retrying
+                    reason = f" (the pipeline is retrying after {retrying})" if retrying else ""
+                    raise WriteTimeout(
+                        f"Write seq {seq} not committed within {timeout:g} s{reason}"
+                    )
+                # bounded wait: the tip may need writing again (its disk was full)
                 self._cond.wait(min(remaining, 0.5))
+            with self._tip_cond:
+                if seq > self._tip_seq:
+                    self._write_tip()
 
     def _raise_if_failed(self) -> None:
         if self._failure is not None:
             if isinstance(self._failure, ServerError):
                 raise self._failure
             raise ServerError(f"Pipeline failed: {self._failure}") from self._failure
-        query = self._query
-        if query is None:
+        if not self._running:
             raise ServerError("Pipeline is not running")
-        if not query.isActive:
-            error = query.exception()
-            raise ServerError(f"Pipeline stopped: {error if error else 'no error'}")
+        # a query that died of anything else is being restarted (``_supervise``)
 
     # --- one micro-batch ------------------------------------------------------------------
 
@@ -587,21 +705,50 @@ class Engine:
         scratch); the engine numbers its batches itself, from the manifest, and takes from
         Spark only the end of the seqs to apply (its offset log; a frame handed in by a
         caller is read instead). Records at or below the manifest's seq are committed
-        already and skipped, so a replay is harmless. A failure attributed to one table
-        stops that table alone and runs the batch again at once with its records held
-        (``_contain``); any other failure stops the query.
+        already and skipped, so a replay is harmless.
+
+        A failure is retried here from the last committed batch, by its kind
+        (``cqlcdc.pipeline.failures``): one of the machine's (a full disk) for as long as
+        it lasts, one of Spark's a few times, one the core blames on a table or record
+        once. A failure that repeats on the same batch beyond that is the data's: the
+        table it is attributed to stops alone and the batch runs again at once with its
+        records held (``_contain``); a failure no table can be blamed for stops the query.
         """
         end = ingest_source.batch_end(self.checkpoint_dir, batch_id)
+        attempts: dict[FailureKind, int] = {}
+        failed_batch = -1
         try:
             while True:
                 try:
                     self._process_batch(df, end)
                     self._ran_batch.set()
+                    if self._retrying is not None:
+                        with self._cond:
+                            self._retrying = None
                     return
                 except Exception as err:
-                    if not self._contain(err, self._batch_id):
+                    if self._halt.is_set():
+                        raise  # stopping: the next start replays the batch
+                    if self._batch_id != failed_batch:
+                        attempts, failed_batch = {}, self._batch_id
+                    kind = classify(err)
+                    attempt = attempts[kind] = attempts.get(kind, 0) + 1
+                    allowed = attempts_allowed(kind)
+                    if allowed is None or attempt < allowed:
+                        delay = 0.0 if kind is FailureKind.DATA else backoff_s(attempt)
+                        events.pipeline_retried(
+                            self._batch_id, kind.value, attempt, delay, err, restart=False
+                        )
+                        self._note_retry(err)
+                        if self._halt.wait(delay):
+                            raise
+                        continue
+                    if kind is FailureKind.FATAL or not self._contain(err, self._batch_id):
                         raise
+                    attempts = {}
         except Exception as err:
+            if self._halt.is_set():
+                raise
             failure = self._stopped_at(err, self._batch_id)
             events.pipeline_failed(self._batch_id, failure)
             with self._cond:
