@@ -15,6 +15,7 @@ from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
 from cqlcdc.cdc.streams import Generation
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
+from cqlcdc.schema.describe import describe_statement
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.conditions import evaluate as evaluate_conditions
 from cqlcdc.storage.list_ops import resolve_list_ops
@@ -50,7 +51,10 @@ class CoreModel:
         if isinstance(stmt, ast.UseKeyspace):
             self.keyspace = stmt.name
             return None
-        return self.catalog.execute(stmt, self.keyspace)
+        if isinstance(stmt, ast.Describe):
+            return describe_statement(self.catalog, stmt, self.keyspace)
+        self.catalog.execute(stmt, self.keyspace)
+        return None
 
     def table(self, name: ast.QualifiedName) -> TableSchema:
         schema = self.catalog.table(name.keyspace or self.keyspace or "", name.name)

@@ -274,9 +274,9 @@ class Coordinator:
                 stmt = replace(stmt, action=replace(stmt.action, timestamp=self.timestamp_us()))
             before = self._catalog
             catalog = before.copy()
-            text = catalog.execute(stmt, keyspace)
+            catalog.execute(stmt, keyspace)
             self._catalog = catalog
-        outcome = DdlOutcome(text, schema_changes(before, catalog))
+        outcome = DdlOutcome(changes=schema_changes(before, catalog))
         ttl_on = (
             isinstance(stmt, ast.AlterTable)
             and isinstance(stmt.action, ast.SetTtlColumn)

@@ -24,6 +24,7 @@ from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES
 from cqlcdc.cql import ast
 from cqlcdc.cql.render import render
 from cqlcdc.errors import CqlError, InvalidRequest
+from cqlcdc.observe import instruments
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.attributes import timeout_ms
 from cqlcdc.storage.bulk import (
@@ -202,7 +203,7 @@ def row_records(
         seq += 1
     for table_id in plan.schemas:
         coordinator.last_write_ms[table_id] = now_us // 1000
-    if records:
+    if records and instruments.enabled:  # counted only while a metrics endpoint serves them
         note_write(coordinator, records[-1].seq, plan.mutations, plan.schemas)
     return records, plan.stateful
 
@@ -347,7 +348,7 @@ def chunk_records(
     if chunks is None:
         return None
     coordinator.last_write_ms[schema.table_id] = now_us // 1000
-    if schema.cdc.enabled and chunks:
+    if schema.cdc.enabled and chunks and instruments.enabled:
         _note_bulk_operations(
             coordinator, max(c[0] for c in chunks), schema, bulk_statements, which, merged
         )

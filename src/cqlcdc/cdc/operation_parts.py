@@ -5,22 +5,47 @@ row with cells, a clustering row with a marker or cells, a non-frozen list, set,
 UDT cell, a row tombstone, a range tombstone, a partition tombstone. A write is *split*
 when its mutation needs ``should_split`` (``cqlcdc.cdc.changes.needs_split``). The counts
 live in ``cqlcdc.observe.cdc_operations``; this module turns mutations into them, held by
-the coordinator until the write's append settles (succeeded or failed).
+the coordinator until the write's append settles (succeeded or failed). Whether they are
+counted at all (a metrics endpoint serves them) is the caller's (``cqlcdc.writes``): the
+core never imports the metrics.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableSequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from cqlcdc.cdc.changes import needs_split, schema_order
-from cqlcdc.observe import instruments
-from cqlcdc.observe.cdc_operations import Operation
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.cells import CollectionCells
 from cqlcdc.storage.mutations import Mutation
 from cqlcdc.storage.partition import Row
 from cqlcdc.types import ListType, MapType, SetType, UserType
+
+# ScyllaDB's part names, in its order (``stats::part_type``)
+PARTS = (
+    "static_row",
+    "clustering_row",
+    "map",
+    "set",
+    "list",
+    "udt",
+    "range_tombstone",
+    "partition_delete",
+    "row_delete",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """What one write of CDC tables did (ScyllaDB's ``operation_details``)."""
+
+    parts: frozenset[str]  # members of PARTS
+    split: bool
+    preimage: bool
+    postimage: bool
+    preimage_selects: int  # one per partition of a table with a preimage or postimage
 
 
 class Coordinator(Protocol):
@@ -96,12 +121,11 @@ def note_write(
     schemas: Mapping[str, TableSchema],
 ) -> None:
     """Hold one write of the row path (its records end at ``last_seq``) for counting when
-    its append settles (``Coordinator.make_durable``); only while a metrics endpoint
-    serves the counts. Call with ``coordinator.lock`` held, before the records' append."""
-    if instruments.enabled:
-        op = write_operation(mutations, schemas)
-        if op is not None:
-            coordinator.cdc_operations.append((last_seq, op, 1))
+    its append settles (``Coordinator.make_durable``). Call with ``coordinator.lock`` held,
+    before the records' append, and only while a metrics endpoint serves the counts."""
+    op = write_operation(mutations, schemas)
+    if op is not None:
+        coordinator.cdc_operations.append((last_seq, op, 1))
 
 
 def note_bulk(
@@ -116,7 +140,7 @@ def note_bulk(
     :func:`note_write`: ``row_deletes`` row deletions and ``upserts`` writes of a clustering
     row's atomic columns (inserts, updates, cell deletions), ``split`` of which ScyllaDB
     splits (a TTL with a bound null: the tombstone has no TTL)."""
-    if not (instruments.enabled and schema.cdc.enabled):
+    if not schema.cdc.enabled:
         return
     selects = 1 if _has_images(schema) else 0
     pre, post = schema.cdc.preimage != "false", schema.cdc.postimage

@@ -25,34 +25,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-# ScyllaDB's part names, in its order (``stats::part_type``)
-PARTS = (
-    "static_row",
-    "clustering_row",
-    "map",
-    "set",
-    "list",
-    "udt",
-    "range_tombstone",
-    "partition_delete",
-    "row_delete",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Operation:
-    """What one write of CDC tables did (ScyllaDB's ``operation_details``)."""
-
-    parts: frozenset[str]  # members of PARTS
-    split: bool
-    preimage: bool
-    postimage: bool
-    preimage_selects: int  # one per partition of a table with a preimage or postimage
+# what a write did is the core's (``cqlcdc.cdc.operation_parts``); this module counts it
+from cqlcdc.cdc.operation_parts import PARTS as PARTS
+from cqlcdc.cdc.operation_parts import Operation as Operation
 
 
 class Counters:

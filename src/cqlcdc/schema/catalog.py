@@ -25,7 +25,6 @@ from cqlcdc.errors import AlreadyExists, ConfigurationError, InvalidRequest, Una
 from cqlcdc.location import Location
 from cqlcdc.schema import persist, table_ddl
 from cqlcdc.schema.cdc_options import parse_cdc_options
-from cqlcdc.schema.describe import describe_statement
 from cqlcdc.schema.indexes import new_index
 from cqlcdc.schema.log_table import (
     base_name,
@@ -162,21 +161,21 @@ class Catalog:
 
     # -- execution -------------------------------------------------------------------------
 
-    def execute(self, stmt: ast.Statement, current_keyspace: str | None) -> str | None:
-        """Apply a DDL statement; DESCRIBE returns its text, everything else None.
+    def execute(self, stmt: ast.Statement, current_keyspace: str | None) -> None:
+        """Apply a DDL statement.
+
+        DESCRIBE is not one: it reads the catalog (``describe.describe_statement``), which
+        sits above this module, so the catalog never imports how it is described.
 
         Raises:
             InvalidRequest, ConfigurationError, AlreadyExists, Unauthorized, CqlSyntaxError:
                 the statement breaks a schema rule (ScyllaDB's messages).
         """
-        if isinstance(stmt, ast.Describe):
-            return describe_statement(self, stmt, current_keyspace)
         handler = self._HANDLERS.get(type(stmt))
         if handler is None:
             raise InvalidRequest(f"{type(stmt).__name__} is not a schema statement")
         if handler(self, stmt, current_keyspace):
             self._save()
-        return None
 
     def _ks(self, name: ast.QualifiedName, current: str | None) -> str:
         keyspace = name.keyspace or current

@@ -31,7 +31,7 @@ from cqlcdc.types import (
     native_type,
 )
 from cqlcdc.types.base import CqlType
-from cqlcdc.types.terms import conversion
+from cqlcdc.types.functions import conversion
 
 
 @dataclass(frozen=True, slots=True)

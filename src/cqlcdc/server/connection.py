@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Protocol
 
 from cqlcdc.errors import CqlError, ProtocolError
+from cqlcdc.server.contracts import Request, Transport
 from cqlcdc.server.error_responses import error_response, failure_response
 from cqlcdc.server.frames import Frame, Opcode
 from cqlcdc.server.framing import FrameReader, Framing
@@ -44,40 +44,14 @@ from cqlcdc.server.responses import (
 )
 from cqlcdc.server.results import ColumnSpec, SchemaChange
 
-if TYPE_CHECKING:
-    from cqlcdc.server.executing import Request
-    from cqlcdc.server.service import ProtocolServer
-
 log = logging.getLogger(__name__)
-
-
-class Requests(Protocol):
-    """Where a connection's requests run: its session in this process
-    (``executing.InProcessRequests``), or in the coordinator's process for a protocol worker
-    (``worker.ForwardedRequests``)."""
-
-    async def run(self, version: int, frame: Frame, request: Request) -> ResponseMessage:
-        """The response to ``request`` (decoded from ``frame``).
-
-        Raises:
-            CqlError: what the client is answered with an ERROR.
-        """
-        ...
-
-    async def log_in(self, version: int, token: bytes | None) -> ResponseMessage | None:
-        """None once logged in as the role ``token`` names, else the error to answer."""
-        ...
-
-    async def close(self) -> None:
-        """The connection is gone and its requests have run."""
-        ...
 
 
 class Connection:
     """Serves one TCP connection until the client closes it or breaks the protocol."""
 
     def __init__(
-        self, server: ProtocolServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, server: Transport, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         self.server = server
         self.writer = writer

@@ -21,6 +21,7 @@ from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.cql.render import render
 from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.server.combiner import combinable
+from cqlcdc.server.contracts import Request, StatementHost
 from cqlcdc.server.error_responses import error_response
 from cqlcdc.server.login import log_in
 from cqlcdc.server.metrics import log_schema_change
@@ -54,11 +55,8 @@ from cqlcdc.writes import literal_template
 
 if TYPE_CHECKING:
     from cqlcdc.server.frames import Frame
-    from cqlcdc.server.service import CqlServer
 
 MAX_LITERAL_TEMPLATES = 1024  # distinct shapes of literal writes kept as prepared ones
-
-Request = Query | Prepare | Execute | Batch
 
 
 class SessionRequests:
@@ -71,7 +69,7 @@ class SessionRequests:
             manage roles.
     """
 
-    def __init__(self, server: CqlServer, *, anonymous: bool) -> None:
+    def __init__(self, server: StatementHost, *, anonymous: bool) -> None:
         self.server = server
         self.session = Session(server.coordinator, anonymous=anonymous)
         self._handlers: dict[type, Callable[[Any], ResponseMessage]] = {

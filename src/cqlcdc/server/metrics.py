@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from cqlcdc.coordinator import Coordinator
+    from cqlcdc.server.contracts import Node, Transport
     from cqlcdc.server.results import SchemaChange
-    from cqlcdc.server.service import CqlServer, ProtocolServer
 
 log = logging.getLogger("cqlcdc.server")
 
@@ -68,7 +68,7 @@ def opcode_name(opcode: int) -> str:
         return "UNKNOWN"
 
 
-def note_request(server: ProtocolServer, opcode: str, outcome: object, started: float) -> None:
+def note_request(server: Transport, opcode: str, outcome: object, started: float) -> None:
     """Count an answered request: by opcode and result (``ok`` or the error's class), and
     its latency by opcode and the kind of answer (``void``: a write's acknowledgement)."""
     server.requests_served += 1
@@ -126,7 +126,7 @@ def _untyped(name: str, doc: str, samples: list[tuple[dict[str, str], float]]) -
 class ServerCollector(Collector):
     """The CQL server's connections and requests, as ScyllaDB's transport reports them."""
 
-    def __init__(self, server: CqlServer) -> None:
+    def __init__(self, server: Node) -> None:
         self.server = server
 
     def collect(self) -> Iterator[Metric]:
@@ -302,7 +302,7 @@ class MetricsEndpoint:
         self.port = int(port)
 
     @classmethod
-    def start(cls, server: CqlServer, address: str, version: str = "") -> MetricsEndpoint:
+    def start(cls, server: Node, address: str, version: str = "") -> MetricsEndpoint:
         """Serve ``/metrics`` on ``address`` (``HOST:PORT`` or ``PORT``; port 0: any).
 
         Raises:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from cqlcdc.server.budget import BodyBudget
 from cqlcdc.server.combiner import WriteCombiner
 from cqlcdc.server.compression import ALGORITHMS
-from cqlcdc.server.connection import Connection, Requests
+from cqlcdc.server.connection import Connection
+from cqlcdc.server.contracts import Requests
 from cqlcdc.server.executing import InProcessRequests, SessionRequests
 from cqlcdc.server.frames import MAX_BODY_BYTES
 from cqlcdc.server.login import PASSWORD_AUTHENTICATOR

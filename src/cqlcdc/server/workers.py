@@ -58,7 +58,7 @@ from cqlcdc.server.results import PreparedResult, SchemaChange, VoidResult
 from cqlcdc.server.statements import Prepared, UnpreparedId, current_prepared
 
 if TYPE_CHECKING:
-    from cqlcdc.server.service import CqlServer
+    from cqlcdc.server.contracts import Node
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def shared_port(host: str, port: int) -> socket.socket:
 class WorkerPool:
     """The protocol workers of one ``CqlServer`` and the coordinator's end of their links."""
 
-    def __init__(self, server: CqlServer, count: int) -> None:
+    def __init__(self, server: Node, count: int) -> None:
         self.server = server
         self.count = count
         self._links: list[_Link] = []

@@ -21,15 +21,14 @@ from cqlcdc.storage.aggregates import AGGREGATES, Accumulator, Aggregate, aggreg
 from cqlcdc.storage.subscripts import element_of, subscript_types
 from cqlcdc.types import MapType, SetType, UserType, native_type
 from cqlcdc.types.base import CqlType
-from cqlcdc.types.json_codec import json_name, to_json
-from cqlcdc.types.terms import (
-    FUNCTIONS,
+from cqlcdc.types.functions import (
     TIME_FUNCTION_ARGUMENTS,
     conversion,
     evaluate_function,
-    term_text,
     time_function,
 )
+from cqlcdc.types.json_codec import json_name, to_json
+from cqlcdc.types.terms import FUNCTIONS, term_text
 from cqlcdc.types.values import EMPTY
 
 CELLS = "__cells__"

@@ -12,9 +12,10 @@ from typing import Any
 
 from cqlcdc.cql.ast import Term
 from cqlcdc.types.arrow import to_pylist
-from cqlcdc.types.base import CqlType, TermContext
+from cqlcdc.types.base import CqlType, TermContext, install_term_evaluation
 from cqlcdc.types.collections import InValuesType, ListType, MapType, SetType, VectorType
 from cqlcdc.types.dates import DateType, TimestampType, TimeType
+from cqlcdc.types.functions import TERMS
 from cqlcdc.types.native import (
     AsciiType,
     BlobType,
@@ -54,6 +55,9 @@ def parse_literal(term: Term, column: Any, ctx: TermContext | None = None) -> An
     cql_type: CqlType = column.type
     return cql_type.parse_literal(term, column.name, ctx)
 
+
+# function calls and casts in literals need every type: installed before any is used
+install_term_evaluation(TERMS)
 
 __all__ = [
     "NATIVE_TYPES",

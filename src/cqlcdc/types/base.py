@@ -72,6 +72,40 @@ def _widenable(source: str, target: str) -> bool:
     )
 
 
+class TermEvaluation(Protocol):
+    """Function calls and casts in a literal (``functions.FunctionTerms``).
+
+    They need the concrete types by name, so they live above them; ``cqlcdc.types``
+    installs the one evaluation on import (``install_term_evaluation``), before any type
+    can be used, and this module never imports them.
+    """
+
+    def assignable(self, ctype: CqlType, call: ast.FunctionCall) -> bool: ...
+
+    def function(
+        self, ctype: CqlType, call: ast.FunctionCall, column: str, ctx: TermContext | None
+    ) -> Any: ...
+
+    def cast(
+        self, ctype: CqlType, term: ast.TypeCast, column: str, ctx: TermContext | None
+    ) -> Any: ...
+
+
+_EVALUATION: list[TermEvaluation] = []
+
+
+def install_term_evaluation(evaluation: TermEvaluation) -> None:
+    """Make ``evaluation`` the one ``CqlType.parse_literal`` gives function calls and casts."""
+    _EVALUATION[:] = [evaluation]
+
+
+def term_evaluation() -> TermEvaluation:
+    """The installed evaluation of function calls and casts (``cqlcdc.types`` installs it)."""
+    if not _EVALUATION:
+        raise RuntimeError("no term evaluation installed: import cqlcdc.types")
+    return _EVALUATION[0]
+
+
 class CqlType(ABC):
     """A CQL type. Instances are immutable and compare equal when the types are equal.
 
@@ -138,13 +172,9 @@ class CqlType(ABC):
                 raise terms.bind_marker_error(term, column)
             return self.validate(bound(term), column)
         if isinstance(term, ast.FunctionCall):
-            if term.name.lower() in ("fromjson", "tojson"):
-                from cqlcdc.types.json_terms import json_function  # imports every type
-
-                return json_function(self, term, column, ctx)
-            return self._parse_function(term, column, ctx)
+            return term_evaluation().function(self, term, column, ctx)
         if isinstance(term, ast.TypeCast):
-            return self._parse_cast(term, column, ctx)
+            return term_evaluation().cast(self, term, column, ctx)
         return self._parse(term, column, ctx)
 
     def is_assignable(self, term: ast.Term) -> bool:
@@ -158,15 +188,7 @@ class CqlType(ABC):
         if isinstance(term, ast.BindMarker):
             return True
         if isinstance(term, ast.FunctionCall):
-            if term.name.lower() == "fromjson":  # its receiver gives its type
-                return True
-            if term.name.lower() == "tojson":
-                return self._accepts_type_name("text")
-            convert = terms.conversion(term.name)
-            if convert is not None:
-                return self._accepts_type_name(convert.result.cql_name)
-            name = terms.FUNCTIONS.get(term.name.lower())
-            return name is None or self._accepts_type_name(name[0])
+            return term_evaluation().assignable(self, term)
         if isinstance(term, ast.TypeCast):
             return True
         return self._assignable(term)
@@ -186,32 +208,6 @@ class CqlType(ABC):
         if type_name == "timeuuid" and self.cql_name == "uuid":
             return True
         return _widenable(type_name, self.cql_name)
-
-    def _parse_function(self, term: ast.FunctionCall, column: str, ctx: TermContext | None) -> Any:
-        return_type = terms.function_return_type(term)
-        if not self._accepts_type_name(return_type):
-            raise InvalidRequest(
-                f"Type error: cannot assign result of function system.{term.name.lower()} "
-                f"(type {return_type}) to {column} (type {self.cql_name})"
-            )
-        _, value = terms.evaluate_function(term, ctx)
-        return None if value is None else self.validate(value, column)
-
-    def _parse_cast(self, term: ast.TypeCast, column: str, ctx: TermContext | None) -> Any:
-        from cqlcdc.types.resolve import resolve_type  # resolve imports every type class
-
-        cast_type = resolve_type(term.type, "", lambda _ks, _name: None)
-        inner_name = f"({cast_type.cql_name}){terms.term_text(term.term)}"
-        if not cast_type.is_assignable(term.term):
-            raise InvalidRequest(
-                f"Cannot cast value {terms.term_text(term.term)} to type {cast_type.cql_name}"
-            )
-        value = cast_type.parse_literal(term.term, inner_name, ctx)
-        if cast_type.frozen() != self.frozen() and not self._accepts_type_name(cast_type.cql_name):
-            raise InvalidRequest(
-                f"Cannot assign value {terms.term_text(term)} to {column} of type {self.cql_name}"
-            )
-        return None if value is None else self.validate(value, column)
 
     # -- values --------------------------------------------------------------------------
 
@@ -340,4 +336,11 @@ def not_empty(value: Any, t: CqlType) -> Any:
     return value
 
 
-__all__ = ["CqlType", "TermContext", "not_empty"]
+__all__ = [
+    "CqlType",
+    "TermContext",
+    "TermEvaluation",
+    "install_term_evaluation",
+    "not_empty",
+    "term_evaluation",
+]

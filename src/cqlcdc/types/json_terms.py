@@ -17,6 +17,7 @@ from cqlcdc.errors import FunctionFailure, InvalidRequest
 from cqlcdc.types import terms
 from cqlcdc.types.base import CqlType, TermContext
 from cqlcdc.types.json_codec import JsonParseError, MarshalError, from_json, parse_json, to_json
+from cqlcdc.types.resolve import resolve_type
 
 JSON_FUNCTIONS = frozenset({"fromjson", "tojson"})
 
@@ -103,8 +104,6 @@ def _to_json_term(
     arg = call.args[0]
     if not isinstance(arg, ast.TypeCast):  # a cast is the only term whose type is known here
         raise InvalidRequest("toJson() is only valid when its argument type is known")
-    from cqlcdc.types.resolve import resolve_type
-
     arg_type = resolve_type(arg.type, "", lambda _ks, _name: None)
     value = arg_type.parse_literal(
         arg.term, f"({arg_type.cql_name}){terms.term_text(arg.term)}", ctx

@@ -13,6 +13,7 @@ from cqlcdc.cdc.processor import CoreProcessor, bulk_log_applies, changes_apply
 from cqlcdc.cql import ast, parse_statement, render
 from cqlcdc.errors import CqlSyntaxError, InvalidRequest
 from cqlcdc.schema.catalog import Catalog
+from cqlcdc.schema.describe import describe_statement
 from cqlcdc.store.records import records_to_arrow
 
 from .test_feed_incarnations import ADD, KS, NoState, record, run, staged, topic
@@ -56,8 +57,8 @@ def test_the_state_is_kept_and_described(cat: Catalog, tmp_path: Path) -> None:
     assert active_feeds(disabled) == []
     # saved: another process sees it
     assert run(Catalog(tmp_path)).disabled_feeds == ("f",)
-    text = Catalog(tmp_path).execute(parse_statement("DESCRIBE TABLE ks.t"), None)
-    assert text is not None
+    table = ast.QualifiedName("ks", "t")
+    text = describe_statement(Catalog(tmp_path), ast.Describe("TABLE", table), None)
     assert (
         "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON');\n"
         "ALTER TABLE ks.t ALTER CHANGEFEED f DISABLE;"

@@ -12,6 +12,7 @@ import pytest
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.catalog import Catalog
+from cqlcdc.schema.describe import describe_statement
 from cqlcdc.storage.mutations import COMPACT_VALUE, WriteContext, build_insert
 from tests.core_model import CoreModel
 
@@ -43,7 +44,9 @@ def test_compact_tables_are_made_and_described(columns: str) -> None:
     table = catalog.table("ks", "cs")
     assert table is not None and table.compact_storage
     assert catalog.table("ks", "cs_scylla_cdc_log") is not None
-    text = catalog.execute(parse_statement("DESCRIBE TABLE ks.cs"), None) or ""
+    describe = parse_statement("DESCRIBE TABLE ks.cs")
+    assert isinstance(describe, ast.Describe)
+    text = describe_statement(catalog, describe, None)
     assert "COMPACT STORAGE\n    AND " in text
 
 

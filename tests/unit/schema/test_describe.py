@@ -37,9 +37,7 @@ DEFAULTS = """    AND bloom_filter_fp_chance = 0.01
 
 def desc(cat: Catalog, kind: str, name: str | None = None, current: str | None = None) -> str:
     qname = None if name is None else ast.QualifiedName(None if kind == "KEYSPACE" else "ks", name)
-    text = cat.execute(ast.Describe(kind, qname), current)  # type: ignore[arg-type]
-    assert text is not None
-    return text
+    return describe_statement(cat, ast.Describe(kind, qname), current)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -291,7 +289,11 @@ def test_with_internals_shows_the_id_and_the_dropped_columns() -> None:
     cat = new_catalog()
 
     def run(text: str) -> str | None:
-        return cat.execute(parse_statement(text), "ks")
+        stmt = parse_statement(text)
+        if isinstance(stmt, ast.Describe):
+            return describe_statement(cat, stmt, "ks")
+        cat.execute(stmt, "ks")
+        return None
 
     run(
         "CREATE TABLE t (p int, v int, u int, a int, PRIMARY KEY (p, v)) "
