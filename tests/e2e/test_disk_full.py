@@ -5,9 +5,7 @@ acknowledged is lost or applied twice, before and after a restart."""
 
 from __future__ import annotations
 
-import errno
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from cassandra.policies import RoundRobinPolicy
 
 import cqlcdc
 from cqlcdc.server import CqlServer
+from tests.e2e.small_disk import fill, mounted_tmpfs
 
 pytestmark = pytest.mark.spark
 
@@ -26,35 +25,9 @@ TMPFS_BYTES = 256 * 1024 * 1024
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A tmpfs of 256 MiB (the tests run as root); skipped where mounting is impossible."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES}", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    try:
+    """A tmpfs of 256 MiB."""
+    with mounted_tmpfs(tmp_path / "disk", TMPFS_BYTES) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def _fill(directory: Path) -> Path:
-    """A file taking every free byte of ``directory``'s file system."""
-    filler = directory / "filler"
-    with open(filler, "wb", buffering=0) as out:
-        for size in (1 << 20, 1 << 12, 1):
-            block = b"\0" * size
-            try:
-                while True:
-                    out.write(block)
-            except OSError as e:
-                assert e.errno == errno.ENOSPC
-    return filler
 
 
 def _serve(data: Path) -> tuple[Any, CqlServer, Cluster, Any]:
@@ -88,7 +61,7 @@ def test_a_full_disk_refuses_writes_keeps_reads_and_recovers(spark: Any, small_d
             cql.execute("UPDATE ks.c SET n = n + 1 WHERE pk = 1")
         assert cql.execute("SELECT count(*) FROM ks.t").one().count == 10
 
-        filler = _fill(small_disk)
+        filler = fill(small_disk)
         # every write is refused with the disk's reason (a server error: the driver, which
         # would try the next host, wraps it in NoHostAvailable)
         refused = "Ingest append failed.*No space left on device"

@@ -11,7 +11,6 @@ append alone."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from cassandra.cluster import Cluster, NoHostAvailable
 from cassandra.policies import RoundRobinPolicy
 
 from tests.e2e.served_process import ServedProcess
-from tests.e2e.test_disk_full import _fill
+from tests.e2e.small_disk import fill, mounted_tmpfs
 
 pytestmark = pytest.mark.spark
 
@@ -37,26 +36,14 @@ WRITE_WAIT_S = 60.0
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A tmpfs (the tests run as root); skipped where mounting is impossible."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES}", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    try:
+    """A tmpfs of 64 MiB."""
+    with mounted_tmpfs(tmp_path / "disk", TMPFS_BYTES) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _leave_free(directory: Path, free: int) -> Path:
     """A file taking all but ``free`` bytes of ``directory``'s file system."""
-    filler = _fill(directory)
+    filler = fill(directory)
     with open(filler, "r+b") as out:
         out.truncate(max(filler.stat().st_size - free, 0))
     return filler
