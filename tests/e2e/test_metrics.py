@@ -44,6 +44,7 @@ KS = "CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrat
 BOUNDED_LABELS = {
     "opcode", "result", "kind", "le", "phase", "output", "feed", "scope", "table", "topic",
     "consumer", "version", "batch", "scheduling_group_name", "split",
+    "cause",  # cqlcdc_pipeline_retries: environment, transient, data
     # prometheus_client's own collectors
     "generation", "implementation", "major", "minor", "patchlevel",
 }  # fmt: skip

@@ -90,16 +90,24 @@ def _until(what: str, done: Callable[[], bool], server: ServedProcess) -> None:
         time.sleep(0.2)
 
 
+def _wrapped(tmp_path: Path, failing_starts: int = 0) -> tuple[dict[str, str], Path]:
+    """The environment that runs Spark's Python workers through the wrapper, and the
+    wrapper's token directory, holding one token per start to fail."""
+    tokens = tmp_path / "fail-starts"
+    tokens.mkdir()
+    for n in range(failing_starts):
+        (tokens / f"start-{n}").touch()
+    wrapper = tmp_path / "python"
+    wrapper.write_text(WRAPPER.format(python=sys.executable))
+    wrapper.chmod(0o755)
+    return {"PYSPARK_PYTHON": str(wrapper), "CQLCDC_TEST_FAIL_STARTS": str(tokens)}, tokens
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[ServedProcess, Path]]:
     """A server whose Python workers start through the wrapper, and the wrapper's token
     directory (empty: every start succeeds)."""
-    tokens = tmp_path / "fail-starts"
-    tokens.mkdir()
-    wrapper = tmp_path / "python"
-    wrapper.write_text(WRAPPER.format(python=sys.executable))
-    wrapper.chmod(0o755)
-    env = {"PYSPARK_PYTHON": str(wrapper), "CQLCDC_TEST_FAIL_STARTS": str(tokens)}
+    env, tokens = _wrapped(tmp_path)
     server = ServedProcess(tmp_path / "data", env)
     try:
         yield server, tokens
@@ -163,6 +171,30 @@ def test_killed_python_workers_and_failed_worker_starts_are_survived(
         if writer is not None:
             writer.stop()
         cluster.shutdown()
+
+
+def test_failed_worker_starts_at_the_first_start_are_retried(tmp_path: Path) -> None:
+    """The first Python worker starts fail while the server starts (the worker that plans
+    the ingest source among them): the first start of the query is retried, as a restart
+    is, and the server serves; one log line per retry."""
+    env, tokens = _wrapped(tmp_path, failing_starts=2)
+    server = ServedProcess(tmp_path / "data", env)
+    try:
+        assert not list(tokens.iterdir())  # both starts were tried, and failed
+        cluster = Cluster(["127.0.0.1"], port=server.port, load_balancing_policy=RoundRobinPolicy())
+        try:
+            cql = cluster.connect()
+            cql.default_timeout = RECOVER_S
+            cql.execute(KS)
+            cql.execute(TABLE)
+            cql.execute("INSERT INTO ks.t (pk, v) VALUES (1, 1)")
+            assert [tuple(r) for r in cql.execute("SELECT pk, v FROM ks.t")] == [(1, 1)]
+            assert _applied(cql) == 1
+        finally:
+            cluster.shutdown()
+        assert server.log().count("streaming query stopped at transient failure") >= 1
+    finally:
+        assert server.stop() == 0, server.log()[-6000:]
 
 
 def _applied(cql: Any) -> int:

@@ -41,7 +41,13 @@ from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
 from cqlcdc.location import Location
 from cqlcdc.observe import events
 from cqlcdc.pipeline import ingest_source
-from cqlcdc.pipeline.failures import FailureKind, attempts_allowed, backoff_s, classify
+from cqlcdc.pipeline.failures import (
+    FIRST_START_ATTEMPTS,
+    FailureKind,
+    attempts_allowed,
+    backoff_s,
+    classify,
+)
 from cqlcdc.pipeline.spark import is_cluster
 from cqlcdc.store.commit import (
     DATA_FILE_SCHEMA,
@@ -494,8 +500,7 @@ class Engine:
             self._retrying = None
         self._halt.clear()
         try:
-            with self._query_lock:
-                self._start_query()
+            self._first_start()
         except BaseException:
             self._lock.release()
             raise
@@ -504,6 +509,31 @@ class Engine:
             target=self._supervise, name="cqlcdc-supervisor", daemon=True
         )
         self._supervisor.start()
+
+    def _first_start(self) -> None:
+        """Start the query, retrying what ``_supervise`` would retry of a restart: a failure
+        of Spark's machinery or of the machine (the Python worker that plans the ingest
+        source did not start, or Spark's pool still holds one that died), with the same
+        backoff. A start is the caller's to wait for, so it gives up after
+        ``FIRST_START_ATTEMPTS`` and raises the last failure: a Spark that cannot start the
+        query at all is an error of ``connect()``, not writes that time out later."""
+        attempt = 0
+        while True:
+            try:
+                with self._query_lock:
+                    self._start_query()
+                return
+            except Exception as err:
+                attempt += 1
+                kind = classify(err)
+                retried = kind in (FailureKind.TRANSIENT, FailureKind.ENVIRONMENT)
+                if not retried or attempt >= FIRST_START_ATTEMPTS:
+                    raise
+                delay = backoff_s(attempt)
+                events.pipeline_retried(
+                    self.committed_batch() + 1, kind.value, attempt, delay, err, restart=True
+                )
+                time.sleep(delay)
 
     def _start_query(self) -> None:
         """Start a streaming query from the seq the manifest has committed up to, with a

@@ -47,6 +47,9 @@ DATA_ATTEMPTS = 2
 # is noticed within it)
 FIRST_BACKOFF_S = 0.25
 MAX_BACKOFF_S = 5.0
+# the first start of the query (``connect()`` waits for it) gives up after so many tries of a
+# retried failure: about 18 s of backoff, enough for Spark's pool to shed dead workers
+FIRST_START_ATTEMPTS = 8
 
 _ENVIRONMENT_ERRNOS = frozenset(
     {errno.ENOSPC, errno.EDQUOT, errno.ENOMEM, errno.EMFILE, errno.ENFILE, errno.EROFS}
@@ -125,6 +128,7 @@ def _chain(error: BaseException) -> list[BaseException]:
 
 __all__ = [
     "DATA_ATTEMPTS",
+    "FIRST_START_ATTEMPTS",
     "MAX_BACKOFF_S",
     "FailureKind",
     "attempts_allowed",
