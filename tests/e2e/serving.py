@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -12,6 +13,17 @@ from cqlcdc.session import Session
 # the suites that must hold whatever process decodes a frame run against both: the server
 # alone, and two protocol workers in front of it (``cqlcdc serve --workers 2``)
 WORKERS = (1, 2)
+
+
+def until(check: Callable[[], bool], timeout_s: float = 30.0) -> bool:
+    """Poll ``check`` (what a server or a client's metadata comes to) until it holds or the
+    time is up; its last answer."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return check()
 
 
 def workers_id(count: int) -> str:

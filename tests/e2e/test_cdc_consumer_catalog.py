@@ -29,6 +29,7 @@ from cassandra.protocol import ConfigurationException, SyntaxException
 from cqlcdc.schema import maybe_quote
 from cqlcdc.server import CqlServer
 from cqlcdc.session import Session
+from tests.e2e.serving import until
 
 pytestmark = pytest.mark.spark
 
@@ -54,15 +55,6 @@ def cql(cluster: Cluster) -> Any:
     session.execute(f"CREATE KEYSPACE IF NOT EXISTS ks WITH {SIMPLE}")
     session.set_keyspace("ks")
     return session
-
-
-def _until(check: Callable[[], bool], timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 # -- item 1: DESCRIBE of the system keyspaces ----------------------------------------------
@@ -278,7 +270,7 @@ class Events:
         with self._lock:
             self.seen.clear()
         run()
-        _until(lambda: len(self.seen) >= expected, 10)
+        until(lambda: len(self.seen) >= expected, 10)
         time.sleep(0.3)
         with self._lock:
             return list(self.seen)
@@ -345,14 +337,12 @@ def test_another_clients_metadata_learns_of_the_log_without_a_refresh(
             return set() if keyspace is None else set(keyspace.tables)
 
         cql.execute("CREATE TABLE seen (pk int PRIMARY KEY, v text) WITH cdc = {'enabled': true}")
-        assert _until(lambda: {"seen", f"seen{LOG}"} <= tables()), tables()
+        assert until(lambda: {"seen", f"seen{LOG}"} <= tables()), tables()
         log_columns = other.metadata.keyspaces["ks"].tables[f"seen{LOG}"].columns
         assert {"cdc$stream_id", "cdc$time", "cdc$operation", "v"} <= set(log_columns)
         cql.execute("ALTER TABLE seen ADD extra int")
-        assert _until(
-            lambda: "extra" in other.metadata.keyspaces["ks"].tables[f"seen{LOG}"].columns
-        )
+        assert until(lambda: "extra" in other.metadata.keyspaces["ks"].tables[f"seen{LOG}"].columns)
         cql.execute("DROP TABLE seen")
-        assert _until(lambda: not {"seen", f"seen{LOG}"} & tables()), tables()
+        assert until(lambda: not {"seen", f"seen{LOG}"} & tables()), tables()
     finally:
         other.shutdown()

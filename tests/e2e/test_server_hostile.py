@@ -12,7 +12,7 @@ import ssl
 import struct
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import cqlcdc
 from cqlcdc.server import CqlServer
 from cqlcdc.server.handshake import MAX_HANDSHAKE_BODY_BYTES
 from cqlcdc.server.service import tls_context
+from tests.e2e.serving import until
 
 pytestmark = pytest.mark.spark
 
@@ -87,16 +88,6 @@ def _cluster(srv: CqlServer, **kwargs: Any) -> Cluster:
     )
 
 
-def _until(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    """Poll ``condition`` (state of the server thread) until true or the time is up."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
-
-
 def _frame(opcode: int, body: bytes, stream: int = 1, length: int | None = None) -> bytes:
     """A v4 request frame (``length`` announces another body length than ``body``'s)."""
     size = len(body) if length is None else length
@@ -146,7 +137,7 @@ def test_silent_connections_do_not_lock_new_clients_out(served: CqlServer, cql: 
         assert len(served.connections) <= MAX_CONNECTIONS + 1
         # the last ones accepted are closed by the handshake timeout, not left open
         assert _closed_by_server(silent[-1], HANDSHAKE_TIMEOUT_S + 5)
-        assert _until(lambda: all(c.logged_in for c in served.connections))
+        assert until(lambda: all(c.logged_in for c in served.connections), 10.0)
     finally:
         for sock in silent:
             sock.close()
@@ -262,7 +253,7 @@ def test_bodies_in_flight_are_bounded_server_wide(served: CqlServer, cql: Any) -
     finally:
         for sock in senders:
             sock.close()
-    assert _until(lambda: served.bodies.used_bytes < 64 * 1024)
+    assert until(lambda: served.bodies.used_bytes < 64 * 1024, 10.0)
 
 
 def test_an_error_message_longer_than_a_string_is_cut(cql: Any) -> None:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from cassandra.cluster import Cluster
 from cassandra.policies import RoundRobinPolicy
 
 from cqlcdc.server import CqlServer
-from tests.e2e.serving import workers_id
+from tests.e2e.serving import until, workers_id
 
 # the shared ``served`` (conftest), with two workers only
 pytestmark = [
@@ -44,15 +43,6 @@ def clients(served: CqlServer) -> Iterator[list[tuple[Cluster, Any]]]:
     yield opened
     for cluster, _ in opened:
         cluster.shutdown()
-
-
-def _until(check: Callable[[], bool], timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 def test_connections_spread_over_the_workers(
@@ -97,7 +87,7 @@ def test_a_schema_change_reaches_the_clients_of_every_worker(
         return keyspace is not None and "evented" in keyspace.tables
 
     for cluster, _ in clients:
-        assert _until(lambda c=cluster: knows(c))
+        assert until(lambda c=cluster: knows(c))
 
 
 def test_a_prepared_write_is_rebound_after_its_table_changes(
@@ -121,7 +111,7 @@ def test_a_dead_worker_is_replaced(served: CqlServer) -> None:
     victim = served.pool._links[0].process
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait(30)
-    assert _until(
+    assert until(
         lambda: (
             all(link.process.poll() is None for link in served.pool._links)  # type: ignore[union-attr]
             and served.pool._links[0].process.pid != victim.pid
