@@ -41,22 +41,6 @@ def _cluster(srv: CqlServer) -> Cluster:
     return Cluster([srv.host], port=srv.port, load_balancing_policy=RoundRobinPolicy())
 
 
-@pytest.fixture(scope="module")
-def cluster(served: CqlServer) -> Iterator[Cluster]:
-    cluster = _cluster(served)
-    yield cluster
-    cluster.shutdown()
-
-
-@pytest.fixture(scope="module")
-def cql(cluster: Cluster) -> Any:
-    session = cluster.connect()
-    session.default_timeout = 60  # a first read waits for the table's first batch
-    session.execute(f"CREATE KEYSPACE IF NOT EXISTS ks WITH {SIMPLE}")
-    session.set_keyspace("ks")
-    return session
-
-
 # -- item 1: DESCRIBE of the system keyspaces ----------------------------------------------
 
 
