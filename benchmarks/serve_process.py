@@ -1,7 +1,8 @@
-"""``cqlcdc serve`` as a process of its own for the benchmarks, and a write run against it
-measured from ``/proc``: each process group's CPU per acknowledged write, the serving
-process's CPU per thread, the client's own CPU per request, and (on request) a py-spy
-profile folded into the stages of a write's path.
+"""``cqlcdc serve`` as a process of its own for the benchmarks (the tests' launcher,
+``tests.e2e.served_process``), and a write run against it measured from ``/proc``: each
+process group's CPU per acknowledged write, the serving process's CPU per thread, the
+client's own CPU per request, and (on request) a py-spy profile folded into the stages of
+a write's path.
 
 A client prints ``go`` on a line of its own when its timed loop starts and one JSON summary
 as its last line (with ``client_cpu_s``, its own CPU over the loop); the readings are taken
@@ -13,14 +14,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import threading
-import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +31,9 @@ from benchmarks.cpu_accounting import (
     tree_cpu,
 )
 from benchmarks.cpu_stages import parse_raw, per_write_us, split_by_module
+from tests.e2e.served_process import ServedProcess
 
-START_TIMEOUT_S = 180.0
 ENDED = "(threads that ended during the run)"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def py_spy() -> str | None:
@@ -52,71 +42,18 @@ def py_spy() -> str | None:
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
-@dataclass
-class ServedProcess:
-    """A running ``cqlcdc serve`` on 127.0.0.1:``port``; stderr kept for its errors."""
+def start_served(data_dir: Path, master: str, workers: int | None) -> ServedProcess:
+    """The server on ``data_dir`` (the tests' launcher, ``tests/e2e/served_process.py``),
+    run from beside the data (Spark's scratch files with it), once it says it serves
+    (``--workers`` passed only when given: a server without the flag serves in one
+    process). Its ``--metrics`` endpoint counts the appends and micro-batches of each run
+    (their cost, under 1% of the server's CPU: ``--metrics-overhead``): ``counters``."""
+    return ServedProcess(data_dir, master=master, workers=workers, cwd=data_dir.parent)
 
-    proc: subprocess.Popen[str]
-    port: int
-    metrics_url: str
-    lines: list[str] = field(default_factory=list)
 
-    @classmethod
-    def start(cls, data_dir: Path, master: str, workers: int | None) -> ServedProcess:
-        """Start the server on ``data_dir`` and wait for its "serving" line (``--workers``
-        passed only when given: a server without the flag serves in one process). Its
-        ``--metrics`` endpoint counts the appends and micro-batches of each run (their
-        cost, under 1% of the server's CPU: ``--metrics-overhead``)."""
-        port, metrics_port = free_port(), free_port()
-        argv = [sys.executable, "-m", "cqlcdc.cli", "serve", "--data-dir", str(data_dir)]
-        argv += ["--master", master, "--port", str(port)]
-        argv += ["--metrics", f"127.0.0.1:{metrics_port}"]
-        if workers is not None:
-            argv += ["--workers", str(workers)]
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=data_dir.parent,  # Spark's scratch files (derby, warehouse) beside the data
-        )
-        served = cls(proc, port, f"http://127.0.0.1:{metrics_port}/metrics")
-        listening = threading.Event()
-
-        def drain() -> None:  # keeps the pipe from filling while it serves
-            assert proc.stderr is not None
-            for line in proc.stderr:
-                served.lines.append(line)
-                if "serving" in line:
-                    listening.set()
-            listening.set()  # it exited
-
-        threading.Thread(target=drain, daemon=True).start()
-        if not listening.wait(START_TIMEOUT_S) or proc.poll() is not None:
-            proc.kill()
-            raise RuntimeError(f"cqlcdc serve did not start:\n{served.stderr()}")
-        return served
-
-    def counters(self) -> dict[str, float]:
-        """The server's counters of appends and micro-batches now (``engine_counters``)."""
-        with urllib.request.urlopen(self.metrics_url, timeout=30) as response:
-            return engine_counters(response.read().decode())
-
-    def stderr(self) -> str:
-        return "".join(self.lines)[-4000:]
-
-    def stop(self) -> None:
-        """SIGTERM, as an operator stops it (every acknowledged write committed first)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=180)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
-        if code != 0:
-            raise RuntimeError(f"cqlcdc serve exited {code}:\n{self.stderr()}")
+def counters(served: ServedProcess) -> dict[str, float]:
+    """The server's counters of appends and micro-batches now (``engine_counters``)."""
+    return engine_counters(served.metrics_text())
 
 
 COUNTED = {
@@ -199,7 +136,7 @@ def measured_run(
     Python children) from ``go`` on for that long, on the CPU only, to ``profile_path``;
     its stages come back scaled to µs per write by the sampled threads' CPU. With
     ``batch_id`` (the engine's last committed micro-batch), the micro-batches the run took
-    and the server's CPU per micro-batch; with ``counters`` (``ServedProcess.counters``),
+    and the server's CPU per micro-batch; with ``counters`` (``counters(served)``),
     the run's appends and micro-batch phases (``per_run``)."""
     client = subprocess.Popen(
         list(client_argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

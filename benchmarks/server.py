@@ -80,14 +80,16 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.cpu_accounting import GROUPS  # noqa: E402
 from benchmarks.serve_process import (  # noqa: E402
-    ServedProcess,
+    counters,
     idle_cpu,
     measured_run,
     node_client_argv,
     py_spy,
     python_client_argv,
+    start_served,
 )
 from benchmarks.targets import format_rows, target_rows  # noqa: E402
+from tests.e2e.served_process import ServedProcess  # noqa: E402
 
 CLUSTER_DATA_DIR = "s3://cqlcdc-test/server-bench"  # the rig's bucket
 IDLE_S = 3.0  # no object write (but the lease's) for this long: the acknowledged writes are in
@@ -756,11 +758,11 @@ def served_main(args: argparse.Namespace, rows: int, seconds: float) -> None:
     )
     s.close()
     results["load_average_before"] = os.getloadavg()
-    served = ServedProcess.start(data, MASTER, args.workers)
+    served = start_served(data, MASTER, args.workers)
     try:
         results.update(served_runs(served, data, rows, seconds, args.quick))
     finally:
-        served.stop()
+        served.stop_cleanly()
         shutil.rmtree(data.parent, ignore_errors=True)
     results["load_average_after"] = os.getloadavg()
     # in a process of its own: a data directory of 64 streams, its own Spark session
@@ -810,7 +812,7 @@ def served_runs(
         clients["node"] = lambda n, secs: node_client_argv(port, n, secs, next(bases) * 10**12)
     cheapest = "node" if "node" in clients else "driver"
     out: dict[str, Any] = {"cheapest_client": cheapest}
-    batches = {"batch_id": lambda: committed_batch(data), "counters": served.counters}
+    batches = {"batch_id": lambda: committed_batch(data), "counters": lambda: counters(served)}
     measured_run(pid, clients[cheapest](64, WARM_UP_S), settle)
     out["idle_cores"] = idle_cpu(pid, IDLE_WINDOW_S)
     for in_flight in IN_FLIGHT:

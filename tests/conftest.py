@@ -1,6 +1,6 @@
 """The one SparkSession of a test run (a Spark start costs ~7 s here), and the one S3 server
-(moto on loopback, the cluster rig's launcher) with a fresh ``s3://`` data directory per
-test."""
+(moto on loopback, the cluster rig's launcher; the cluster tests use it too) with a fresh
+``s3://`` data directory per test."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 if TYPE_CHECKING:
     from cqlcdc.location import Location
+    from tests.cluster.rig import S3Server
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -44,28 +45,33 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def moto_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """An S3 API server (moto) on 127.0.0.1 for the whole run, with bucket ``cqlcdc-test``:
-    the cluster rig's (``tests/cluster/rig.moto_server``, a process of its own, its log in
-    this run's ``moto-logs``).
-
-    Sets the standard AWS variables in ``os.environ`` for the session (not monkeypatch: it
-    is function-scoped, and processes this one starts must inherit them) and puts the old
-    values back after. Yields the endpoint URL.
-    """
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """The one S3 API server (moto) on 127.0.0.1 of the whole run, with bucket
+    ``cqlcdc-test``: the cluster rig's (``tests/cluster/rig.moto_server``, a process of its
+    own, its log in this run's ``moto-logs``), for the cluster tests and ``moto_s3`` alike."""
     from tests.cluster.rig import moto_server
 
     with moto_server(tmp_path_factory.mktemp("moto-logs")) as s3:
-        saved = {name: os.environ.get(name) for name in s3.env}
-        os.environ.update(s3.env)
-        try:
-            yield s3.endpoint
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+        yield s3
+
+
+@pytest.fixture(scope="session")
+def moto_s3(s3_server: S3Server) -> Iterator[str]:
+    """``s3_server`` for this process's own clients: sets the standard AWS variables in
+    ``os.environ`` for the session (not monkeypatch: it is function-scoped, and processes
+    this one starts must inherit them) and puts the old values back after. Yields the
+    endpoint URL.
+    """
+    saved = {name: os.environ.get(name) for name in s3_server.env}
+    os.environ.update(s3_server.env)
+    try:
+        yield s3_server.endpoint
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture

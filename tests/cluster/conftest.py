@@ -1,7 +1,8 @@
 """The cluster rig of this directory (``rig.py``), started once per test session and only
-when a test here asks for it: an S3 server and a Spark standalone master with two workers
-that cannot see the driver's files. Drivers run as subprocesses (``driver_env``): this
-pytest process keeps its own local SparkSession for the other tests."""
+when a test here asks for it: a Spark standalone master with two workers that cannot see
+the driver's files, over the run's one S3 server (``s3_server``, tests/conftest.py). Drivers
+run as subprocesses (``driver_env``): this pytest process keeps its own local SparkSession
+for the other tests."""
 
 from __future__ import annotations
 
@@ -11,18 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.rig import S3Server, SparkCluster, driver_env, moto_server, spark_cluster
+from tests.cluster.rig import S3Server, SparkCluster, driver_env, spark_cluster
 
 
 @pytest.fixture(scope="session")
 def rig_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cluster-logs")
-
-
-@pytest.fixture(scope="session")
-def s3_server(rig_logs: Path) -> Iterator[S3Server]:
-    with moto_server(rig_logs) as server:
-        yield server
 
 
 @pytest.fixture(scope="session")

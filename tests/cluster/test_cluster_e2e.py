@@ -395,7 +395,7 @@ def test_kill_9_mid_load_then_a_restart_from_a_fresh_local_directory(
     lease = {"CQLCDC_LEASE_TTL": "5"}
     served = start(cluster.master_url, s3_dir, {**driver_env(s3_server, first_tmp), **lease})
     assert served.proc.poll() is None, served.stderr()
-    total, kill_after = 2000, 400
+    total, kill_after = 1000, 200  # writes still in flight (IN_FLIGHT) when it is killed
     acked: set[int] = set()
     killed = threading.Event()
     try:

@@ -1,5 +1,7 @@
-"""The fixtures many e2e files share: ``session``, a fresh engine with keyspace ``ks``, and
-``served``, a CQL server over a fresh data directory, alone and behind two protocol workers.
+"""The fixtures many e2e files share: ``session``, a fresh engine with keyspace ``ks``;
+``served``, a CQL server over a fresh data directory, alone and behind two protocol workers;
+``cluster`` and ``cql``, a cassandra-driver cluster on ``served`` and a session of it in
+keyspace ``ks``.
 
 A file whose tests need more defines its own fixture of the same name, or extends the shared
 one by asking for it (``def session(session)``: pytest hands the override this one). A file
@@ -14,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cassandra.cluster import Cluster
+from cassandra.policies import RoundRobinPolicy
 
 import cqlcdc
 from cqlcdc.server import CqlServer
@@ -44,3 +48,21 @@ def served(
     session = cqlcdc.connect(data_dir=tmp_path_factory.mktemp("srv"), master="local[2]")
     with serving(session, protocol_workers=request.param) as srv:
         yield srv
+
+
+@pytest.fixture(scope="module")
+def cluster(served: CqlServer) -> Iterator[Cluster]:
+    """A cassandra-driver cluster on ``served`` (whichever ``served`` the module uses)."""
+    cluster = Cluster([served.host], port=served.port, load_balancing_policy=RoundRobinPolicy())
+    yield cluster
+    cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def cql(cluster: Cluster) -> Any:
+    """A session of ``cluster`` in keyspace ``ks`` (made if missing)."""
+    session = cluster.connect()
+    session.default_timeout = 60  # a first read waits for the table's first batch
+    session.execute(KS.replace("KEYSPACE ks", "KEYSPACE IF NOT EXISTS ks"))
+    session.set_keyspace("ks")
+    return session

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from cassandra.cluster import Cluster, NoHostAvailable
+from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.policies import RoundRobinPolicy
 
 from tests.e2e.served_process import ServedProcess
@@ -27,7 +28,10 @@ pytestmark = pytest.mark.spark
 TMPFS_BYTES = 64 * 1024 * 1024
 # what is left free once the server runs: the writes take it, the pipeline's files with them
 HEADROOM_BYTES = 6 * 1024 * 1024
-VALUE = "x" * 1000  # a write's value: the disk fills in a few thousand writes
+# a write's value: the disk fills in a few thousand writes (the ingest log's segments take
+# the space; the pipeline's files, compressed, little)
+VALUE = "x" * 4000
+IN_FLIGHT = 32  # writes at once: the disk fills faster than applied segments are freed
 RECOVER_S = 30.0
 # the most a client waits for one write (the pipeline holds a write back while it is far
 # behind; a full disk is the pipeline's business, not the client's)
@@ -67,20 +71,27 @@ def test_a_disk_filled_by_writes_recovers_once_freed(small_disk: Path, tmp_path:
         acked = [-1]
         filler = _leave_free(small_disk, HEADROOM_BYTES)
 
-        # write without pause until the disk refuses writes and the pipeline has met it too
+        # write without pause, IN_FLIGHT at once, until the disk refuses writes and the
+        # pipeline has met it too
         refused: dict[int, str] = {}
         pk = 0
         deadline = time.monotonic() + 600
         while len(refused) < 5 or "environment failure" not in server.log():
             assert time.monotonic() < deadline, server.log()[-6000:]
-            try:
-                cql.execute(insert, (pk, VALUE))
-                acked.append(pk)
-            except NoHostAvailable as err:  # the server's error, through the driver
-                assert "No space left on device" in str(err), err
-                refused[pk] = str(err)
+            keys = range(pk, pk + IN_FLIGHT)
+            results = execute_concurrent_with_args(
+                cql, insert, [(k, VALUE) for k in keys], IN_FLIGHT, raise_on_first_error=False
+            )
+            for k, (ok, outcome) in zip(keys, results, strict=True):
+                if ok:
+                    acked.append(k)
+                else:  # the server's error, through the driver
+                    assert isinstance(outcome, NoHostAvailable), outcome
+                    assert "No space left on device" in str(outcome), outcome
+                    refused[k] = str(outcome)
+            if any(k in refused for k in keys):
                 time.sleep(0.05)
-            pk += 1
+            pk += IN_FLIGHT
         assert len(acked) > 100
 
         filler.unlink()  # space again: no restart, the pipeline comes back by itself
@@ -94,7 +105,7 @@ def test_a_disk_filled_by_writes_recovers_once_freed(small_disk: Path, tmp_path:
             except Exception as err:
                 if time.monotonic() - freed > RECOVER_S:
                     raise AssertionError(f"{err}\n{server.log()[-6000:]}") from err
-                time.sleep(1)
+                time.sleep(0.2)
         assert time.monotonic() - freed <= RECOVER_S
         rows = sorted((r.pk, r.v) for r in cql.execute("SELECT pk, v FROM ks.t"))
         extra = {p: refused.get(p) for p, _ in rows} if count != len(acked) else {}

@@ -53,6 +53,7 @@ def _cluster(address: tuple[str, int], **kwargs: Any) -> Cluster:
 def cql(server: tuple[str, int]) -> Iterator[Any]:
     cluster = _cluster(server)  # what a driver negotiates by default: v5 with LZ4
     session = cluster.connect()
+    session.default_timeout = 60  # a loaded machine: a first read waits for the first batch
     session.execute(KS.replace("KEYSPACE ks", "KEYSPACE IF NOT EXISTS ks"))
     session.set_keyspace("ks")
     yield session
@@ -816,12 +817,17 @@ def test_scylla_cdc_alter_table_drop_column(cql: Any) -> None:
 
 def test_scylla_cdc_with_lwt_preimage(cql: Any) -> None:
     """LWT inserts do not observe themselves inside preimages (ScyllaDB #12098)."""
+    from cassandra.concurrent import execute_concurrent_with_args
+
     cql.execute(
         "CREATE TABLE cdc_lwt (pk int PRIMARY KEY) WITH cdc = {'enabled': true, 'preimage': true}"
     )
     stmt = cql.prepare("INSERT INTO cdc_lwt (pk) VALUES (?) IF NOT EXISTS")
-    for pk in range(100):
-        cql.execute(stmt, (pk,))
+    for pk in range(10):  # one at a time: each in a micro-batch of its own
+        assert cql.execute(stmt, (pk,)).one()[0]
+    # the rest at once: many in one micro-batch (each answer waits for its batch)
+    results = execute_concurrent_with_args(cql, stmt, [(pk,) for pk in range(10, 100)], 32)
+    assert all(ok and outcome.one()[0] for ok, outcome in results)
     operations = [r[0] for r in cql.execute('SELECT "cdc$operation" FROM cdc_lwt_scylla_cdc_log')]
     assert len(operations) == 100 and all(op == 2 for op in operations)
 

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from cassandra import InvalidRequest
 from cassandra.cluster import Cluster
-from cassandra.policies import RoundRobinPolicy
 from cassandra.protocol import OptionsMessage
 from cassandra.query import SimpleStatement
 
@@ -26,8 +25,6 @@ from tests.e2e.serving import serving
 
 pytestmark = pytest.mark.spark
 
-KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
-
 
 @pytest.fixture(scope="module")
 def served(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CqlServer]:
@@ -36,22 +33,6 @@ def served(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cql
     with serving(session) as srv:
         srv.made_ms = made_ms  # type: ignore[attr-defined]
         yield srv
-
-
-@pytest.fixture(scope="module")
-def cluster(served: CqlServer) -> Iterator[Cluster]:
-    cluster = Cluster([served.host], port=served.port, load_balancing_policy=RoundRobinPolicy())
-    yield cluster
-    cluster.shutdown()
-
-
-@pytest.fixture(scope="module")
-def cql(cluster: Cluster) -> Any:
-    session = cluster.connect()
-    session.default_timeout = 60  # a first read waits for the table's first batch
-    session.execute(KS)
-    session.set_keyspace("ks")
-    return session
 
 
 def test_a_cdc_window_bound_by_marker_names(cql: Any) -> None:

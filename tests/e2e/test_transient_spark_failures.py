@@ -29,8 +29,11 @@ from tests.e2e.served_process import ServedProcess, python_workers_of
 
 pytestmark = pytest.mark.spark
 
-TABLE = "CREATE TABLE ks.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}"
-KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+TABLE = "CREATE TABLE ks.{name} (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"
+KS = (
+    "CREATE KEYSPACE IF NOT EXISTS ks "
+    "WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+)
 # Spark's Python worker as the wrapper runs it: refused while a token is left
 WRAPPER = """#!/bin/sh
 for token in "$CQLCDC_TEST_FAIL_STARTS"/*; do
@@ -45,6 +48,7 @@ exec {python} "$@"
 # start takes seconds; the backoff adds at most a few)
 RECOVER_S = 120.0
 RETRIES = "cqlcdc_pipeline_retries_total"
+FIRST_STARTS_FAILED = 2  # the served module's server: its first Python worker starts fail
 
 
 class Writer(threading.Thread):
@@ -103,11 +107,13 @@ def _wrapped(tmp_path: Path, failing_starts: int = 0) -> tuple[dict[str, str], P
     return {"PYSPARK_PYTHON": str(wrapper), "CQLCDC_TEST_FAIL_STARTS": str(tokens)}, tokens
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[ServedProcess, Path]]:
-    """A server whose Python workers start through the wrapper, and the wrapper's token
-    directory (empty: every start succeeds)."""
-    env, tokens = _wrapped(tmp_path)
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServedProcess, Path]]:
+    """One server for the module (a server's start is the cost), whose Python workers start
+    through the wrapper: its first two starts fail (``FIRST_STARTS_FAILED``), every later
+    start succeeds until a test leaves tokens in the directory (yielded with the server)."""
+    tmp_path = tmp_path_factory.mktemp("transient")
+    env, tokens = _wrapped(tmp_path, failing_starts=FIRST_STARTS_FAILED)
     server = ServedProcess(tmp_path / "data", env)
     try:
         yield server, tokens
@@ -125,21 +131,23 @@ def test_killed_python_workers_and_failed_worker_starts_are_survived(
         cql = cluster.connect()
         cql.default_timeout = RECOVER_S
         cql.execute(KS)
-        cql.execute(TABLE)
+        cql.execute(TABLE.format(name="t"))
+        startup = len(server.lines)  # the lines of this test's disruptions follow
         writer = Writer(cql)
         writer.start()
         _until("20 writes", lambda: len(writer.acked) >= 20, server)
 
         # 1. every Python process of the JVM is killed while the writes go on (a lost
         # executor's workers): the streaming source's runner among them
+        restarts = server.metric(RETRIES, cause="transient")  # the first start's, if any
         workers = server.python_workers()
         assert any("streaming_source_runner" in args for args in workers.values()), workers
         for pid in workers:
             os.kill(pid, signal.SIGKILL)
         before = len(writer.acked)
-        _until("a restart", lambda: server.metric(RETRIES, cause="transient") >= 1, server)
+        _until("a restart", lambda: server.metric(RETRIES, cause="transient") > restarts, server)
         _until("writes go on", lambda: len(writer.acked) >= before + 20, server)
-        _until("the writes applied", lambda: _applied(cql) >= before + 15, server)
+        _until("the writes applied", lambda: _applied(cql, "t") >= before + 15, server)
 
         # 2. the next two Python worker starts fail: the runner the restart needs among them
         restarts = server.metric(RETRIES, cause="transient")
@@ -152,7 +160,7 @@ def test_killed_python_workers_and_failed_worker_starts_are_survived(
         before = len(writer.acked)
         _until("both start failures", lambda: not list(tokens.iterdir()), server)
         _until("writes go on", lambda: len(writer.acked) >= before + 20, server)
-        _until("the writes applied", lambda: _applied(cql) >= before + 15, server)
+        _until("the writes applied", lambda: _applied(cql, "t") >= before + 15, server)
         assert server.metric(RETRIES, cause="transient") >= restarts + 2  # one per failure
         writer.stop()
 
@@ -162,43 +170,44 @@ def test_killed_python_workers_and_failed_worker_starts_are_survived(
         assert rows == [(pk, pk) for pk in acked]  # nothing lost, nothing extra
         log = sorted(r.pk for r in cql.execute("SELECT pk FROM ks.t_scylla_cdc_log"))
         assert log == acked  # every write's change once: no batch applied twice
-        lines = server.log()
+        lines = "".join(server.lines[startup:])
         assert "streaming query stopped at transient failure" in lines
         # the symptom of issue 35: Spark's own words for a worker that did not start
         assert "Python worker failed to connect back" in lines
-        assert "pipeline stopped at" not in lines
+        assert "pipeline stopped at" not in server.log()
     finally:
         if writer is not None:
             writer.stop()
         cluster.shutdown()
 
 
-def test_failed_worker_starts_at_the_first_start_are_retried(tmp_path: Path) -> None:
+def test_failed_worker_starts_at_the_first_start_are_retried(
+    served: tuple[ServedProcess, Path],
+) -> None:
     """The first Python worker starts fail while the server starts (the worker that plans
     the ingest source among them): the first start of the query is retried, as a restart
     is, and the server serves; one log line per retry."""
-    env, tokens = _wrapped(tmp_path, failing_starts=2)
-    server = ServedProcess(tmp_path / "data", env)
+    server, tokens = served
+    assert not list(tokens.iterdir())  # both starts were tried, and failed
+    lines = server.lines
+    serving = next(n for n, line in enumerate(lines) if "serving" in line)
+    # retried before it served (the lines of the module's other tests come after)
+    assert "".join(lines[:serving]).count("streaming query stopped at transient failure") >= 1
+    cluster = Cluster(["127.0.0.1"], port=server.port, load_balancing_policy=RoundRobinPolicy())
     try:
-        assert not list(tokens.iterdir())  # both starts were tried, and failed
-        cluster = Cluster(["127.0.0.1"], port=server.port, load_balancing_policy=RoundRobinPolicy())
-        try:
-            cql = cluster.connect()
-            cql.default_timeout = RECOVER_S
-            cql.execute(KS)
-            cql.execute(TABLE)
-            cql.execute("INSERT INTO ks.t (pk, v) VALUES (1, 1)")
-            assert [tuple(r) for r in cql.execute("SELECT pk, v FROM ks.t")] == [(1, 1)]
-            assert _applied(cql) == 1
-        finally:
-            cluster.shutdown()
-        assert server.log().count("streaming query stopped at transient failure") >= 1
+        cql = cluster.connect()
+        cql.default_timeout = RECOVER_S
+        cql.execute(KS)
+        cql.execute(TABLE.format(name="first"))
+        cql.execute("INSERT INTO ks.first (pk, v) VALUES (1, 1)")
+        assert [tuple(r) for r in cql.execute("SELECT pk, v FROM ks.first")] == [(1, 1)]
+        assert _applied(cql, "first") == 1
     finally:
-        assert server.stop() == 0, server.log()[-6000:]
+        cluster.shutdown()
 
 
-def _applied(cql: Any) -> int:
-    return int(cql.execute("SELECT count(*) FROM ks.t").one().count)
+def _applied(cql: Any, table: str) -> int:
+    return int(cql.execute(f"SELECT count(*) FROM ks.{table}").one().count)
 
 
 def test_python_workers_killed_inside_executor_batches_are_survived(
@@ -210,7 +219,7 @@ def test_python_workers_killed_inside_executor_batches_are_survived(
     session = cqlcdc.connect(data_dir=tmp_path / "data", master="local[2]", driver_max_rows=0)
     try:
         session.execute(KS)
-        session.execute(TABLE)
+        session.execute(TABLE.format(name="t"))
         retries_before = _retries()
         applied: list[int] = []
         errors: list[str] = []
