@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from cqlcdc.auth import RoleStore
-from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
+from cqlcdc.cdc.data_dir import load_generations
+from cqlcdc.cdc.outputs import base_output, log_output
+from cqlcdc.cdc.processor import CoreProcessor
 from cqlcdc.cdc.system_local import NodeInfo
 from cqlcdc.cdc.system_tables import SYSTEM_CATALOG, SYSTEM_KEYSPACES, system_table
 from cqlcdc.changefeed import parse_feed_options
@@ -591,7 +593,7 @@ class Coordinator:
         """The result set of the conditional write committed as ``seq``: ScyllaDB's
         ``[applied]`` and the old row's columns, one row per statement
         (``cqlcdc.storage.conditions``)."""
-        from cqlcdc.cdc.processor import OUTCOMES
+        from cqlcdc.cdc.outputs import OUTCOMES
         from cqlcdc.storage.conditions import result_columns
         from cqlcdc.types import native_type
 
@@ -628,7 +630,7 @@ class Coordinator:
         Earlier writes keep their streams; clients find both generations through
         ``system_distributed.cdc_generation_timestamps``. Returns its timestamp (ms).
         """
-        from cqlcdc.cdc.processor import GENERATIONS_FILE
+        from cqlcdc.cdc.data_dir import GENERATIONS_FILE
 
         self.flush()
         with self.lock:
@@ -680,7 +682,7 @@ class Coordinator:
         Returns the number of sweep records appended.
         """
         from cqlcdc.cdc.feeds import active_feeds
-        from cqlcdc.cdc.processor import expiry_output
+        from cqlcdc.cdc.outputs import expiry_output
 
         now = int(time.time()) if now_s is None else now_s
         path = self.data_dir / "sweeps.json"

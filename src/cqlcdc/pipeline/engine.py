@@ -36,7 +36,7 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from cqlcdc.cdc.processor import ERRORS_SCHEMA
+from cqlcdc.cdc.outputs import ERRORS_SCHEMA
 from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
 from cqlcdc.location import Location
 from cqlcdc.observe import events

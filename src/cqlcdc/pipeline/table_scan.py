@@ -41,12 +41,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from cqlcdc.cdc.processor import (
-    GENERATIONS_FILE,
-    Truncations,
-    base_output,
-    log_output,
-)
+from cqlcdc.cdc.data_dir import GENERATIONS_FILE, Truncations
+from cqlcdc.cdc.outputs import base_output, log_output
 from cqlcdc.cdc.readded import hide_readded
 from cqlcdc.cdc.streams import Generation
 from cqlcdc.errors import InvalidRequest, ServerError

@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 
 from cqlcdc.cdc.bulk_images import bulk_changes, image_log_rows
 from cqlcdc.cdc.compaction import compact_base_rows
+from cqlcdc.cdc.data_dir import load_generations
 from cqlcdc.cdc.feeds import table_feeds
 from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
-from cqlcdc.cdc.processor import load_generations, log_arrow_schema, log_rows_to_arrow
+from cqlcdc.cdc.outputs import log_arrow_schema, log_rows_to_arrow
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.changefeed.events import RowEvent, row_events
 from cqlcdc.cql import ast, parse_statement

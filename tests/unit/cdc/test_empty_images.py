@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cqlcdc.cdc.processor import log_rows_to_arrow
+from cqlcdc.cdc.outputs import log_rows_to_arrow
 from cqlcdc.cql import parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cqlcdc.cdc.feeds import active_feeds, table_feeds
-from cqlcdc.cdc.processor import CoreProcessor, bulk_log_applies, changes_apply
+from cqlcdc.cdc.processor import CoreProcessor, images_are_columnar, log_is_columnar
 from cqlcdc.cql import ast, parse_statement, render
 from cqlcdc.errors import CqlSyntaxError, InvalidRequest
 from cqlcdc.schema.catalog import Catalog
@@ -104,8 +104,8 @@ def test_writes_after_disable_give_no_records(cat: Catalog, tmp_path: Path) -> N
 
 def test_the_bulk_paths_see_no_feed(cat: Catalog) -> None:
     """Bulk writes: with only disabled feeds, a table's log is built column-wise as if it
-    had none (``bulk_log_applies``), so no feed record can be made there either."""
+    had none (``log_is_columnar``), so no feed record can be made there either."""
     enabled = run(cat, ADD)
-    assert not bulk_log_applies(enabled) and changes_apply(enabled)
+    assert not log_is_columnar(enabled) and images_are_columnar(enabled)
     disabled = run(cat, DISABLE)
-    assert bulk_log_applies(disabled) and not changes_apply(disabled)
+    assert log_is_columnar(disabled) and not images_are_columnar(disabled)

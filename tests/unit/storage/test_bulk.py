@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
+from cqlcdc.cdc.data_dir import load_generations
 from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
-from cqlcdc.cdc.processor import load_generations, log_arrow_schema, log_rows_to_arrow
+from cqlcdc.cdc.outputs import log_arrow_schema, log_rows_to_arrow
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema

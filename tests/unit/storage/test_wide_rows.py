@@ -13,8 +13,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from cqlcdc.cdc.data_dir import load_generations
 from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
-from cqlcdc.cdc.processor import load_generations, log_rows_to_arrow
+from cqlcdc.cdc.outputs import log_rows_to_arrow
 from cqlcdc.cql import parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema

@@ -14,8 +14,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from cqlcdc.auth.roles import RoleStore
+from cqlcdc.cdc.data_dir import GENERATIONS_FILE, Truncations, load_generations
 from cqlcdc.cdc.feeds import FeedScans
-from cqlcdc.cdc.processor import GENERATIONS_FILE, CoreProcessor, Truncations, load_generations
+from cqlcdc.cdc.processor import CoreProcessor
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.cql import parse_statement
 from cqlcdc.documents import JsonDocument
