@@ -49,6 +49,7 @@ from cqlcdc.cdc.row_path import BucketContext, apply_record
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.documents import JsonDocument
 from cqlcdc.errors import UnappliedWrite
+from cqlcdc.failure_text import cannot_apply
 from cqlcdc.location import Location
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.base_rows import BaseRowsBuilder
@@ -471,10 +472,8 @@ def _unapplied(
         f"{c.name} = {_clip(c.type.to_cqlsh(v))}"
         for c, v in zip(schema.partition_key, pk, strict=True)
     )
-    return UnappliedWrite(
-        f"cannot apply ingest record seq={seq} (table {schema.qualified_name}, bucket "
-        f"{bucket}, partition {key}): {type(err).__name__}: {err}"
-    )
+    where = f"table {schema.qualified_name}, bucket {bucket}, partition {key}"
+    return UnappliedWrite(cannot_apply(seq, None, where, f"{type(err).__name__}: {err}"))
 
 
 def _clip(text: str, limit: int = 60) -> str:
