@@ -33,6 +33,7 @@ from cqlcdc.cdc.system_local import NodeInfo
 from cqlcdc.cdc.system_tables import SYSTEM_CATALOG, SYSTEM_KEYSPACES, system_table
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.location import Location
 from cqlcdc.observe import events
@@ -129,18 +130,18 @@ class Coordinator:
         from cqlcdc.pipeline.engine import Engine
         from cqlcdc.pipeline.spark import get_spark
 
-        self._catalog = Catalog(self.data_dir)
+        self._catalog = Catalog(DocumentDirectory(self.data_dir))
         self._catalog.admission = admit
         # who may log in and what each role may do (cqlcdc.access checks sessions against it)
         self.roles = RoleStore(self.data_dir / "auth" / "roles.json")
         self.generations = load_generations(
-            self.data_dir, num_buckets, int.from_bytes(os.urandom(8), "big")
+            DocumentDirectory(self.data_dir), num_buckets, int.from_bytes(os.urandom(8), "big")
         )
         self.num_buckets = self.generations.generations[0].num_ranges
         # who this node is to clients (system.local); the server sets where it listens
         self.node = NodeInfo(host_id=_host_id(self.data_dir), data_dir=str(self.data_dir))
         # the core reads schemas through this coordinator: always the current snapshot
-        self.processor = CoreProcessor(self.data_dir, self, self.aws_region)
+        self.processor = CoreProcessor(DocumentDirectory(self.data_dir), self, self.aws_region)
         self.spark = get_spark(master, log_file=None if verbose else self._spark_log())
         self.engine = Engine(self.data_dir, self.processor, self.spark, lock=lock)
         if driver_max_rows is not None:
@@ -638,7 +639,7 @@ class Coordinator:
                 self.timestamp_us() // 1000, self.generations.generations[-1].timestamp_ms + 1
             )
             self.generations.add(ts_ms, int.from_bytes(os.urandom(8), "big"))
-            self.generations.save(self.data_dir / GENERATIONS_FILE)
+            self.generations.save(DocumentDirectory(self.data_dir).document(GENERATIONS_FILE))
             self._last_ts = max(self._last_ts, ts_ms * 1000)
             return ts_ms
 

@@ -7,12 +7,10 @@ and extends the generations, the pipeline's table scans skip truncated fragments
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from cqlcdc.cdc.streams import Generations
-from cqlcdc.documents import JsonDocument
-from cqlcdc.location import Location
+from cqlcdc.directory import Directory
 
 GENERATIONS_FILE = "cdc_generations.json"
 
@@ -25,8 +23,8 @@ class Truncations:
     of base state skips older fragments. Kept in ``<data_dir>/truncations.json``.
     """
 
-    def __init__(self, data_dir: Location | str | os.PathLike[str]) -> None:
-        self.document = JsonDocument(Location.of(data_dir) / "truncations.json")
+    def __init__(self, data_dir: Directory) -> None:
+        self.document = data_dir.document("truncations.json")
         self._raw: Any = None
         self._seqs: dict[str, int] = {}
 
@@ -48,10 +46,7 @@ class Truncations:
         self.document.save(seqs)
 
 
-def load_generations(
-    data_dir: Location | str | os.PathLike[str], num_ranges: int = 16, seed: int = 0
-) -> Generations:
+def load_generations(data_dir: Directory, num_ranges: int = 16, seed: int = 0) -> Generations:
     """The CDC generations of a data directory (created with the first one if missing)."""
-    root = Location.of(data_dir)
-    root.makedirs()
-    return Generations.load_or_create(root / GENERATIONS_FILE, num_ranges, seed)
+    data_dir.makedirs()
+    return Generations.load_or_create(data_dir.document(GENERATIONS_FILE), num_ranges, seed)

@@ -47,10 +47,9 @@ from cqlcdc.cdc.outputs import (
 )
 from cqlcdc.cdc.row_path import BucketContext, apply_record
 from cqlcdc.cdc.streams import Generations
-from cqlcdc.documents import JsonDocument
+from cqlcdc.directory import Directory
 from cqlcdc.errors import UnappliedWrite
 from cqlcdc.failure_text import cannot_apply
-from cqlcdc.location import Location
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.base_rows import BaseRowsBuilder
 from cqlcdc.storage.bulk import (
@@ -92,23 +91,25 @@ class CoreProcessor:
     """The ``BucketProcessor`` of cqlcdc (picklable: executors rebuild the catalog from disk).
 
     Args:
-        data_dir: the data directory (catalog and CDC generations live there).
+        data_dir: the data directory's documents (catalog, CDC generations, TRUNCATE points,
+            initial scans).
         catalog: the live catalog when running in the session's process.
         aws_region: the server's default ``awsRegion`` (``cqlcdc serve --aws-region``).
     """
 
     def __init__(
         self,
-        data_dir: Location | str | os.PathLike[str],
+        data_dir: Directory,
         catalog: SchemaSource | None = None,
         aws_region: str = "",
     ) -> None:
-        # a Location, not a path: the processor is pickled into executors on other machines
-        self.data_dir = Location.of(data_dir)
+        # its documents wherever it is (``cqlcdc.documents.DocumentDirectory``), not a local
+        # path: the processor is pickled into executors on other machines
+        self.data_dir = data_dir
         self.aws_region = aws_region  # DynamoDB Streams feeds that set no AWS_REGION get it
         self._catalog = catalog
         self._generations: Generations | None = None
-        self._generations_doc = JsonDocument(self.data_dir / GENERATIONS_FILE)
+        self._generations_doc = self.data_dir.document(GENERATIONS_FILE)
         self._generations_data: Any = None
         self.truncations = Truncations(self.data_dir)
         self.scans = FeedScans(self.data_dir)
@@ -128,7 +129,7 @@ class CoreProcessor:
         self.fault_table = state.get("fault_table")
         self._catalog = None
         self._generations = None
-        self._generations_doc = JsonDocument(self.data_dir / GENERATIONS_FILE)
+        self._generations_doc = self.data_dir.document(GENERATIONS_FILE)
         self._generations_data = None
         self.truncations = Truncations(self.data_dir)
         self.scans = FeedScans(self.data_dir)
