@@ -10,16 +10,21 @@ pipeline, e.g. a list index out of bounds).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cqlcdc.cdc.bulk_feeds import stage_rows
-from cqlcdc.cdc.bulk_images import bulk_changes, image_log_rows, keys_by_bytes
-from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
+from cqlcdc.cdc.columnar import (
+    bulk_bucket,
+    changes_bucket,
+    expanded,
+    images_are_columnar,
+    log_is_columnar,
+    stream_function,
+)
 from cqlcdc.cdc.data_dir import GENERATIONS_FILE, Truncations, load_generations
 from cqlcdc.cdc.feeds import (
     FEED_PREFIX,
@@ -30,9 +35,8 @@ from cqlcdc.cdc.feeds import (
     active_feeds,
     finalize_feeds,
     scan_output,
-    stage_output,
 )
-from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
+from cqlcdc.cdc.log_writer import LogWriter
 from cqlcdc.cdc.outputs import (
     ERRORS,
     EXPIRY_SCHEMA,
@@ -41,7 +45,6 @@ from cqlcdc.cdc.outputs import (
     base_output,
     error_rows,
     expiry_output,
-    log_arrow_schema,
     log_output,
     log_rows_to_arrow,
 )
@@ -53,15 +56,9 @@ from cqlcdc.failure_text import cannot_apply
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.base_rows import BaseRowsBuilder
 from cqlcdc.storage.bulk import (
-    NOW,
     PK,
-    SEED,
-    SEQ,
     TOKEN,
-    BulkStatement,
-    bulk_base_rows,
     chunk_mask,
-    chunk_mutations,
     concat_chunks,
     decode_chunk,
     payload_views,
@@ -69,10 +66,8 @@ from cqlcdc.storage.bulk import (
 from cqlcdc.storage.bulk_state import StateRows
 from cqlcdc.storage.codec import (
     TickRequest,
-    WritePayload,
     decode_payload,
 )
-from cqlcdc.storage.vectorized import BULK_TYPES
 
 # Test hook: a table (``keyspace.name``) whose every write the core refuses, as a defect
 # would, to exercise containment (``cqlcdc.store.containment``) through the real engine and
@@ -213,7 +208,7 @@ class CoreProcessor:
             writes, statements = concat_chunks(chunks)
             only_chunks = bool(is_chunk_at.all())
             if only_chunks and log_is_columnar(latest):
-                return self._bulk_bucket(latest, bucket, writes, statements)
+                return bulk_bucket(latest, bucket, writes, statements, self.generations)
             same_version = pc.all(
                 pc.equal(records.column("schema_version"), latest.schema_version)
             ).as_py()
@@ -225,7 +220,15 @@ class CoreProcessor:
                     pc.unique(writes.column(PK).combine_chunks()),
                     pc.unique(writes.column(TOKEN).combine_chunks()),
                 )
-                done = self._changes_bucket(latest, bucket, writes, statements, fragments)
+                done = changes_bucket(
+                    latest,
+                    bucket,
+                    writes,
+                    statements,
+                    fragments,
+                    self.generations,
+                    self.aws_region,
+                )
                 if done is not None:
                     return done
             # the log needs state (images, feeds) or other records interleave: one by one,
@@ -238,7 +241,7 @@ class CoreProcessor:
                 for _ in range(chunk.table.num_rows)
             ]
             recs = records.filter(np.logical_not(is_chunk_at)).to_pylist()
-            recs += _expanded(latest, writes, statements, versions)
+            recs += expanded(latest, writes, statements, versions)
         pks = sorted({r["pk"] for r in recs})
         if fragments is None:
             tokens = sorted({r["token"] for r in recs})
@@ -271,7 +274,7 @@ class CoreProcessor:
             pk = deserialize_partition_key(latest, pk_bytes)
             current = partitions.get(pk_bytes)
             token: int = group[0]["token"]
-            writer = LogWriter(latest, pk, self._stream_function(token, generations))
+            writer = LogWriter(latest, pk, stream_function(token, generations))
             for rec in sorted(group, key=lambda r: r["seq"]):
                 try:
                     current = apply_record(ctx, writer, rec, pk, current)
@@ -314,107 +317,6 @@ class CoreProcessor:
         what a TRUNCATE removed."""
         prior = state.read(base_output(schema), bucket, pks, None, tokens)
         return StateRows.of_rows(prior, self.truncations.upto(schema.table_id))
-
-    def _changes_bucket(
-        self,
-        schema: TableSchema,
-        bucket: int,
-        writes: pa.Table,
-        statements: tuple[BulkStatement, ...],
-        fragments: StateRows,
-    ) -> dict[str, pa.Table] | None:
-        """A bucket of bulk writes only, for a table whose log has images or that has
-        changefeeds: base fragments, log rows and feed records column-wise
-        (``cqlcdc.cdc.bulk_images``), or None when the writes must be applied one by one."""
-        from cqlcdc.schema.log_table import log_table_schema
-
-        changes = bulk_changes(schema, writes, statements, fragments)
-        if changes is None:
-            return None
-        result = {base_output(schema): self._base_rows(schema, bucket, writes, statements)}
-        if schema.cdc.enabled:
-            result[log_output(schema)] = image_log_rows(
-                schema,
-                log_arrow_schema(log_table_schema(schema)),
-                writes,
-                statements,
-                bucket,
-                self.generations,
-                changes,
-            )
-        rendered: dict[tuple[str, str], pa.Array] = {}  # value texts, shared by the feeds
-        for feed in active_feeds(schema):  # every format column-wise (cdc/bulk_feeds.py)
-            staged = stage_rows(
-                feed, schema, writes, statements, changes, rendered, self.aws_region
-            )
-            if staged.num_rows:
-                result[stage_output(schema.table_id, feed.topic)] = staged
-        return result
-
-    @staticmethod
-    def _base_rows(
-        schema: TableSchema, bucket: int, writes: pa.Table, statements: tuple[BulkStatement, ...]
-    ) -> pa.Table:
-        return bulk_base_rows(schema, writes, statements, bucket)
-
-    def _bulk_bucket(
-        self,
-        schema: TableSchema,
-        bucket: int,
-        writes: pa.Table,
-        statements: tuple[BulkStatement, ...],
-    ) -> dict[str, pa.Table]:
-        """A bucket of bulk writes only, for a table whose log needs no state: base
-        fragments and log rows column-wise (``cqlcdc.storage.bulk``, ``cqlcdc.cdc.bulk_log``)."""
-        from cqlcdc.schema.log_table import log_table_schema
-
-        result = {base_output(schema): self._base_rows(schema, bucket, writes, statements)}
-        if not schema.cdc.enabled:
-            return result
-        log = log_table_schema(schema)
-        arrow_schema = log_arrow_schema(log)
-        single = columnar_rows(writes, statements)
-        every = bool(single.all())
-        parts = [
-            bulk_log_rows(
-                schema,
-                arrow_schema,
-                writes if every else writes.filter(single),
-                statements,
-                bucket,
-                self.generations,
-            )
-        ]
-        if not every:  # writes whose log row splits: the log writer's way
-            rest = writes.filter(~single)
-            generations = self.generations
-            rows: list[dict[str, Any]] = []
-            internal: list[tuple[int, bytes, int, int]] = []
-            expiry_ttl = schema.cdc.ttl_s
-            for rec in _expanded(schema, rest, statements):
-                payload = rec["decoded"]
-                now_s = payload.now_us // 1_000_000
-                writer = LogWriter(
-                    schema, payload.partition.pk, self._stream_function(rec["token"], generations)
-                )
-                info = WriteInfo(now_s, payload.seed, rec["seq"])
-                written = writer.write(payload.partition, None, info)
-                rows.extend(written)
-                expiry = now_s + expiry_ttl if expiry_ttl else 0
-                internal.extend([(bucket, rec["pk"], rec["seq"], expiry)] * len(written))
-            parts.append(log_rows_to_arrow(log, rows, internal))
-        result[log_output(schema)] = pa.concat_tables(parts)
-        return result
-
-    def _stream_function(
-        self, token: int, gens: Generations | None = None
-    ) -> Callable[[int], bytes]:
-        gens = gens or self.generations
-
-        def stream_of(timestamp_us: int) -> bytes:
-            return gens.stream_id(token, timestamp_us)
-
-        return stream_of
 
     def driver_cost(self, records: pa.Table) -> int:
         """How many writes of ``records`` the core applies one by one in Python.
@@ -479,60 +381,3 @@ def _unapplied(
 
 def _clip(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
-def log_is_columnar(schema: TableSchema) -> bool:
-    """Whether bulk writes to ``schema`` are logged column-wise: their log rows and feed
-    records must not depend on the state (no images, no ``delta: 'keys'``, no feeds)."""
-    cdc = schema.cdc
-    if active_feeds(schema):
-        return False
-    return not cdc.enabled or (
-        cdc.delta == "full" and cdc.preimage == "false" and not cdc.postimage
-    )
-
-
-def images_are_columnar(schema: TableSchema) -> bool:
-    """Whether bulk writes to ``schema`` whose log or feeds need the prior state may be
-    handled column-wise (where ``cqlcdc.cdc.bulk_images`` accepts the bucket): a log with
-    full deltas (and any images), and changefeeds without an initial scan on tables whose
-    non-key columns are all of the bulk types (their values become the records' Python
-    values as the row path holds them)."""
-    cdc = schema.cdc
-    feeds = active_feeds(schema)
-    if cdc.enabled and cdc.delta != "full":
-        return False
-    if feeds and (
-        any(f.options.initial_scan for f in feeds)
-        or any(c.type.cql_name not in BULK_TYPES for c in schema.value_columns)
-    ):
-        return False
-    return keys_by_bytes(schema) and not log_is_columnar(schema)
-
-
-def _expanded(
-    schema: TableSchema,
-    writes: pa.Table,
-    statements: tuple[BulkStatement, ...],
-    versions: list[int] | None = None,
-) -> list[dict[str, Any]]:
-    """Bulk writes as ordinary records, their payloads already decoded (``versions``: each
-    write's schema version, default ``schema``'s)."""
-    mutations = chunk_mutations(schema, writes, statements)
-    seqs = writes.column(SEQ).to_pylist()
-    pks = writes.column(PK).to_pylist()
-    tokens = writes.column(TOKEN).to_pylist()
-    seeds = writes.column(SEED).to_pylist()
-    now = writes.column(NOW).to_pylist()
-    return [
-        {
-            "seq": seqs[i],
-            "pk": pks[i],
-            "token": tokens[i],
-            "schema_version": schema.schema_version if versions is None else versions[i],
-            "payload": b"",
-            "decoded": WritePayload(m, (), now[i], seeds[i] & 0xFFFFFFFFFFFFFFFF),
-            "bulk": True,
-        }
-        for i, m in enumerate(mutations)
-    ]

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from cqlcdc.cdc.columnar import images_are_columnar, log_is_columnar
 from cqlcdc.cdc.feeds import active_feeds, table_feeds
-from cqlcdc.cdc.processor import CoreProcessor, images_are_columnar, log_is_columnar
+from cqlcdc.cdc.processor import CoreProcessor
 from cqlcdc.cql import ast, parse_statement, render
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import CqlSyntaxError, InvalidRequest
