@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import cqlcdc
-from cqlcdc.cdc.processor import base_output, log_output
+from cqlcdc.cdc.outputs import base_output, log_output
 from cqlcdc.cql.ast import QualifiedName
 from cqlcdc.storage.token import serialize_partition_key
 from cqlcdc.storage.vectorized import timeuuid_ticks

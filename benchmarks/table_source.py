@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import cqlcdc
-from cqlcdc.cdc.processor import log_output
+from cqlcdc.cdc.outputs import log_output
 from cqlcdc.cql.ast import QualifiedName
 from cqlcdc.store.commit import table_dir
 

@@ -1,8 +1,12 @@
 """The core alone, in memory: statements -> mutations -> log rows and state, without Spark.
 
-A test oracle (and a fast way to pin core behaviour): it runs the same functions the pipeline
-runs (the session's write planner, list resolution, conditions, the log writer), one write at
-a time.
+A fast way to pin core behaviour, and the reference the end-to-end tests compare the engine
+with: it runs the session's write planner and the pipeline's own row path
+(``cqlcdc.cdc.row_path.apply_record``), one write at a time, with no encoding, buckets,
+Spark, Delta commits, compaction or recovery in between. It does not re-implement the row
+path, so it cannot disagree with it: what a comparison with it checks is everything the
+engine adds around the row path; what the row path itself does is pinned by the tests'
+expected values.
 """
 
 from __future__ import annotations
@@ -11,14 +15,16 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
+from cqlcdc.cdc.feeds import FeedStager, active_feeds
+from cqlcdc.cdc.log_writer import LogWriter
+from cqlcdc.cdc.row_path import BucketContext, apply_record
 from cqlcdc.cdc.streams import Generation
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.describe import describe_statement
 from cqlcdc.schema.model import TableSchema
+from cqlcdc.storage.codec import WritePayload
 from cqlcdc.storage.conditions import evaluate as evaluate_conditions
-from cqlcdc.storage.list_ops import resolve_list_ops
 from cqlcdc.storage.mutations import Mutation, WriteContext
 from cqlcdc.storage.partition import Partition
 from cqlcdc.storage.select import base_partition_rows, evaluate, prepare
@@ -87,22 +93,34 @@ class CoreModel:
         """Apply one partition's mutation; ``record`` numbers the partitions of one write
         (their log rows share the seed, as the pipeline's records do, yet differ)."""
         states = self.states.setdefault(schema.table_id, {})
-        current = states.get(m.partition.pk)
-        if m.list_ops:
-            resolve_list_ops(schema, m.partition, tuple(m.list_ops), current, now_s)
-        m.partition.prune_empty()
-        rows: list[dict[str, Any]] = []
-        if schema.cdc.enabled and not m.partition.is_empty():
-            token = murmur3_token(serialize_partition_key(schema, m.partition.pk))
-            writer = LogWriter(
-                schema, m.partition.pk, lambda ts: self.generation.stream_for_token(token)
-            )
-            rows = writer.write(m.partition, current, WriteInfo(now_s, seed, record))
-            self.logs.setdefault(schema.table_id, []).extend(rows)
-        if current is None:
-            current = states[m.partition.pk] = Partition(m.partition.pk)
-        current.apply(m.partition)
-        return rows
+        pk = m.partition.pk
+        key = serialize_partition_key(schema, pk)
+        token = murmur3_token(key)
+        ctx = BucketContext(
+            schema,
+            0,
+            FeedStager(schema, active_feeds(schema)),
+            lambda version: self.catalog.table_by_id(schema.table_id, version),
+            _NoScans(),
+        )
+        writer = LogWriter(schema, pk, lambda ts: self.generation.stream_for_token(token))
+        payload = WritePayload(m.partition, tuple(m.list_ops), now_s * 1_000_000, seed)
+        # ``seq`` numbers the records of a write as the pipeline's seqs do (the log writer
+        # makes a batch's partitions' cdc$time differ by it)
+        rec = {
+            "seq": record,
+            "pk": key,
+            "token": token,
+            "schema_version": schema.schema_version,
+            "decoded": payload,
+        }
+        current = apply_record(ctx, writer, rec, pk, states.get(pk))
+        if ctx.out.errors:  # refused (a list index out of bounds): the writer's error
+            raise ctx.out.errors[0][3]
+        if current is not None:
+            states[pk] = current
+        self.logs.setdefault(schema.table_id, []).extend(ctx.out.log)
+        return ctx.out.log
 
     def select(self, stmt: ast.Select) -> list[tuple[Any, ...]]:
         schema = self.table(stmt.table)
@@ -125,3 +143,13 @@ class CoreModel:
 def parse_qualified(name: str) -> ast.QualifiedName:
     ks, _, t = name.rpartition(".")
     return ast.QualifiedName(ks or None, t)
+
+
+class _NoScans:
+    """No initial scan is ever in progress in the model."""
+
+    def get(self, table_id: str, feed: str) -> dict[str, int | None] | None:
+        return None
+
+    def scanning(self, table_id: str, feed: str, seq: int) -> bool:
+        return False

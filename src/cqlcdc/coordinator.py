@@ -26,11 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from cqlcdc.auth import RoleStore
-from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
+from cqlcdc.cdc.data_dir import load_generations
+from cqlcdc.cdc.outputs import base_output, log_output
+from cqlcdc.cdc.processor import CoreProcessor
 from cqlcdc.cdc.system_local import NodeInfo
 from cqlcdc.cdc.system_tables import SYSTEM_CATALOG, SYSTEM_KEYSPACES, system_table
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.cql import ast
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.location import Location
 from cqlcdc.observe import events
@@ -127,18 +130,18 @@ class Coordinator:
         from cqlcdc.pipeline.engine import Engine
         from cqlcdc.pipeline.spark import get_spark
 
-        self._catalog = Catalog(self.data_dir)
+        self._catalog = Catalog(DocumentDirectory(self.data_dir))
         self._catalog.admission = admit
         # who may log in and what each role may do (cqlcdc.access checks sessions against it)
         self.roles = RoleStore(self.data_dir / "auth" / "roles.json")
         self.generations = load_generations(
-            self.data_dir, num_buckets, int.from_bytes(os.urandom(8), "big")
+            DocumentDirectory(self.data_dir), num_buckets, int.from_bytes(os.urandom(8), "big")
         )
         self.num_buckets = self.generations.generations[0].num_ranges
         # who this node is to clients (system.local); the server sets where it listens
         self.node = NodeInfo(host_id=_host_id(self.data_dir), data_dir=str(self.data_dir))
         # the core reads schemas through this coordinator: always the current snapshot
-        self.processor = CoreProcessor(self.data_dir, self, self.aws_region)
+        self.processor = CoreProcessor(DocumentDirectory(self.data_dir), self, self.aws_region)
         self.spark = get_spark(master, log_file=None if verbose else self._spark_log())
         self.engine = Engine(self.data_dir, self.processor, self.spark, lock=lock)
         if driver_max_rows is not None:
@@ -591,7 +594,7 @@ class Coordinator:
         """The result set of the conditional write committed as ``seq``: ScyllaDB's
         ``[applied]`` and the old row's columns, one row per statement
         (``cqlcdc.storage.conditions``)."""
-        from cqlcdc.cdc.processor import OUTCOMES
+        from cqlcdc.cdc.outputs import OUTCOMES
         from cqlcdc.storage.conditions import result_columns
         from cqlcdc.types import native_type
 
@@ -628,7 +631,7 @@ class Coordinator:
         Earlier writes keep their streams; clients find both generations through
         ``system_distributed.cdc_generation_timestamps``. Returns its timestamp (ms).
         """
-        from cqlcdc.cdc.processor import GENERATIONS_FILE
+        from cqlcdc.cdc.data_dir import GENERATIONS_FILE
 
         self.flush()
         with self.lock:
@@ -636,7 +639,7 @@ class Coordinator:
                 self.timestamp_us() // 1000, self.generations.generations[-1].timestamp_ms + 1
             )
             self.generations.add(ts_ms, int.from_bytes(os.urandom(8), "big"))
-            self.generations.save(self.data_dir / GENERATIONS_FILE)
+            self.generations.save(DocumentDirectory(self.data_dir).document(GENERATIONS_FILE))
             self._last_ts = max(self._last_ts, ts_ms * 1000)
             return ts_ms
 
@@ -680,7 +683,7 @@ class Coordinator:
         Returns the number of sweep records appended.
         """
         from cqlcdc.cdc.feeds import active_feeds
-        from cqlcdc.cdc.processor import expiry_output
+        from cqlcdc.cdc.outputs import expiry_output
 
         now = int(time.time()) if now_s is None else now_s
         path = self.data_dir / "sweeps.json"

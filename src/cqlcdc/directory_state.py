@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cqlcdc.cdc.feeds import feed_output, table_feeds
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.location import Location
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.store.commit import Manifest
@@ -110,7 +111,7 @@ def read_state(
         raise ValueError("an object-store data directory needs its live state passed")
     if data_dir is not None:
         data_dir = Location.of(data_dir)
-        catalog = catalog if catalog is not None else Catalog(data_dir)
+        catalog = catalog if catalog is not None else Catalog(DocumentDirectory(data_dir))
         manifest = manifest if manifest is not None else Manifest.load(data_dir)
         stopped = stopped if stopped is not None else load_stopped(data_dir)
     assert catalog is not None and manifest is not None and stopped is not None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from cqlcdc.location import Location
@@ -90,4 +91,36 @@ def write_document(where: Location | str | os.PathLike[str], value: Any) -> None
         _WRITTEN[location] = value
 
 
-__all__ = ["JsonDocument", "write_document"]
+@dataclass(frozen=True, slots=True)
+class DocumentDirectory:
+    """A data directory's documents at a Location: what the pure core reads and writes
+    there (``cqlcdc.directory.Directory``), handed to it by the layers above (the core
+    does not import ``cqlcdc.location``)."""
+
+    root: Location
+
+    @staticmethod
+    def of(where: DocumentDirectory | Location | str | os.PathLike[str]) -> DocumentDirectory:
+        """The documents of the data directory at ``where`` (a path, a URI, a Location)."""
+        if isinstance(where, DocumentDirectory):
+            return where
+        return DocumentDirectory(Location.of(where))
+
+    def document(self, name: str) -> JsonDocument:
+        return JsonDocument(self.root / name)
+
+    def read_text(self, name: str) -> str | None:
+        return (self.root / name).read_text()
+
+    def write_text(self, name: str, text: str) -> None:
+        self.root.makedirs()
+        (self.root / name).write_atomically(text)
+
+    def makedirs(self) -> None:
+        self.root.makedirs()
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+
+__all__ = ["DocumentDirectory", "JsonDocument", "write_document"]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import pyarrow as pa
 
 from cqlcdc.cdc.feeds import FEED_SCHEMA, feed_output, table_feeds
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.location import Location
 from cqlcdc.observe import events
@@ -92,7 +93,7 @@ class FeedReader:
         if catalog is None:
             from cqlcdc.schema.catalog import Catalog
 
-            catalog = Catalog(self.data_dir)
+            catalog = Catalog(DocumentDirectory(self.data_dir))
         schema = catalog.table(ks, tname)
         if schema is None:
             raise InvalidRequest(f"unconfigured table {tname}")

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cqlcdc.cdc.processor import base_output, log_output
+from cqlcdc.cdc.outputs import base_output, log_output
 from cqlcdc.cdc.readded import hide_readded
 from cqlcdc.cdc.streams import stream_buckets
 from cqlcdc.cdc.system_tables import FEEDS_KEYSPACE, SYSTEM_KEYSPACES, SystemView, system_rows

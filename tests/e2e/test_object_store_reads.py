@@ -15,6 +15,7 @@ import pyarrow.fs as pafs
 import pytest
 
 import cqlcdc
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.feed_reader import FeedConsumer, FeedReader
 from cqlcdc.location import Location
 from cqlcdc.schema.catalog import Catalog
@@ -104,7 +105,9 @@ def test_spark_reads_a_changefeed_in_the_object_store(
 def test_readers_and_documents_in_the_object_store(copied: tuple[Path, Location]) -> None:
     local, remote = copied
     assert Manifest.load(remote) == Manifest.load(local)
-    assert Catalog(remote).table("ks", "t") == Catalog(local).table("ks", "t")
+    assert Catalog(DocumentDirectory.of(remote)).table("ks", "t") == Catalog(
+        DocumentDirectory.of(local)
+    ).table("ks", "t")
     on_disk, in_store = FeedReader(local, "ks.t/f"), FeedReader(remote, "ks.t/f")
     assert in_store.next_offsets() == on_disk.next_offsets()
     assert list(in_store.read()) == list(on_disk.read())

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.writes import BULK_MAX_STATEMENTS, _first_uses, _pick, literal_bulk
@@ -67,7 +68,7 @@ class _Tables:
 
         from cqlcdc.schema.catalog import Catalog
 
-        self.catalog = Catalog(Path(tempfile.mkdtemp()))
+        self.catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
         for text in (_KS, *ddl):
             self.catalog.execute(parse_statement(text), "ks")
 

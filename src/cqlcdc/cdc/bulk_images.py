@@ -23,7 +23,7 @@ row expires between the earliest and the latest write of the bucket; the touched
 atomic cells only (a non-frozen collection or UDT takes the row path); clustering keys are
 equal exactly when their bytes are (:func:`keys_by_bytes`). What the table's log and feeds
 need (``delta: 'full'``, no initial scan, bulk-typed columns for feeds) is the caller's
-check (``cdc.processor.changes_apply``).
+check (``cdc.columnar.images_are_columnar``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ writes exactly as YDB's three rules require.
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +25,7 @@ from cqlcdc.changefeed.events import RowEvent
 from cqlcdc.changefeed.options import with_aws_region
 from cqlcdc.changefeed.partitioner import MURMUR3
 from cqlcdc.changefeed.records import encode, feed_records
-from cqlcdc.documents import JsonDocument
-from cqlcdc.location import Location
+from cqlcdc.directory import Directory
 from cqlcdc.schema.model import TableSchema
 
 STAGE_PREFIX = "feedstage/"
@@ -144,8 +142,8 @@ class FeedScans:
     records (``last_seq`` None while the scanner is still appending). Kept in
     ``<data_dir>/feedscans.json``; written by the session, read by the pipeline."""
 
-    def __init__(self, data_dir: Location | str | os.PathLike[str]) -> None:
-        self.document = JsonDocument(Location.of(data_dir) / "feedscans.json")
+    def __init__(self, data_dir: Directory) -> None:
+        self.document = data_dir.document("feedscans.json")
 
     def all(self) -> dict[str, dict[str, int | None]]:
         data: dict[str, dict[str, int | None]] | None = self.document.load()

@@ -14,7 +14,6 @@ its range), then ``random38 << 26 | vnode_index << 4 | version(1)``.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,8 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from cqlcdc.documents import JsonDocument, write_document
-from cqlcdc.location import Location
+from cqlcdc.directory import Document
 from cqlcdc.storage.token import MIN_TOKEN, bucket_of
 from cqlcdc.storage.uuids import SeededBits
 from cqlcdc.storage.vectorized import token_buckets
@@ -103,29 +101,29 @@ class Generations:
 
     @staticmethod
     def load_or_create(
-        path: Location | str | os.PathLike[str],
+        document: Document,
         num_ranges: int,
         seed: int,
         created_ms: int | None = None,
     ) -> Generations:
-        """The generations saved at ``path``, or a first one made now (``created_ms``: the
+        """The generations saved in ``document``, or a first one made now (``created_ms``: the
         time to give it instead of the clock's) and saved.
 
         The first generation's streams are derived from ``seed`` alone, not from its time,
         so one seed always gives the same stream ids."""
-        data = JsonDocument(path).load()
+        data = document.load()
         if data is not None:
             return Generations.from_json(data)
         first = Generation.create(0, num_ranges, seed)
         if created_ms is None:
             created_ms = time.time_ns() // 1_000_000
         gens = Generations([dataclasses.replace(first, timestamp_ms=created_ms)])
-        gens.save(path)
+        gens.save(document)
         return gens
 
-    def save(self, path: Location | str | os.PathLike[str]) -> None:
+    def save(self, document: Document) -> None:
         """Replace the saved generations, durably (a crash leaves the old or the new)."""
-        write_document(path, [g.to_json() for g in self.generations])
+        document.save([g.to_json() for g in self.generations])
 
     def add(self, timestamp_ms: int, seed: int) -> Generation:
         """A new generation from ``timestamp_ms`` on, with fresh streams over the same ranges

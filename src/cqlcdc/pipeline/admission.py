@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 from deltalake import Schema as DeltaSchema
 
-from cqlcdc.cdc.processor import log_arrow_schema
+from cqlcdc.cdc.outputs import log_arrow_schema
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.pipeline.table_scan import spark_type
 from cqlcdc.schema.log_table import log_table_schema

@@ -36,8 +36,9 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from cqlcdc.cdc.processor import ERRORS_SCHEMA
+from cqlcdc.cdc.outputs import error_rows
 from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
+from cqlcdc.failure_text import cannot_apply
 from cqlcdc.location import Location
 from cqlcdc.observe import events
 from cqlcdc.pipeline import ingest_source
@@ -67,7 +68,6 @@ from cqlcdc.store.containment import (
     error_line,
     failed_table,
     failures_of_output,
-    held_error_rows,
     load_stopped,
     one_line,
     output_table_id,
@@ -172,8 +172,13 @@ def process_groups(
             seqs = group.column("seq")
             first, last = pc.min(seqs).as_py(), pc.max(seqs).as_py()
             raise UnappliedWrite(
-                f"{table_tag(table_id)} cannot apply ingest records seq={first}..{last} (table "
-                f"id {table_id}, bucket {bucket}): {type(err).__name__}: {one_line(str(err))}"
+                f"{table_tag(table_id)} "
+                + cannot_apply(
+                    first,
+                    last,
+                    f"table id {table_id}, bucket {bucket}",
+                    f"{type(err).__name__}: {one_line(str(err))}",
+                )
             ) from err
 
     # Buckets are independent (each reads the state at the manifest's versions and writes
@@ -984,7 +989,7 @@ class Engine:
                 held.column("table_id").to_pylist(), held.column("seq").to_pylist(), strict=True
             )
         ]
-        errors = pa.table(held_error_rows(held, messages), schema=ERRORS_SCHEMA)
+        errors = error_rows(held, [ServerError(message) for message in messages])
         files = [
             write_data_file(self.tables_dir, HELD, held.cast(INGEST_SCHEMA), batch_id),
             write_data_file(self.tables_dir, "errors", errors, batch_id),
@@ -1006,19 +1011,8 @@ class Engine:
         dropped = records.filter(drop)
         if dropped.num_rows == 0:
             return records, []
-        errors = pa.table(
-            {
-                "bucket": dropped.column("bucket"),
-                "pk": dropped.column("pk"),
-                "seq": dropped.column("seq"),
-                "code": pa.array([ServerError.code] * dropped.num_rows, pa.int32()),
-                "class": pa.array(["ServerError"] * dropped.num_rows, pa.string()),
-                "message": pa.array(
-                    [self.skipped[seq] for seq in dropped.column("seq").to_pylist()], pa.string()
-                ),
-            },
-            schema=ERRORS_SCHEMA,
-        )
+        seqs = dropped.column("seq").to_pylist()
+        errors = error_rows(dropped, [ServerError(self.skipped[seq]) for seq in seqs])
         error_file = write_data_file(self.tables_dir, "errors", errors, batch_id)
         return records.filter(pc.invert(drop)), [error_file]
 

@@ -41,14 +41,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from cqlcdc.cdc.processor import (
-    GENERATIONS_FILE,
-    Truncations,
-    base_output,
-    log_output,
-)
+from cqlcdc.cdc.data_dir import GENERATIONS_FILE, Truncations
+from cqlcdc.cdc.outputs import base_output, log_output
 from cqlcdc.cdc.readded import hide_readded
 from cqlcdc.cdc.streams import Generation
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.location import Location
 from cqlcdc.schema.catalog import Catalog
@@ -160,7 +157,7 @@ def open_scan(
     keyspace, _, name = table.partition(".")
     if not keyspace or not name:
         raise InvalidRequest(f"A table is named keyspace.table, not {table!r}")
-    catalog = Catalog(root)
+    catalog = Catalog(DocumentDirectory(root))
     schema = catalog.table(keyspace, name)
     if schema is None:
         raise InvalidRequest(f"unconfigured table {name}")
@@ -187,7 +184,7 @@ def open_scan(
         max_seq = -1  # known only if a truncation needs it
     truncated = 0
     if schema.log_of is None:
-        truncated = Truncations(root).upto(base.table_id)
+        truncated = Truncations(DocumentDirectory(root)).upto(base.table_id)
         if truncated and max_seq < 0:
             max_seq = snapshot_max_seq(tables_dir, manifest, snapshot or 0)
         if max_seq <= truncated and batch_id != manifest.batch_id:

@@ -43,7 +43,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from cqlcdc.cdc.processor import log_arrow_schema
+from cqlcdc.cdc.outputs import log_arrow_schema
 from cqlcdc.cdc.streams import stream_buckets
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.pipeline.table_scan import (

@@ -13,7 +13,6 @@ ScyllaDB. After each successful DDL the catalog is saved to ``<data_dir>/catalog
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,8 +20,8 @@ from dataclasses import replace
 from typing import Any
 
 from cqlcdc.cql import ast
+from cqlcdc.directory import Directory
 from cqlcdc.errors import AlreadyExists, ConfigurationError, InvalidRequest, Unauthorized
-from cqlcdc.location import Location
 from cqlcdc.schema import persist, table_ddl
 from cqlcdc.schema.cdc_options import parse_cdc_options
 from cqlcdc.schema.indexes import new_index
@@ -82,8 +81,9 @@ class Catalog:
     table is dropped, so records validated against an old schema can still be processed.
     """
 
-    def __init__(self, data_dir: Location | str | os.PathLike[str] | None = None) -> None:
-        self.data_dir = None if data_dir is None else Location.of(data_dir)
+    def __init__(self, data_dir: Directory | None = None) -> None:
+        # where the catalog is saved (``cqlcdc.documents.DocumentDirectory``), None: nowhere
+        self.data_dir = data_dir
         self._keyspaces: dict[str, Keyspace] = {}
         self._types: dict[str, dict[str, UserType]] = {}
         self._tables: dict[str, dict[str, str]] = {}  # keyspace -> name -> table_id
@@ -92,7 +92,7 @@ class Catalog:
         # output can hold it, ``cqlcdc.pipeline.admission``); raising refuses the DDL
         self.admission: Callable[[TableSchema], None] | None = None
         if self.data_dir is not None:
-            self._load(self.data_dir / persist.CATALOG_FILE)
+            self._load(self.data_dir)
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -608,7 +608,6 @@ class Catalog:
     def _save(self) -> None:
         if self.data_dir is None:
             return
-        self.data_dir.makedirs()
         document = {
             "keyspaces": [persist.keyspace_to_json(k) for k in self._keyspaces.values()],
             "types": {
@@ -620,7 +619,7 @@ class Catalog:
                 for tid, versions in self._versions.items()
             },
         }
-        (self.data_dir / persist.CATALOG_FILE).write_atomically(persist.dump_document(document))
+        self.data_dir.write_text(persist.CATALOG_FILE, persist.dump_document(document))
 
     def copy(self) -> Catalog:
         """A catalog equal to this one that DDL can change without touching this one (the
@@ -639,10 +638,10 @@ class Catalog:
         """Re-read the saved catalog (another process may have run DDL since)."""
         if self.data_dir is not None:
             self._keyspaces, self._types, self._tables, self._versions = {}, {}, {}, {}
-            self._load(self.data_dir / persist.CATALOG_FILE)
+            self._load(self.data_dir)
 
-    def _load(self, path: Location) -> None:
-        document = persist.load_document(path)
+    def _load(self, data_dir: Directory) -> None:
+        document = persist.load_document(data_dir)
         if document is None:
             return
         for data in document["keyspaces"]:

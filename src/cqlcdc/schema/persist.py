@@ -1,5 +1,6 @@
 """The catalog in a data directory: ``<data_dir>/catalog.json``, written atomically
-(``Location.write_atomically``: temp + fsync + rename on a disk, one PUT in an object store).
+(``Directory.write_text``; over a Location: temp + fsync + rename on a disk, one PUT in an
+object store).
 
 Types are stored structurally (``typeshape.type_to_json``), so every table version reloads
 exactly, including versions that reference an older definition of a user type.
@@ -8,10 +9,9 @@ exactly, including versions that reference an older definition of a user type.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-from cqlcdc.location import Location
+from cqlcdc.directory import Directory
 from cqlcdc.schema.model import (
     CdcOptions,
     Column,
@@ -134,15 +134,16 @@ def table_from_json(data: dict[str, Any]) -> TableSchema:
     )
 
 
-def load_document(path: Location | str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The saved catalog document, or None when there is none yet."""
-    where = Location.of(path)
-    text = where.read_text()
+def load_document(data_dir: Directory) -> dict[str, Any] | None:
+    """The catalog document saved in ``data_dir``, or None when there is none yet."""
+    text = data_dir.read_text(CATALOG_FILE)
     if text is None:
         return None
     data: dict[str, Any] = json.loads(text)
     if data.get("format") != FORMAT_VERSION:
-        raise ValueError(f"unsupported catalog format in {where}: {data.get('format')!r}")
+        raise ValueError(
+            f"unsupported catalog format in {data_dir}/{CATALOG_FILE}: {data.get('format')!r}"
+        )
     return data
 
 

@@ -18,18 +18,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from cqlcdc.errors import InvalidRequest, ServerError
+from cqlcdc.failure_text import failed_table, table_tag, untagged
 from cqlcdc.location import Location
 from cqlcdc.store.commit import Manifest, Snapshot
 from cqlcdc.store.ingest import IngestLog
@@ -41,21 +40,8 @@ STOPPED_FILE = "stopped.json"
 # the output holding the records of stopped tables (INGEST_SCHEMA: the records as appended)
 HELD = "held"
 HELD_SCHEMA = INGEST_SCHEMA
-# how a failure names its table; it may arrive as text from a Spark executor
-_TAG = re.compile(r"\[in table ([0-9A-Za-z_.-]+)\]")
 # the longest error text kept for a stopped table (a log line, a writer's message)
 _ERROR_CHARS = 500
-
-
-def table_tag(table_id: str) -> str:
-    """The mark a failure carries to name the table it belongs to (``failed_table``)."""
-    return f"[in table {table_id}]"
-
-
-def failed_table(error_text: str) -> str | None:
-    """The table id a failure's text is tagged with (None: not attributed to a table)."""
-    match = _TAG.search(error_text)
-    return match.group(1) if match else None
 
 
 def one_line(text: str) -> str:
@@ -68,9 +54,8 @@ def error_line(error_text: str) -> str:
     """The one line of a failure's text that says what went wrong (the tagged line of a
     Spark task's traceback), without the tag, clipped."""
     lines = [ln.strip() for ln in error_text.splitlines() if ln.strip()]
-    tagged = [ln for ln in lines if _TAG.search(ln)]
-    line = (tagged or lines or [""])[-1 if not tagged else 0]
-    line = " ".join(_TAG.sub("", line).split())
+    tagged = [ln for ln in lines if failed_table(ln) is not None]
+    line = untagged((tagged or lines or [""])[-1 if not tagged else 0])
     if len(line) > _ERROR_CHARS:
         line = f"{line[:_ERROR_CHARS]}..."
     return line
@@ -155,18 +140,6 @@ def save_stopped(
         path.delete()
         return
     write_json(path, [dataclasses.asdict(s) for _, s in sorted(stopped.items())])
-
-
-def held_error_rows(held: pa.Table, messages: list[str]) -> dict[str, Any]:
-    """The ``errors`` columns reporting each held record as failed (ServerError)."""
-    return {
-        "bucket": held.column("bucket"),
-        "pk": held.column("pk"),
-        "seq": held.column("seq"),
-        "code": pa.array([ServerError.code] * held.num_rows, pa.int32()),
-        "class": pa.array(["ServerError"] * held.num_rows, pa.string()),
-        "message": pa.array(messages, pa.string()),
-    }
 
 
 # --- cqlcdc recover -------------------------------------------------------------------------
@@ -341,7 +314,6 @@ __all__ = [
     "error_line",
     "failed_table",
     "failures_of_output",
-    "held_error_rows",
     "load_stopped",
     "one_line",
     "output_table_id",

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from cqlcdc.errors import InvalidRequest
+from cqlcdc.failure_text import unapplied_records
 from cqlcdc.location import Location
 from cqlcdc.store.lease import Lease
 
 FAILURE_FILE = "failure.json"
 SKIPPED_FILE = "skipped.json"
-# how UnappliedWrite names its records (it may arrive as text from a Spark executor)
-_UNAPPLIED = re.compile(r"cannot apply ingest records? seq=(\d+)(?:\.\.(\d+))?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +45,10 @@ class Failure:
 def unapplied_failure(error_text: str, batch_id: int) -> Failure | None:
     """The failure an ``UnappliedWrite`` describes, found in an error's text (None: the
     error is not about a record, e.g. a full disk)."""
-    match = _UNAPPLIED.search(error_text)
-    if match is None:
+    records = unapplied_records(error_text)
+    if records is None:
         return None
-    first = int(match.group(1))
-    last = int(match.group(2) or first)
-    line = next(ln for ln in error_text.splitlines() if match.group(0) in ln)
-    message = line[line.index(match.group(0)) :].strip()
-    return Failure(first, last, batch_id, message)
+    return Failure(records.first_seq, records.last_seq, batch_id, records.message)
 
 
 def save_failure(data_dir: Location | str | os.PathLike[str], failure: Failure) -> None:

@@ -29,6 +29,7 @@ from cqlcdc.changefeed.partitioner import MD5, MURMUR3, md5_partition, ydb_parti
 from cqlcdc.changefeed.records import encode
 from cqlcdc.changefeed.values import to_attribute_value, to_json
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.base_rows import base_schema
@@ -88,7 +89,7 @@ def _values(cql: str) -> st.SearchStrategy[Any]:
 def _table(
     mode: str, virtual: bool, partitions: int, fmt: str = "JSON", more: tuple[str, ...] = ()
 ) -> TableSchema:
-    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     catalog.execute(parse_statement(KS), None)
     cols = ", ".join(f"{n} {t}" for n, t in COLUMNS.items())
     catalog.execute(

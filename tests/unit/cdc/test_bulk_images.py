@@ -21,12 +21,14 @@ from hypothesis import strategies as st
 
 from cqlcdc.cdc.bulk_images import bulk_changes, image_log_rows
 from cqlcdc.cdc.compaction import compact_base_rows
+from cqlcdc.cdc.data_dir import load_generations
 from cqlcdc.cdc.feeds import table_feeds
 from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
-from cqlcdc.cdc.processor import load_generations, log_arrow_schema, log_rows_to_arrow
+from cqlcdc.cdc.outputs import log_arrow_schema, log_rows_to_arrow
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.changefeed.events import RowEvent, row_events
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import BATCH_SEQ_NO, log_table_schema
 from cqlcdc.schema.model import TableSchema
@@ -55,7 +57,7 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
 NOW_US = 1_700_000_000_123_456
 NOW_S = NOW_US // 1_000_000
 FIRST_TS = 10_000  # the batch's session timestamps: FIRST_TS, FIRST_TS + 1, ...
-GENERATIONS: Generations = load_generations(Path(tempfile.mkdtemp()))
+GENERATIONS: Generations = load_generations(DocumentDirectory.of(Path(tempfile.mkdtemp())))
 IMAGES = [
     ("'true'", "false"),
     ("'full'", "false"),
@@ -68,7 +70,7 @@ IMAGES = [
 def _table(preimage: str, postimage: str, with_set: bool, feed: bool = False) -> TableSchema:
     """The table; with ``feed``, f is a blob (a changefeed's columns must be of the bulk
     types for the column-wise path) and the table has a NEW_AND_OLD_IMAGES feed."""
-    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     catalog.execute(parse_statement(KS), None)
     # a non-frozen list no bulk write touches (its log column is a map of its timeuuids)
     extra = ", z set<int>, l list<int>" if with_set else ""

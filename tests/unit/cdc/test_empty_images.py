@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cqlcdc.cdc.processor import log_rows_to_arrow
+from cqlcdc.cdc.outputs import log_rows_to_arrow
 from cqlcdc.cql import parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.physical import python_values
@@ -21,7 +22,7 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
 
 @pytest.mark.parametrize("column", ["v", "ts"])
 def test_an_empty_image_value_is_logged_as_null(tmp_path: Path, column: str) -> None:
-    cat = Catalog(tmp_path)
+    cat = Catalog(DocumentDirectory.of(tmp_path))
     for text in (
         KS,
         "CREATE TABLE ks.t (p int PRIMARY KEY, v int, ts timestamp, w int) "

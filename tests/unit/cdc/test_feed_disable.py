@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from cqlcdc.cdc.columnar import images_are_columnar, log_is_columnar
 from cqlcdc.cdc.feeds import active_feeds, table_feeds
-from cqlcdc.cdc.processor import CoreProcessor, bulk_log_applies, changes_apply
+from cqlcdc.cdc.processor import CoreProcessor
 from cqlcdc.cql import ast, parse_statement, render
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import CqlSyntaxError, InvalidRequest
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.describe import describe_statement
@@ -23,7 +25,7 @@ DISABLE = "ALTER TABLE ks.t ALTER CHANGEFEED f DISABLE"
 
 @pytest.fixture
 def cat(tmp_path: Path) -> Catalog:
-    cat = Catalog(tmp_path)
+    cat = Catalog(DocumentDirectory.of(tmp_path))
     run(cat, KS, "CREATE TABLE ks.t (pk int PRIMARY KEY, v int)")
     return cat
 
@@ -56,9 +58,11 @@ def test_the_state_is_kept_and_described(cat: Catalog, tmp_path: Path) -> None:
     assert feed.disabled and feed.topic == topic(made)
     assert active_feeds(disabled) == []
     # saved: another process sees it
-    assert run(Catalog(tmp_path)).disabled_feeds == ("f",)
+    assert run(Catalog(DocumentDirectory.of(tmp_path))).disabled_feeds == ("f",)
     table = ast.QualifiedName("ks", "t")
-    text = describe_statement(Catalog(tmp_path), ast.Describe("TABLE", table), None)
+    text = describe_statement(
+        Catalog(DocumentDirectory.of(tmp_path)), ast.Describe("TABLE", table), None
+    )
     assert (
         "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON');\n"
         "ALTER TABLE ks.t ALTER CHANGEFEED f DISABLE;"
@@ -86,7 +90,7 @@ def test_writes_after_disable_give_no_records(cat: Catalog, tmp_path: Path) -> N
     """The row path: the bucket's feeds are the active ones; the base table takes every
     write."""
     enabled = run(cat, ADD)
-    processor = CoreProcessor(tmp_path, cat)
+    processor = CoreProcessor(DocumentDirectory.of(tmp_path), cat)
     out = processor.process_bucket(
         enabled.table_id, 0, records_to_arrow([record(enabled, 1, 1, 10)]), NoState()
     )
@@ -104,8 +108,8 @@ def test_writes_after_disable_give_no_records(cat: Catalog, tmp_path: Path) -> N
 
 def test_the_bulk_paths_see_no_feed(cat: Catalog) -> None:
     """Bulk writes: with only disabled feeds, a table's log is built column-wise as if it
-    had none (``bulk_log_applies``), so no feed record can be made there either."""
+    had none (``log_is_columnar``), so no feed record can be made there either."""
     enabled = run(cat, ADD)
-    assert not bulk_log_applies(enabled) and changes_apply(enabled)
+    assert not log_is_columnar(enabled) and images_are_columnar(enabled)
     disabled = run(cat, DISABLE)
-    assert bulk_log_applies(disabled) and not changes_apply(disabled)
+    assert log_is_columnar(disabled) and not images_are_columnar(disabled)

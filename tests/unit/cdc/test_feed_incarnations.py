@@ -15,6 +15,7 @@ import pytest
 from cqlcdc.cdc.feeds import STAGE_PREFIX, stage_output, table_feeds
 from cqlcdc.cdc.processor import CoreProcessor
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema import persist
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
@@ -43,7 +44,7 @@ def topic(table: TableSchema, name: str = "f") -> str:
 
 @pytest.fixture
 def cat(tmp_path: Path) -> Catalog:
-    cat = Catalog(tmp_path)
+    cat = Catalog(DocumentDirectory.of(tmp_path))
     run(cat, KS, "CREATE TABLE ks.t (pk int PRIMARY KEY, v int)")
     return cat
 
@@ -58,8 +59,8 @@ def test_each_add_is_a_new_topic_kept_by_later_versions(cat: Catalog, tmp_path: 
     again = run(cat, ADD)
     assert topic(again) not in (topic(first), "f")
     # the topic id is saved with the feed: a reloaded catalog (another process) agrees
-    assert topic(run(Catalog(tmp_path))) == topic(again)
-    old = Catalog(tmp_path).table_by_id(again.table_id, first.schema_version)
+    assert topic(run(Catalog(DocumentDirectory.of(tmp_path)))) == topic(again)
+    old = Catalog(DocumentDirectory.of(tmp_path)).table_by_id(again.table_id, first.schema_version)
     assert old is not None and topic(old) == topic(first)
 
 
@@ -82,10 +83,10 @@ def test_a_feed_saved_without_a_topic_id_keeps_its_name(cat: Catalog, tmp_path: 
     # the whole saved catalog, as an older cqlcdc wrote it
     path = tmp_path / persist.CATALOG_FILE
     path.write_text(path.read_text().replace('"feed_topics"', '"_unknown"'))
-    reloaded = run(Catalog(tmp_path))
+    reloaded = run(Catalog(DocumentDirectory.of(tmp_path)))
     assert topic(reloaded) == "f"
     # dropped and added again, it gets a topic id of its own
-    assert topic(run(Catalog(tmp_path), DROP, ADD)) not in ("f", topic(table))
+    assert topic(run(Catalog(DocumentDirectory.of(tmp_path)), DROP, ADD)) not in ("f", topic(table))
 
 
 class NoState:
@@ -138,7 +139,7 @@ def test_a_write_goes_to_the_incarnations_of_its_own_schema_version(
         record(old, 4, 2, 20),
         record(new, 5, 2, 21),
     ]
-    processor = CoreProcessor(tmp_path, cat)
+    processor = CoreProcessor(DocumentDirectory.of(tmp_path), cat)
     out = processor.process_bucket(new.table_id, 0, records_to_arrow(records), NoState())
     assert staged(out) == {f"{new.table_id}/{topic(new)}": [{"v": 12}, {"v": 21}]}
     # the base table still takes every write, in order

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cqlcdc.cdc.streams import Generation, Generations
+from cqlcdc.documents import JsonDocument
 
 _TOKENS = st.integers(-(2**63), 2**63 - 1)
 _TIMES_US = st.integers(0, 3_000_000_000)
@@ -48,15 +49,15 @@ def test_generations_over_different_ranges() -> None:
 def test_the_first_generation_starts_when_the_data_directory_is_made(tmp_path: Path) -> None:
     path = tmp_path / "cdc_generations.json"
     before = time.time_ns() // 1_000_000
-    made = Generations.load_or_create(path, 4, 7)
+    made = Generations.load_or_create(JsonDocument(path), 4, 7)
     after = time.time_ns() // 1_000_000
     (first,) = made.generations
     assert before <= first.timestamp_ms <= after
     # persisted: a restart (later) reads the same time and streams
-    again = Generations.load_or_create(path, 4, 7, created_ms=after + 60_000)
+    again = Generations.load_or_create(JsonDocument(path), 4, 7, created_ms=after + 60_000)
     assert again.generations == made.generations
     # one seed gives one set of streams, whenever the directory is made
-    other = Generations.load_or_create(tmp_path / "other.json", 4, 7, created_ms=123)
+    other = Generations.load_or_create(JsonDocument(tmp_path / "other.json"), 4, 7, created_ms=123)
     assert other.generations[0].streams == first.streams
     assert other.generations[0].timestamp_ms == 123
     # a write timestamped before the first generation is logged to its streams
@@ -70,4 +71,4 @@ def test_a_directory_made_with_a_generation_at_time_0_keeps_it(tmp_path: Path) -
     path = tmp_path / "cdc_generations.json"
     old = Generation.create(0, 4, 3)
     path.write_text(json.dumps([old.to_json()]))
-    assert Generations.load_or_create(path, 4, 9).generations == [old]
+    assert Generations.load_or_create(JsonDocument(path), 4, 9).generations == [old]

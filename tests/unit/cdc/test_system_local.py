@@ -23,6 +23,7 @@ from cqlcdc.cdc.streams import Generation, Generations
 from cqlcdc.cdc.system_local import NodeInfo
 from cqlcdc.cdc.system_tables import SystemView
 from cqlcdc.cql import parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.server.responses import CQL_VERSION as SERVED_CQL_VERSION
 
@@ -64,7 +65,7 @@ OTHER_CLIENTS = [
 
 
 def _view(tmp_path: Path, node: NodeInfo) -> SystemView:
-    catalog = Catalog(tmp_path)
+    catalog = Catalog(DocumentDirectory.of(tmp_path))
     catalog.execute(
         parse_statement(
             "CREATE KEYSPACE ks WITH replication = "

@@ -20,6 +20,7 @@ from cqlcdc.cdc.streams import Generation, Generations
 from cqlcdc.cdc.system_local import NodeInfo
 from cqlcdc.cdc.system_tables import SystemView
 from cqlcdc.cql import parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import Keyspace, TableSchema
 from cqlcdc.schema.table_options import DEFAULT_TABLE_OPTIONS
@@ -48,7 +49,7 @@ SYSTEM = {"system", "system_auth", "system_distributed", "system_schema", "syste
 
 
 def _catalog(data_dir: Path, ddl: list[str] = DDL) -> Catalog:
-    catalog = Catalog(data_dir)
+    catalog = Catalog(DocumentDirectory.of(data_dir))
     for text in ddl:
         catalog.execute(parse_statement(text), None)
     return catalog
@@ -422,7 +423,8 @@ def test_schema_version_follows_every_visible_change_and_survives_a_restart(
     catalog = _catalog(tmp_path, DDL)
     versions = [_version(catalog)]
     assert _version(catalog) == versions[0]
-    assert _version(Catalog(tmp_path)) == versions[0]  # the data directory reloaded
+    reloaded = Catalog(DocumentDirectory.of(tmp_path))  # the data directory reloaded
+    assert _version(reloaded) == versions[0]
     for text in [
         "CREATE TABLE ks.more (pk int PRIMARY KEY)",
         "ALTER TABLE ks.more ADD v text",

@@ -13,11 +13,12 @@ from cqlcdc.cdc.streams import Generation, Generations
 from cqlcdc.cdc.system_local import NodeInfo
 from cqlcdc.cdc.system_tables import SYSTEM_TABLES, SystemView, system_rows, system_table
 from cqlcdc.cql import parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 
 
 def _catalog(tmp_path: Path) -> Catalog:
-    catalog = Catalog(tmp_path)
+    catalog = Catalog(DocumentDirectory.of(tmp_path))
     for cql in (
         "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', "
         "'replication_factor': 1}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cqlcdc.cql import ast
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 
 
@@ -36,7 +37,7 @@ def create_table(
 
 
 def new_catalog(data_dir: object = None) -> Catalog:
-    cat = Catalog(data_dir)  # type: ignore[arg-type]
+    cat = Catalog(None if data_dir is None else DocumentDirectory.of(data_dir))  # type: ignore[arg-type]
     cat.execute(
         ast.CreateKeyspace("ks", (("class", "SimpleStrategy"), ("replication_factor", "1"))),
         None,

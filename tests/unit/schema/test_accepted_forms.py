@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import ConfigurationError, CqlSyntaxError, InvalidRequest
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
@@ -23,7 +24,7 @@ COUNTERS = "CREATE TABLE ks.c (pk int PRIMARY KEY, n counter)"
 
 @pytest.fixture
 def catalog() -> Catalog:
-    c = Catalog(Path(tempfile.mkdtemp()))
+    c = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     for cql in (KS, TABLE, COUNTERS):
         c.execute(parse_statement(cql), None)
     return c

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cqlcdc.cql import ast
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import (
     AlreadyExists,
     ConfigurationError,
@@ -521,7 +522,7 @@ def test_persistence_round_trip(tmp_path: Path) -> None:
     cat.execute(ast.AlterType(qn("ut"), renames=(("a", "z"),)), None)
     cat.execute(alter("t", ast.AddChangefeed("f", (("MODE", s("UPDATES")),))), None)
     assert (tmp_path / "catalog.json").exists()
-    again = Catalog(tmp_path)
+    again = Catalog(DocumentDirectory.of(tmp_path))
     assert again.keyspaces() == cat.keyspaces()
     assert again.user_type("ks", "ut") == cat.user_type("ks", "ut")
     assert again.tables() == cat.tables()
@@ -532,11 +533,11 @@ def test_persistence_round_trip(tmp_path: Path) -> None:
             )
     # the reloaded catalog keeps working
     again.execute(alter("t", ast.DropColumns(("l",))), None)
-    assert Catalog(tmp_path).table("ks", "t") == again.table("ks", "t")
+    assert Catalog(DocumentDirectory.of(tmp_path)).table("ks", "t") == again.table("ks", "t")
 
 
 def test_reload_sees_other_process_ddl(tmp_path: Path) -> None:
-    reader = Catalog(tmp_path)
+    reader = Catalog(DocumentDirectory.of(tmp_path))
     writer = new_catalog(tmp_path)
     writer.execute(create_table("t", pkck()), None)
     assert reader.table("ks", "t") is None
@@ -555,7 +556,7 @@ def _run(cat: Catalog, *texts: str) -> None:
 
 
 def test_a_drop_is_remembered_with_its_timestamp_and_survives_a_reload(tmp_path: Path) -> None:
-    cat = Catalog(tmp_path)
+    cat = Catalog(DocumentDirectory.of(tmp_path))
     cat.execute(KS, None)
     _run(
         cat,
@@ -567,7 +568,7 @@ def test_a_drop_is_remembered_with_its_timestamp_and_survives_a_reload(tmp_path:
     assert table is not None and table.column("v") is None
     assert table.readded_at() == {}  # dropped, not added again: nothing to compare with
     _run(cat, "ALTER TABLE t ADD v text", "ALTER TABLE t ADD s list<int> static")
-    reloaded = Catalog(tmp_path).table("ks", "t")
+    reloaded = Catalog(DocumentDirectory.of(tmp_path)).table("ks", "t")
     assert reloaded is not None
     assert reloaded.readded_at() == {"v": 20000, "s": 30000}
     dropped = {d.name: d for d in reloaded.dropped}

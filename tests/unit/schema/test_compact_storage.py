@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.describe import describe_statement
@@ -20,7 +21,7 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
 
 
 def _catalog() -> Catalog:
-    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     catalog.execute(parse_statement(KS), None)
     return catalog
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cqlcdc.cql import parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.server.binds import Receiver, bind_receivers
@@ -36,7 +37,7 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
 def test_element_markers_have_their_element_types(
     cql: str, receivers: list[tuple[str, str]]
 ) -> None:
-    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     catalog.execute(parse_statement(KS), None)
     catalog.execute(
         parse_statement(
@@ -57,7 +58,7 @@ SCHEMA = (
 
 
 def _receivers(cql: str) -> list[tuple[str, str]]:
-    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     catalog.execute(parse_statement(KS), None)
     catalog.execute(parse_statement(SCHEMA), None)
     schema = catalog.table("ks", "n")
@@ -197,7 +198,7 @@ def test_contains_of_the_wrong_kind_of_column_is_refused(cql: str, message: str)
 def test_a_name_used_twice_is_one_variable_that_routes_by_both_receivers() -> None:
     from cqlcdc.server.statements import pk_indexes
 
-    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     catalog.execute(parse_statement(KS), None)
     catalog.execute(parse_statement(SCHEMA), None)
     schema = catalog.table("ks", "n")

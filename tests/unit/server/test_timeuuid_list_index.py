@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cqlcdc.cql import parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.server.binds import bind_receivers
 
@@ -32,7 +33,7 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
     ],
 )
 def test_the_list_index_markers(cql: str, receivers: list[tuple[str, str]]) -> None:
-    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     catalog.execute(parse_statement(KS), None)
     catalog.execute(parse_statement("CREATE TABLE ks.t (k int PRIMARY KEY, l list<text>)"), None)
     schema = catalog.table("ks", "t")

@@ -18,9 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cqlcdc.cdc.bulk_log import bulk_log_rows, columnar_rows
+from cqlcdc.cdc.data_dir import load_generations
 from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
-from cqlcdc.cdc.processor import load_generations, log_arrow_schema, log_rows_to_arrow
+from cqlcdc.cdc.outputs import log_arrow_schema, log_rows_to_arrow
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
@@ -82,7 +84,7 @@ def _values(cql: str) -> st.SearchStrategy[Any]:
 
 
 def _table(pk_types: list[str], ck_types: list[str], cdc: str) -> TableSchema:
-    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     catalog.execute(parse_statement(KS), None)
     cols = [f"p{i} {t}" for i, t in enumerate(pk_types)]
     cols += [f"c{i} {t}" for i, t in enumerate(ck_types)]
@@ -226,7 +228,7 @@ def test_bulk_writes_mean_what_the_row_path_makes(case: Any) -> None:
         assert fragments[row] == mutation, (j, params[j])
 
     # the log: the column-wise rows equal the log writer's
-    generations = load_generations(Path(tempfile.mkdtemp()))
+    generations = load_generations(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     log = log_table_schema(schema)
     arrow_schema = log_arrow_schema(log)
     single = columnar_rows(table, stmts)

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cqlcdc.cql import parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.base_rows import partitions, write_rows
@@ -28,7 +29,7 @@ def _read(schema: TableSchema, part: Partition, hide: bool = True) -> Partition:
 
 
 def _schema(tmp_path: Path, *ddl: str) -> TableSchema:
-    cat = Catalog(tmp_path)
+    cat = Catalog(DocumentDirectory.of(tmp_path))
     for text in (KS, *ddl):
         cat.execute(parse_statement(text), "ks")
     schema = cat.table("ks", "t")

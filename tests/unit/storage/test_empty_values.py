@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from cqlcdc.cql import parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
@@ -26,7 +27,7 @@ KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replica
 
 
 def _schema(tmp_path: Path, ddl: str) -> TableSchema:
-    cat = Catalog(tmp_path)
+    cat = Catalog(DocumentDirectory.of(tmp_path))
     for text in (KS, ddl):
         cat.execute(parse_statement(text), "ks")
     schema = cat.table("ks", "t")

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
@@ -29,7 +30,7 @@ TOO_LONG = "Key length of {} is longer than maximum of 65535"
 
 
 def _table(columns: str) -> TableSchema:
-    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     catalog.execute(parse_statement(KS), None)
     catalog.execute(parse_statement(f"CREATE TABLE ks.t ({columns})"), None)
     schema = catalog.table("ks", "t")

@@ -13,9 +13,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from cqlcdc.cdc.data_dir import load_generations
 from cqlcdc.cdc.log_writer import LogWriter, WriteInfo
-from cqlcdc.cdc.processor import load_generations, log_rows_to_arrow
+from cqlcdc.cdc.outputs import log_rows_to_arrow
 from cqlcdc.cql import parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
@@ -64,7 +66,7 @@ def _base_rows(schema: TableSchema, n: int) -> pa.Table:
 
 
 def _log_rows(schema: TableSchema, n: int) -> pa.Table:
-    generations = load_generations(Path(tempfile.mkdtemp()))
+    generations = load_generations(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     log = log_table_schema(schema)
     rows = []
     internal: list[tuple[int, bytes, int, int]] = []

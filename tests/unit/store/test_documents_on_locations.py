@@ -14,11 +14,12 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from cqlcdc.auth.roles import RoleStore
+from cqlcdc.cdc.data_dir import GENERATIONS_FILE, Truncations, load_generations
 from cqlcdc.cdc.feeds import FeedScans
-from cqlcdc.cdc.processor import GENERATIONS_FILE, CoreProcessor, Truncations, load_generations
+from cqlcdc.cdc.processor import CoreProcessor
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.cql import parse_statement
-from cqlcdc.documents import JsonDocument
+from cqlcdc.documents import DocumentDirectory, JsonDocument
 from cqlcdc.feed_reader import FeedConsumer, FeedReader
 from cqlcdc.location import Location
 from cqlcdc.schema import persist
@@ -78,12 +79,12 @@ def test_manifest(data_dir: Location) -> None:
 
 
 def test_catalog(data_dir: Location) -> None:
-    catalog = Catalog(data_dir)
+    catalog = Catalog(DocumentDirectory.of(data_dir))
     catalog.execute(parse_statement(KS), None)
     catalog.execute(parse_statement("CREATE TABLE ks.t (pk int PRIMARY KEY, v text)"), None)
-    again = Catalog(data_dir)
+    again = Catalog(DocumentDirectory.of(data_dir))
     assert again.table("ks", "t") == catalog.table("ks", "t")
-    assert persist.load_document(data_dir / persist.CATALOG_FILE) is not None
+    assert persist.load_document(DocumentDirectory.of(data_dir)) is not None
     catalog.execute(parse_statement("ALTER TABLE ks.t ADD w int"), None)
     again.reload()
     table = again.table("ks", "t")
@@ -127,41 +128,43 @@ def test_stopped_tables(data_dir: Location) -> None:
 
 def test_truncations_feed_scans_and_generations(data_dir: Location) -> None:
     data_dir.makedirs()
-    truncations = Truncations(data_dir)
+    truncations = Truncations(DocumentDirectory.of(data_dir))
     assert truncations.upto("t1") == 0
     truncations.truncate("t1", 17)
     assert truncations.upto("t1") == 17
     truncations.truncate("t1", 18)  # the writer sees its own change at once
     assert truncations.upto("t1") == 18
-    assert Truncations(data_dir).upto("t1") == 18  # and so does another reader
-    scans = FeedScans(data_dir)
+    assert (
+        Truncations(DocumentDirectory.of(data_dir)).upto("t1") == 18
+    )  # and so does another reader
+    scans = FeedScans(DocumentDirectory.of(data_dir))
     scans.put("t1", "f", first_seq=3, last_seq=None, step=1, tx_id=9)
-    assert FeedScans(data_dir).get("t1", "f") == {
+    assert FeedScans(DocumentDirectory.of(data_dir)).get("t1", "f") == {
         "first_seq": 3,
         "last_seq": None,
         "step": 1,
         "tx_id": 9,
     }
-    made = load_generations(data_dir, num_ranges=4, seed=1)
-    assert Generations.load_or_create(data_dir / GENERATIONS_FILE, 4, 1).generations == (
-        made.generations
-    )
+    made = load_generations(DocumentDirectory.of(data_dir), num_ranges=4, seed=1)
+    saved = JsonDocument(data_dir / GENERATIONS_FILE)
+    assert Generations.load_or_create(saved, 4, 1).generations == (made.generations)
     made.add(made.generations[-1].timestamp_ms + 1, seed=2)
-    made.save(data_dir / GENERATIONS_FILE)
-    assert len(load_generations(data_dir).generations) == 2
+    made.save(saved)
+    assert len(load_generations(DocumentDirectory.of(data_dir)).generations) == 2
 
 
 def test_a_pickled_processor_reads_the_same_documents(data_dir: Location) -> None:
-    """What an executor does: the processor travels as a Location and reads the catalog,
+    """What an executor does: the processor travels with its data directory's documents
+    (a DocumentDirectory over a Location) and reads the catalog,
     the generations and the truncations from the data directory itself."""
-    catalog = Catalog(data_dir)
+    catalog = Catalog(DocumentDirectory.of(data_dir))
     catalog.execute(parse_statement(KS), None)
     catalog.execute(parse_statement("CREATE TABLE ks.t (pk int PRIMARY KEY, v int)"), None)
-    load_generations(data_dir, num_ranges=4, seed=1)
-    processor = CoreProcessor(data_dir, catalog)
+    load_generations(DocumentDirectory.of(data_dir), num_ranges=4, seed=1)
+    processor = CoreProcessor(DocumentDirectory.of(data_dir), catalog)
     processor.truncations.truncate("t1", 5)
     remote = pickle.loads(pickle.dumps(processor))
-    assert remote.data_dir == data_dir
+    assert remote.data_dir == DocumentDirectory.of(data_dir)
     assert remote.truncations.upto("t1") == 5
     assert remote.generations.generations == processor.generations.generations
     assert remote.catalog.table("ks", "t") == catalog.table("ks", "t")
@@ -179,7 +182,7 @@ def test_a_document_written_by_another_process_is_read_again(data_dir: Location)
 
 
 def test_consumer_offsets(data_dir: Location) -> None:
-    catalog = Catalog(data_dir)
+    catalog = Catalog(DocumentDirectory.of(data_dir))
     catalog.execute(parse_statement(KS), None)
     catalog.execute(parse_statement("CREATE TABLE ks.t (pk int PRIMARY KEY, v int)"), None)
     catalog.execute(

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pytest
 
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import CorruptIngestFile
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
@@ -114,7 +115,7 @@ BULK_WRITES = [  # (prepared statement, its bound values per execution)
 
 
 def _schema() -> TableSchema:
-    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     catalog.execute(parse_statement(KS), None)
     catalog.execute(parse_statement(TABLE), None)
     schema = catalog.table("ks", "t")
@@ -415,7 +416,7 @@ def test_a_set_encodes_to_the_same_bytes_in_every_process() -> None:
 
 
 def test_a_value_of_every_cql_type_survives_the_encoding() -> None:
-    catalog = Catalog(Path(tempfile.mkdtemp()))
+    catalog = Catalog(DocumentDirectory.of(Path(tempfile.mkdtemp())))
     catalog.execute(parse_statement(KS), None)
     catalog.execute(parse_statement("CREATE TYPE ks.u (a int, b text)"), "ks")
     columns = {
