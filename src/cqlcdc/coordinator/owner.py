@@ -30,6 +30,7 @@ from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, l
 from cqlcdc.cdc.system_local import NodeInfo
 from cqlcdc.cdc.system_tables import SYSTEM_CATALOG, SYSTEM_KEYSPACES, system_table
 from cqlcdc.changefeed import parse_feed_options
+from cqlcdc.coordinator.clocks import WriteClocks
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.location import Location
@@ -43,7 +44,6 @@ from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_payload
 from cqlcdc.storage.select import ResultSet
 from cqlcdc.storage.token import bucket_of
-from cqlcdc.storage.uuids import SeededBits
 from cqlcdc.store.ingest import FailedAppends
 from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import IngestRecord
@@ -163,8 +163,6 @@ class Coordinator:
         # writes of CDC tables held for ScyllaDB's CDC counters until their append settles:
         # (last seq of their records, operation, how many), in seq order (only with metrics)
         self.cdc_operations: deque[tuple[int, Operation, int]] = deque()
-        self._last_ts = 0
-        self._last_now_us = 0
         # writes durable before this coordinator began (a crash between an append and its
         # commit) are applied once the engine runs: the first read waits for them too
         self._pending_seq = self.ingest.last_seq()
@@ -174,9 +172,8 @@ class Coordinator:
         self._scanners: list[threading.Thread] = []
         self.sweep_interval_s = 1.0
         self._sweep_error: Exception | None = None
-        # every write's random bits come from its seed (kept in its ingest record); the seeds
-        # themselves are a keyed stream, one urandom per coordinator instead of one per write
-        self._seeds = SeededBits(int.from_bytes(os.urandom(16), "big"), "write-seeds")
+        # write timestamps, the write clock and the seeds (call with ``lock`` held)
+        self.clocks = WriteClocks(int.from_bytes(os.urandom(16), "big"))
         self.last_write_ms: dict[str, int] = {}
         # bulk forms of prepared writes, by (query, keyspace, table_id, schema_version)
         self.bulk_plans: dict[tuple[str, str | None, str, int], Any] = {}
@@ -271,7 +268,9 @@ class Coordinator:
                 and stmt.action.timestamp is None
             ):
                 # the drop's timestamp from the writes' clock: every later write is newer
-                stmt = replace(stmt, action=replace(stmt.action, timestamp=self.timestamp_us()))
+                stmt = replace(
+                    stmt, action=replace(stmt.action, timestamp=self.clocks.timestamp_us())
+                )
             before = self._catalog
             catalog = before.copy()
             catalog.execute(stmt, keyspace)
@@ -353,32 +352,6 @@ class Coordinator:
         if self.data_dir.is_local:
             return self.data_dir.path / "spark.log"
         return Path(tempfile.gettempdir()) / f"cqlcdc-spark-{os.getpid()}.log"
-
-    # -- clocks ------------------------------------------------------------------------------
-
-    def timestamp_us(self) -> int:
-        """A monotonic microsecond clock, like the drivers' timestamp generator (call with
-        ``lock`` held)."""
-        now = time.time_ns() // 1000
-        self._last_ts = max(now, self._last_ts + 1)
-        return self._last_ts
-
-    def timestamps_us(self, count: int) -> int:
-        """The first of ``count`` consecutive write timestamps (call with ``lock`` held)."""
-        first = max(time.time_ns() // 1000, self._last_ts + 1)
-        self._last_ts = first + count - 1
-        return first
-
-    def now_us(self) -> int:
-        """A write's clock (TTL expiry, list keys, a feed's virtual-timestamp step), made
-        monotonic so virtual timestamps follow the order writes are applied in (call with
-        ``lock`` held)."""
-        self._last_now_us = max(time.time_ns() // 1000, self._last_now_us)
-        return self._last_now_us
-
-    def next_seed(self) -> int:
-        """The seed of a write's random bits (call with ``lock`` held)."""
-        return self._seeds.next64()
 
     # -- the one way into the ingest log ----------------------------------------------------
 
@@ -633,11 +606,12 @@ class Coordinator:
         self.flush()
         with self.lock:
             ts_ms = max(
-                self.timestamp_us() // 1000, self.generations.generations[-1].timestamp_ms + 1
+                self.clocks.timestamp_us() // 1000,
+                self.generations.generations[-1].timestamp_ms + 1,
             )
             self.generations.add(ts_ms, int.from_bytes(os.urandom(8), "big"))
             self.generations.save(self.data_dir / GENERATIONS_FILE)
-            self._last_ts = max(self._last_ts, ts_ms * 1000)
+            self.clocks.advance_to(ts_ms * 1000)
             return ts_ms
 
     def start_initial_scan(
@@ -661,7 +635,7 @@ class Coordinator:
             rows = snap.read(output, [("seq", ">", truncated)], ["pk", "token"])
             pks = sorted(set(zip(rows["pk"].to_pylist(), rows["token"].to_pylist(), strict=True)))
         with self.lock:
-            step = self.timestamp_us() // 1000
+            step = self.clocks.timestamp_us() // 1000
             tx_id = self.next_seq - 1
             self.processor.scans.put(
                 schema.table_id,
