@@ -19,7 +19,6 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,11 +30,10 @@ from cqlcdc.cdc.system_local import NodeInfo
 from cqlcdc.cdc.system_tables import SYSTEM_CATALOG, SYSTEM_KEYSPACES, system_table
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.coordinator.clocks import WriteClocks
+from cqlcdc.coordinator.group_commit import OBJECT_STORE_LINGER_S, GroupCommit
 from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, InvalidRequest, ServerError
 from cqlcdc.location import Location
-from cqlcdc.observe import events
-from cqlcdc.observe.cdc_operations import Operation
 from cqlcdc.pipeline.admission import admit
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.changes import SchemaEvent, schema_changes
@@ -44,7 +42,6 @@ from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_payload
 from cqlcdc.storage.select import ResultSet
 from cqlcdc.storage.token import bucket_of
-from cqlcdc.store.ingest import FailedAppends
 from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import IngestRecord
 
@@ -52,16 +49,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BUCKETS = 16
 WRITE_TIMEOUT_S = 120.0
-# backpressure: a writer acknowledged at durability waits while the pipeline is this far
-# behind (in writes, or in ingest files, each of which a micro-batch reads), so a backlog,
-# and the wait of the reads behind it, stays bounded
-MAX_UNAPPLIED_WRITES = 1_000_000
-# the longest an append to an object store waits for more writes while they keep coming,
-# and the gap without a new write that ends the wait: fewer, fuller PUTs under load, a
-# lone writer barely delayed (docs/performance.md)
-OBJECT_STORE_LINGER_S = 0.15
-GROUP_QUIET_S = 0.003
-MAX_UNAPPLIED_FILES = 400
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,26 +133,10 @@ class Coordinator:
         self.engine.start()
         self.ingest = self.engine.open_ingest_log()
         self.lock = threading.Lock()
-        self.next_seq = self.ingest.last_seq() + 1
-        # group commit: records wait here (in seq order) until one writer appends them all
-        self._queue: list[IngestRecord] = []
-        self._durable = threading.Condition()
-        self._durable_seq = self.ingest.last_seq()
-        self._file_ends: deque[int] = deque()  # last seq of each ingest file appended
-        self._appending = False
-        # group commit in an object store: how many records the next append should wait for
-        # (those of the last append, whose writers come back, and those queued meanwhile),
-        # and at most how long (a PUT costs per request: fewer, fuller appends)
-        self._group_target = 0
-        self._queued_writes = 0  # writes (seqs) queued since the last append took the queue
-        self.group_linger_s = 0.0 if self.data_dir.is_local else OBJECT_STORE_LINGER_S
-        self._failed_appends = FailedAppends()
-        # writes of CDC tables held for ScyllaDB's CDC counters until their append settles:
-        # (last seq of their records, operation, how many), in seq order (only with metrics)
-        self.cdc_operations: deque[tuple[int, Operation, int]] = deque()
-        # writes durable before this coordinator began (a crash between an append and its
-        # commit) are applied once the engine runs: the first read waits for them too
-        self._pending_seq = self.ingest.last_seq()
+        # the queue of records on their way into the ingest log, appended a group at a time
+        linger_s = 0.0 if self.data_dir.is_local else OBJECT_STORE_LINGER_S
+        self.group_commit = GroupCommit(self.ingest, self.lock, linger_s)
+        self.cdc_operations = self.group_commit.cdc_operations  # counted once appended
         self._swept: dict[str, int] | None = None  # sweeps.json, once read
         self.closed = False
         self.autoscan = True
@@ -189,6 +160,7 @@ class Coordinator:
         if self.closed:
             return
         self.closed = True
+        self.group_commit.close()
         self._stop.set()
         self._sweep_thread.join()
         try:
@@ -201,6 +173,7 @@ class Coordinator:
     def kill(self) -> None:
         """Stop without flushing, as a crash would (tests of what survives one)."""
         self.closed = True
+        self.group_commit.close()
         self._stop.set()
         self._sweep_thread.join()
         self.engine.stop()
@@ -377,124 +350,25 @@ class Coordinator:
             payload=payload,
         )
 
+    @property
+    def next_seq(self) -> int:
+        """The seq of the next write (read with ``lock`` held)."""
+        return self.group_commit.next_seq
+
     def append(self, records: Sequence[IngestRecord]) -> None:
         """Queue records for the ingest log: the one way in (call with ``lock`` held; seqs
         from ``next_seq`` on, increasing). They are durable once ``make_durable`` (or
-        ``wait``) returns for their last seq. A bulk chunk record stands for several writes
-        and carries its last write's seq, so the next seq follows the last record."""
-        if not records:
-            return
-        if records[0].seq < self.next_seq:
-            raise ServerError(f"ingest seq {records[0].seq} reused (next is {self.next_seq})")
-        self._queue.extend(records)
-        # writes, not records nor calls: a bulk chunk stands for many writes, and the
-        # linger waits for as many writers as the last append held (``_linger``)
-        self._queued_writes += records[-1].seq + 1 - self.next_seq
-        self.next_seq = records[-1].seq + 1
-        self._pending_seq = records[-1].seq
+        ``wait``) returns for their last seq (``GroupCommit.append``)."""
+        self.group_commit.append(records)
 
     def make_durable(self, seq: int) -> None:
         """Return once every record up to ``seq`` is durable in the ingest log (call without
-        ``lock`` held).
-
-        Group commit: the first caller to find records queued appends all of them as one
-        file while later callers wait for it, so concurrent writers share one append (and
-        the micro-batch reads one file instead of one per write).
-
-        An append that fails (a full disk) fails the writes it held, and only them: they
-        were never acknowledged, so their seqs stay a gap in the log (the pipeline goes by
-        seq order and needs no seq to be there), and the next append, once one succeeds,
-        takes the writes after them.
+        ``lock`` held); concurrent writers share one append (``GroupCommit.make_durable``).
 
         Raises:
             ServerError: the append holding ``seq`` failed.
         """
-        while True:
-            with self._durable:
-                while True:
-                    failure = self._failed_appends.failure_of(seq)
-                    if failure is not None:
-                        raise ServerError(f"Ingest append failed: {failure}") from failure
-                    if self._durable_seq >= seq:
-                        return
-                    if not self._appending:
-                        break
-                    self._durable.wait()
-                self._appending = True
-            error: BaseException | None = None
-            self._linger()
-            with self.lock:
-                batch, self._queue = self._queue, []
-                writes, self._queued_writes = self._queued_writes, 0
-            if not batch or batch[-1].seq < seq:
-                with self.lock:
-                    self._queue[:0] = batch  # put back: seq was never handed out
-                    self._queued_writes += writes
-                with self._durable:
-                    self._appending = False
-                    self._durable.notify_all()
-                raise ServerError(f"ingest seq {seq} was never queued")
-            try:
-                self.ingest.append(batch)
-            except BaseException as e:
-                error = e
-            with self._durable:
-                self._appending = False
-                if error is not None:
-                    self._failed_appends.add(batch[0].seq, batch[-1].seq, error)
-                else:
-                    self._durable_seq = batch[-1].seq
-                    self._file_ends.append(batch[-1].seq)
-                    with self.lock:
-                        self._group_target = writes + self._queued_writes
-                    events.group_committed(len(batch))
-                self._durable.notify_all()
-            self._settle_cdc_operations(batch[-1].seq, failed=error is not None)
-            if error is not None:
-                log.error(
-                    "ingest append of writes %d..%d failed (they are refused): %s",
-                    batch[0].seq,
-                    batch[-1].seq,
-                    error,
-                )
-                raise ServerError(f"Ingest append failed: {error}") from error
-
-    def _settle_cdc_operations(self, upto_seq: int, failed: bool) -> None:
-        """Count the held CDC operations whose records an append up to ``upto_seq`` took."""
-        if not self.cdc_operations:
-            return
-        settled = []
-        with self.lock:
-            while self.cdc_operations and self.cdc_operations[0][0] <= upto_seq:
-                settled.append(self.cdc_operations.popleft())
-        for _, op, times in settled:
-            events.cdc_operation(op, times, failed)
-
-    def _linger(self) -> None:
-        """Before an append to an object store, let the queue fill: wait until as many
-        writes are queued as there were writers at the last append (its own writers,
-        acknowledged and coming back, and those that queued behind it) and no new write
-        has come for ``GROUP_QUIET_S``, or at most ``group_linger_s``. A PUT costs per
-        request, so under load an append carries what arrived in up to that window (as
-        WarpStream batches produce requests into timed object writes); a lone writer
-        waits only the quiet gap. Without it concurrent writers split into cohorts that
-        alternate, each append part full. A local disk's append is cheap and never waits."""
-        if self.group_linger_s <= 0:
-            return
-        started = time.monotonic()
-        deadline = started + self.group_linger_s
-        count, changed = -1, started
-        while True:
-            with self.lock:
-                queued = self._queued_writes
-            now = time.monotonic()
-            if queued != count:
-                count, changed = queued, now
-            if now >= deadline:
-                return
-            if queued >= self._group_target and now - changed >= GROUP_QUIET_S:
-                return
-            time.sleep(0.001)
+        self.group_commit.make_durable(seq)
 
     # -- waiting -----------------------------------------------------------------------------
 
@@ -506,17 +380,15 @@ class Coordinator:
             err, self._sweep_error = self._sweep_error, None
             raise ServerError(f"TTL sweeper failed: {err}") from err
         while True:
-            with self._durable:
-                target = self._failed_appends.last_before(self._pending_seq)
+            target = self.group_commit.flush_target()
             if target <= 0:
                 return
             try:
                 self.wait(target)
                 return
             except ServerError:
-                with self._durable:
-                    if self._failed_appends.failure_of(target) is None:
-                        raise
+                if not self.group_commit.failed(target):
+                    raise
                 # the append this flush made for writes in flight failed: they are refused,
                 # so wait for the writes before them instead
 
@@ -529,16 +401,7 @@ class Coordinator:
             WriteTimeout: the pipeline did not catch up within ``WRITE_TIMEOUT_S``.
         """
         self.make_durable(seq)
-        committed = self.engine.committed_seq()
-        with self._durable:
-            while self._file_ends and self._file_ends[0] <= committed:
-                self._file_ends.popleft()
-            behind = len(self._file_ends)
-            target = 0
-            if behind > MAX_UNAPPLIED_FILES:  # wait until half of them are applied
-                target = self._file_ends[behind - MAX_UNAPPLIED_FILES // 2]
-        if seq - committed > MAX_UNAPPLIED_WRITES:
-            target = max(target, seq - MAX_UNAPPLIED_WRITES // 2)
+        target = self.group_commit.backlog_target(seq, self.engine.committed_seq())
         if target:
             self.engine.wait_for(target, WRITE_TIMEOUT_S)
 
