@@ -179,20 +179,20 @@ class Session:
         return self.coordinator.committed_version(table, self.keyspace)
 
     def new_cdc_generation(self) -> int:
-        """See ``Coordinator.new_cdc_generation``."""
-        return self.coordinator.new_cdc_generation()
+        """See ``BackgroundWrites.new_cdc_generation``."""
+        return self.coordinator.background.new_cdc_generation()
 
     def sweep_expired(self, now_s: int | None = None) -> int:
-        """See ``Coordinator.sweep_expired``."""
-        return self.coordinator.sweep_expired(now_s)
+        """See ``BackgroundWrites.sweep_expired``."""
+        return self.coordinator.background.sweep_expired(now_s)
 
     def tick_idle_feeds(self, now_ms: int | None = None) -> int:
-        """See ``Coordinator.tick_idle_feeds``."""
-        return self.coordinator.tick_idle_feeds(now_ms)
+        """See ``BackgroundWrites.tick_idle_feeds``."""
+        return self.coordinator.background.tick_idle_feeds(now_ms)
 
     def start_initial_scan(self, table: ast.QualifiedName, feed: str) -> InitialScan:
-        """See ``Coordinator.start_initial_scan``."""
-        return self.coordinator.start_initial_scan(table, feed, self.keyspace)
+        """See ``BackgroundWrites.start_initial_scan``."""
+        return self.coordinator.background.start_initial_scan(table, feed, self.keyspace)
 
     # -- execute -----------------------------------------------------------------------------
 

@@ -6,12 +6,7 @@ its parts, each in a module named for what it holds.
 >>> from cqlcdc.coordinator import Coordinator  # doctest: +SKIP
 """
 
-from cqlcdc.coordinator.owner import (
-    DEFAULT_BUCKETS,
-    WRITE_TIMEOUT_S,
-    Coordinator,
-    DdlOutcome,
-    InitialScan,
-)
+from cqlcdc.coordinator.background import InitialScan
+from cqlcdc.coordinator.owner import DEFAULT_BUCKETS, WRITE_TIMEOUT_S, Coordinator, DdlOutcome
 
 __all__ = ["DEFAULT_BUCKETS", "WRITE_TIMEOUT_S", "Coordinator", "DdlOutcome", "InitialScan"]

@@ -12,12 +12,9 @@ whole, so the sweeper, the micro-batches and reads each see one consistent catal
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -25,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from cqlcdc.auth import RoleStore
-from cqlcdc.cdc.processor import CoreProcessor, base_output, load_generations, log_output
+from cqlcdc.cdc.processor import CoreProcessor, load_generations, log_output
 from cqlcdc.cdc.system_local import NodeInfo
 from cqlcdc.cdc.system_tables import SYSTEM_CATALOG, SYSTEM_KEYSPACES, system_table
 from cqlcdc.changefeed import parse_feed_options
+from cqlcdc.coordinator.background import BackgroundWrites
 from cqlcdc.coordinator.clocks import WriteClocks
 from cqlcdc.coordinator.group_commit import OBJECT_STORE_LINGER_S, GroupCommit
 from cqlcdc.cql import ast
@@ -39,13 +37,10 @@ from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.changes import SchemaEvent, schema_changes
 from cqlcdc.schema.describe import describe_statement
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.codec import ScanRequest, SweepRequest, TickRequest, encode_payload
 from cqlcdc.storage.select import ResultSet
 from cqlcdc.storage.token import bucket_of
 from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import IngestRecord
-
-log = logging.getLogger(__name__)
 
 DEFAULT_BUCKETS = 16
 WRITE_TIMEOUT_S = 120.0
@@ -137,21 +132,18 @@ class Coordinator:
         linger_s = 0.0 if self.data_dir.is_local else OBJECT_STORE_LINGER_S
         self.group_commit = GroupCommit(self.ingest, self.lock, linger_s)
         self.cdc_operations = self.group_commit.cdc_operations  # counted once appended
-        self._swept: dict[str, int] | None = None  # sweeps.json, once read
         self.closed = False
+        # the background writes' knobs: run a new feed's initial scan by itself, and how
+        # often the sweeper sweeps expired partitions and ticks idle feeds
         self.autoscan = True
-        self._scanners: list[threading.Thread] = []
         self.sweep_interval_s = 1.0
-        self._sweep_error: Exception | None = None
         # write timestamps, the write clock and the seeds (call with ``lock`` held)
         self.clocks = WriteClocks(int.from_bytes(os.urandom(16), "big"))
         self.last_write_ms: dict[str, int] = {}
         # bulk forms of prepared writes, by (query, keyspace, table_id, schema_version)
         self.bulk_plans: dict[tuple[str, str | None, str, int], Any] = {}
-        self._last_tick_ms: dict[str, int] = {}
-        self._stop = threading.Event()
-        self._sweep_thread = threading.Thread(target=self._sweeper, name="ttl-sweeper", daemon=True)
-        self._sweep_thread.start()
+        self.background = BackgroundWrites(self)
+        self.background.start()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -161,11 +153,9 @@ class Coordinator:
             return
         self.closed = True
         self.group_commit.close()
-        self._stop.set()
-        self._sweep_thread.join()
+        self.background.stop()
         try:
-            for thread in self._scanners:
-                thread.join()
+            self.background.join_scans()
             self.flush()
         finally:
             self.engine.stop()
@@ -174,8 +164,7 @@ class Coordinator:
         """Stop without flushing, as a crash would (tests of what survives one)."""
         self.closed = True
         self.group_commit.close()
-        self._stop.set()
-        self._sweep_thread.join()
+        self.background.stop()
         self.engine.stop()
 
     def check_open(self) -> None:
@@ -229,7 +218,7 @@ class Coordinator:
                 if stopped is not None:
                     raise stopped.refusal(self.data_dir)
         if isinstance(stmt, ast.AlterTable) and isinstance(stmt.action, ast.DisableChangefeed):
-            self._check_not_scanning(stmt.name, stmt.action.name, keyspace)
+            self.background.check_not_scanning(stmt.name, stmt.action.name, keyspace)
         if isinstance(stmt, ast.Describe):
             # of the current snapshot (no one mutates it); listings include the system
             # keyspaces and tables, which the catalog does not hold, and they are described
@@ -256,56 +245,16 @@ class Coordinator:
         )
         if ttl_on:
             assert isinstance(stmt, ast.AlterTable)
-            self._sweep_every_partition(self.table(stmt.name, keyspace))
+            self.background.sweep_every_partition(self.table(stmt.name, keyspace))
         if scan is not None:
             # writes validated before the ADD (appended by other connections after the flush
             # above) are not changes of the new feed: commit them so the scan's snapshot holds
             # their partitions
             self.flush()
-            scanner = self.start_initial_scan(scan[0], scan[1], keyspace)
+            scanner = self.background.start_initial_scan(scan[0], scan[1], keyspace)
             if self.autoscan:
-                scanner.run_in_background()
+                self.background.run_in_background(scanner)
         return outcome
-
-    def _sweep_every_partition(self, schema: TableSchema) -> None:
-        """After ``ALTER TABLE ... TTL e``: a sweep of every partition at the next second,
-        so rows written before (no write scheduled them) expire as ScyllaDB's scanner
-        expires them; each sweep schedules its partition's next expiration."""
-        snap = self.engine.snapshot()
-        output = base_output(schema)
-        if snap.version_of(output) is None:
-            return
-        truncated = self.processor.truncations.upto(schema.table_id)
-        rows = snap.read(output, [("seq", ">", truncated)], ["pk", "token"])
-        pks = sorted(set(zip(rows["pk"].to_pylist(), rows["token"].to_pylist(), strict=True)))
-        if not pks:
-            return
-        payload = encode_payload(SweepRequest(int(time.time())))
-        with self.lock:
-            records = [
-                self.record(schema, token, pk, payload, self.next_seq + i)
-                for i, (pk, token) in enumerate(pks)
-            ]
-            self.append(records)
-            last = self.next_seq - 1
-        self.make_durable(last)
-
-    def _check_not_scanning(
-        self, table: ast.QualifiedName, feed: str, keyspace: str | None
-    ) -> None:
-        """YDB disables only a Ready feed: one whose initial scan is still appending its scan
-        records (state Scan) is refused, as YDB refuses it. (Once they are all appended, the
-        flush before the DDL has applied them.)"""
-        from cqlcdc.cdc.feeds import table_feeds
-
-        schema = self.table(table, keyspace)
-        for f in table_feeds(schema):
-            scan = self.processor.scans.get(schema.table_id, f.topic)
-            if f.name == feed and scan is not None and scan["last_seq"] is None:
-                raise InvalidRequest(
-                    f"Cannot switch state of changefeed {feed}: from Scan to Disabled "
-                    f"(its initial scan is not finished)"
-                )
 
     def truncate(self, stmt: ast.Truncate, keyspace: str | None) -> None:
         """Empty the base table (not its CDC log), after every earlier write."""
@@ -376,9 +325,7 @@ class Coordinator:
         """Wait until every write acknowledged to the ingest log is committed. A write whose
         append failed was never acknowledged and is not waited for, so reads of committed
         data go on while the disk is full."""
-        if self._sweep_error is not None:
-            err, self._sweep_error = self._sweep_error, None
-            raise ServerError(f"TTL sweeper failed: {err}") from err
+        self.background.raise_failure()
         while True:
             target = self.group_commit.flush_target()
             if target <= 0:
@@ -456,170 +403,6 @@ class Coordinator:
         ]
         return ResultSet(["[applied]", *names], [native_type("boolean"), *types], rows)
 
-    # -- CDC generations, initial scans, TTL sweeps, clock ticks -----------------------------
-
-    def new_cdc_generation(self) -> int:
-        """Start a new CDC generation now: later writes go to fresh stream ids.
-
-        Earlier writes keep their streams; clients find both generations through
-        ``system_distributed.cdc_generation_timestamps``. Returns its timestamp (ms).
-        """
-        from cqlcdc.cdc.processor import GENERATIONS_FILE
-
-        self.flush()
-        with self.lock:
-            ts_ms = max(
-                self.clocks.timestamp_us() // 1000,
-                self.generations.generations[-1].timestamp_ms + 1,
-            )
-            self.generations.add(ts_ms, int.from_bytes(os.urandom(8), "big"))
-            self.generations.save(self.data_dir / GENERATIONS_FILE)
-            self.clocks.advance_to(ts_ms * 1000)
-            return ts_ms
-
-    def start_initial_scan(
-        self, table: ast.QualifiedName, feed: str, keyspace: str | None = None
-    ) -> InitialScan:
-        """Begin exporting the rows a new feed's table holds now (YDB's initial scan).
-
-        Scan records, one per base partition, enter the ingest log in chunks while other
-        writes go on; ``InitialScan.step()`` appends the next chunk (the background thread
-        calls it until done).
-        """
-        from cqlcdc.cdc.feeds import table_feeds
-
-        schema = self.table(table, keyspace)
-        topic = next(f.topic for f in table_feeds(schema) if f.name == feed)
-        snap = self.engine.snapshot()
-        pks: list[tuple[bytes, int]] = []
-        output = base_output(schema)
-        if snap.version_of(output) is not None:
-            truncated = self.processor.truncations.upto(schema.table_id)
-            rows = snap.read(output, [("seq", ">", truncated)], ["pk", "token"])
-            pks = sorted(set(zip(rows["pk"].to_pylist(), rows["token"].to_pylist(), strict=True)))
-        with self.lock:
-            step = self.clocks.timestamp_us() // 1000
-            tx_id = self.next_seq - 1
-            self.processor.scans.put(
-                schema.table_id,
-                topic,
-                first_seq=self.next_seq,
-                last_seq=None,
-                step=step,
-                tx_id=tx_id,
-            )
-        return InitialScan(self, schema, topic, pks, step, tx_id)
-
-    def sweep_expired(self, now_s: int | None = None) -> int:
-        """Report TTL expiry to feeds with ``EXPIRY_EVENTS``: one sweep record per partition
-        and expiry second that has passed (the background sweeper calls this every second).
-
-        Returns the number of sweep records appended.
-        """
-        from cqlcdc.cdc.feeds import active_feeds
-        from cqlcdc.cdc.processor import expiry_output
-
-        now = int(time.time()) if now_s is None else now_s
-        path = self.data_dir / "sweeps.json"
-        if self._swept is None:  # read once: this process is the file's one writer
-            text = path.read_text()
-            self._swept = json.loads(text) if text else {}
-        swept = dict(self._swept)
-        swept_before = dict(swept)  # the file is rewritten only when a sweep moved on
-        snap = self.engine.snapshot()
-        appended = 0
-        with self.lock:
-            for schema in self._catalog.tables():
-                # feeds with EXPIRY_EVENTS, and per-row TTL tables (their expiration deletes)
-                if schema.ttl_column is None and not any(
-                    f.options.ttl_expiry_events for f in active_feeds(schema)
-                ):
-                    continue
-                if schema.table_id in self.engine.stopped:
-                    continue
-                output = expiry_output(schema.table_id)
-                if snap.version_of(output) is None:
-                    continue
-                since = swept.get(schema.table_id, 0)
-                due = snap.read(output, [("expiry_s", ">", since), ("expiry_s", "<=", now)])
-                pairs = sorted(
-                    set(
-                        zip(
-                            due["expiry_s"].to_pylist(),
-                            due["pk"].to_pylist(),
-                            due["token"].to_pylist(),
-                            strict=True,
-                        )
-                    )
-                )
-                records = [
-                    self.record(
-                        schema, token, pk, encode_payload(SweepRequest(expiry_s)), self.next_seq + i
-                    )
-                    for i, (expiry_s, pk, token) in enumerate(pairs)
-                ]
-                if records:
-                    self.append(records)
-                    appended += len(records)
-                    swept[schema.table_id] = now
-            last = self.next_seq - 1
-        if appended:
-            self.make_durable(last)
-        if swept != swept_before:
-            path.write_atomically(json.dumps(swept))
-            self._swept = swept
-        return appended
-
-    def tick_idle_feeds(self, now_ms: int | None = None) -> int:
-        """Let feeds with BARRIERS_INTERVAL emit barriers while their table is idle: one clock
-        tick record per table that had no write for an interval. Returns ticks appended."""
-        from cqlcdc.cdc.feeds import active_feeds
-        from cqlcdc.cdc.processor import TICK_PK
-        from cqlcdc.storage.token import MIN_TOKEN
-
-        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-        with self.lock:
-            records: list[IngestRecord] = []
-            for schema in self._catalog.tables():
-                intervals = [
-                    f.options.barriers_interval_ms
-                    for f in active_feeds(schema)
-                    if f.options.barriers_interval_ms
-                ]
-                if not intervals or schema.table_id in self.engine.stopped:
-                    continue
-                interval = max(min(intervals), 1000)
-                last = max(
-                    self.last_write_ms.get(schema.table_id, 0),
-                    self._last_tick_ms.get(schema.table_id, 0),
-                )
-                if now - last < interval:
-                    continue
-                payload = encode_payload(TickRequest(now))
-                tick = self.record(
-                    schema, MIN_TOKEN, TICK_PK, payload, self.next_seq + len(records)
-                )
-                records.append(tick)
-                self._last_tick_ms[schema.table_id] = now
-            self.append(records)
-        if records:
-            self.make_durable(records[-1].seq)
-        return len(records)
-
-    def _sweeper(self) -> None:
-        while not self._stop.wait(self.sweep_interval_s):
-            try:
-                self.sweep_expired()
-                self.tick_idle_feeds()
-            except Exception as e:
-                if isinstance(e, OSError) or isinstance(e.__cause__, OSError):
-                    # the disk (full): nothing was written, the next interval tries again
-                    log.warning("TTL sweep not written, tried again in %gs: %s",
-                                self.sweep_interval_s, e)  # fmt: skip
-                    continue
-                self._sweep_error = e  # surfaced by the next flush(), never dropped
-                return
-
     # -- reads -------------------------------------------------------------------------------
 
     def table_location(self, table: str, keyspace: str | None = None) -> Location:
@@ -651,68 +434,6 @@ class Coordinator:
         return self.engine.snapshot().version_of(log_output(base))
 
 
-class InitialScan:
-    """Appends the scan records of one feed's initial scan, a chunk at a time (``feed`` is
-    the topic of the feed's incarnation)."""
-
-    def __init__(
-        self,
-        coordinator: Coordinator,
-        schema: TableSchema,
-        feed: str,
-        partitions: list[tuple[bytes, int]],
-        step: int,
-        tx_id: int,
-        chunk: int = 256,
-    ) -> None:
-        self.coordinator = coordinator
-        self.schema = schema
-        self.feed = feed
-        self.pending = list(partitions)
-        self.step_ms = step
-        self.tx_id = tx_id
-        self.chunk = chunk
-        self.done = False
-
-    def step(self, count: int | None = None) -> int:
-        """Append scan records for the next ``count`` partitions (default: one chunk)."""
-        c = self.coordinator
-        take = self.pending[: count or self.chunk]
-        del self.pending[: len(take)]
-        with c.lock:
-            payload = encode_payload(ScanRequest(self.feed, self.step_ms, self.tx_id, self.step_ms))
-            records = [
-                c.record(self.schema, token, pk, payload, c.next_seq + i)
-                for i, (pk, token) in enumerate(take)
-            ]
-            c.append(records)
-            if not self.pending and not self.done:
-                self.done = True
-                scans = c.processor.scans
-                entry = scans.get(self.schema.table_id, self.feed) or {}
-                scans.put(
-                    self.schema.table_id,
-                    self.feed,
-                    first_seq=int(entry.get("first_seq") or c.next_seq),
-                    last_seq=c.next_seq - 1,
-                    step=self.step_ms,
-                    tx_id=self.tx_id,
-                )
-        if records:
-            c.make_durable(records[-1].seq)
-        return len(take)
-
-    def run(self) -> None:
-        while not self.done:
-            self.step()
-
-    def run_in_background(self) -> threading.Thread:
-        thread = threading.Thread(target=self.run, name=f"initial-scan-{self.feed}", daemon=True)
-        thread.start()
-        self.coordinator._scanners.append(thread)
-        return thread
-
-
 def _host_id(data_dir: Location) -> uuid.UUID:
     """The data directory's host id: made once, the same on every restart."""
     path = data_dir / "host_id"
@@ -724,4 +445,4 @@ def _host_id(data_dir: Location) -> uuid.UUID:
     return host_id
 
 
-__all__ = ["DEFAULT_BUCKETS", "WRITE_TIMEOUT_S", "Coordinator", "DdlOutcome", "InitialScan"]
+__all__ = ["DEFAULT_BUCKETS", "WRITE_TIMEOUT_S", "Coordinator", "DdlOutcome"]
