@@ -30,14 +30,13 @@ from cqlcdc.coordinator.background import BackgroundWrites
 from cqlcdc.coordinator.clocks import WriteClocks
 from cqlcdc.coordinator.group_commit import OBJECT_STORE_LINGER_S, GroupCommit
 from cqlcdc.cql import ast
-from cqlcdc.errors import CqlError, InvalidRequest, ServerError
+from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.location import Location
 from cqlcdc.pipeline.admission import admit
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.changes import SchemaEvent, schema_changes
 from cqlcdc.schema.describe import describe_statement
 from cqlcdc.schema.model import TableSchema
-from cqlcdc.storage.select import ResultSet
 from cqlcdc.storage.token import bucket_of
 from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import IngestRecord
@@ -356,52 +355,6 @@ class Coordinator:
         """Return once the write with ``seq`` is committed (durable first, then applied)."""
         self.make_durable(seq)
         self.engine.wait_for(seq, WRITE_TIMEOUT_S)
-
-    def pipeline_errors(self, first: int, last: int) -> dict[int, CqlError]:
-        """Errors the pipeline recorded for writes ``first..last`` (e.g. a list index)."""
-        snap = self.engine.snapshot()
-        if snap.version_of("errors") is None:
-            return {}
-        window: list[tuple[str, str, Any]] = [("seq", ">=", first), ("seq", "<=", last)]
-        errs = snap.read("errors", window, prune=window)  # files by their seq statistics
-        out: dict[int, CqlError] = {}
-        for row in errs.sort_by("seq").to_pylist():
-            cls = CqlError.by_code.get(row["code"], InvalidRequest)
-            out[row["seq"]] = cls(row["message"])
-        return out
-
-    def conditional_result(self, stmt: ast.Statement, seq: int, keyspace: str | None) -> ResultSet:
-        """The result set of the conditional write committed as ``seq``: ScyllaDB's
-        ``[applied]`` and the old row's columns, one row per statement
-        (``cqlcdc.storage.conditions``)."""
-        from cqlcdc.cdc.processor import OUTCOMES
-        from cqlcdc.storage.conditions import result_columns
-        from cqlcdc.types import native_type
-
-        statements = stmt.statements if isinstance(stmt, ast.Batch) else (stmt,)
-        writes = [s for s in statements if isinstance(s, ast.Insert | ast.Update | ast.Delete)]
-        schema = self.table(writes[0].table, keyspace)
-        names = list(result_columns(schema, writes, isinstance(stmt, ast.Batch)))
-        types = [c.type.frozen() for n in names if (c := schema.column(n)) is not None]
-        snap = self.engine.snapshot()
-        if snap.version_of(OUTCOMES) is None:
-            raise ServerError(f"The outcome of conditional write seq={seq} was not recorded")
-        window: list[tuple[str, str, Any]] = [("seq", ">=", seq), ("seq", "<=", seq)]
-        found = snap.read(OUTCOMES, window, prune=window).to_pylist()
-        if not found:
-            raise ServerError(f"The outcome of conditional write seq={seq} was not recorded")
-        outcome = found[0]
-        rows = [
-            (
-                outcome["applied"],
-                *(
-                    None if cell is None else ctype.deserialize(cell)
-                    for cell, ctype in zip(row, types, strict=True)
-                ),
-            )
-            for row in outcome["rows"]
-        ]
-        return ResultSet(["[applied]", *names], [native_type("boolean"), *types], rows)
 
     # -- reads -------------------------------------------------------------------------------
 
