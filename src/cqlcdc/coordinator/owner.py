@@ -1,10 +1,12 @@
-"""The coordinator of one data directory: the engine, the lock, seqs, clocks, the catalog.
+"""The coordinator of one data directory: the engine, the lease, the lock, the catalog.
 
 A process opens a data directory once, as one ``Coordinator``; sessions (``cqlcdc.Session``)
 are cheap facades over it, one per connection, holding only a current keyspace and their
 prepared statements. Every ingest record enters the log through ``Coordinator.append``,
 under one lock, so seqs reach the log in order; DDL builds a new catalog and swaps it in
-whole, so the sweeper, the micro-batches and reads each see one consistent catalog.
+whole, so the sweeper, the micro-batches and reads each see one consistent catalog. Its
+parts: the write clocks (``clocks``), the group commit of ingest appends
+(``group_commit``), the writes no client sent (``background``).
 
 >>> coordinator = Coordinator("/tmp/cqlcdc-demo")  # doctest: +SKIP
 >>> session = Session(coordinator, keyspace="ks")  # doctest: +SKIP  (cqlcdc.session)
