@@ -35,8 +35,8 @@ STAGES = (DECODE, BIND, ENCODE, DISPATCH, COMBINER, APPEND, ACKS, BATCH, PY4J, H
 _BY_MODULE: tuple[tuple[str, tuple[str, ...]], ...] = (
     (BATCH, ("cqlcdc/pipeline/", "cqlcdc/store/commit.py", "cqlcdc/store/compaction.py")),
     (APPEND, ("cqlcdc/store/ingest.py", "cqlcdc/store/durable.py", "cqlcdc/store/records.py")),
-    (APPEND, ("cqlcdc/coordinator.py:append", "cqlcdc/coordinator.py:acknowledge")),
-    (APPEND, ("cqlcdc/coordinator.py:make_durable",)),
+    (APPEND, ("cqlcdc/coordinator/group_commit.py",)),
+    (APPEND, ("cqlcdc/coordinator/owner.py:append", "cqlcdc/coordinator/owner.py:acknowledge")),
     (ACKS, ("cqlcdc/server/combiner.py:_acknowledge",)),
     # the combiner binds a group's values column-wise: that part is the bind
     (BIND, ("cqlcdc/storage/bulk.py:bound_columns", "cqlcdc/server/binds.py")),

@@ -30,6 +30,7 @@ from cqlcdc.reads import select
 from cqlcdc.rows import Row as Row  # re-exported: callers import both from here
 from cqlcdc.rows import Rows as Rows
 from cqlcdc.types.arrow import to_pylist
+from cqlcdc.write_outcomes import conditional_result, pipeline_errors
 from cqlcdc.writes import (
     Parameters,
     arrow_records,
@@ -179,20 +180,20 @@ class Session:
         return self.coordinator.committed_version(table, self.keyspace)
 
     def new_cdc_generation(self) -> int:
-        """See ``Coordinator.new_cdc_generation``."""
-        return self.coordinator.new_cdc_generation()
+        """See ``BackgroundWrites.new_cdc_generation``."""
+        return self.coordinator.background.new_cdc_generation()
 
     def sweep_expired(self, now_s: int | None = None) -> int:
-        """See ``Coordinator.sweep_expired``."""
-        return self.coordinator.sweep_expired(now_s)
+        """See ``BackgroundWrites.sweep_expired``."""
+        return self.coordinator.background.sweep_expired(now_s)
 
     def tick_idle_feeds(self, now_ms: int | None = None) -> int:
-        """See ``Coordinator.tick_idle_feeds``."""
-        return self.coordinator.tick_idle_feeds(now_ms)
+        """See ``BackgroundWrites.tick_idle_feeds``."""
+        return self.coordinator.background.tick_idle_feeds(now_ms)
 
     def start_initial_scan(self, table: ast.QualifiedName, feed: str) -> InitialScan:
-        """See ``Coordinator.start_initial_scan``."""
-        return self.coordinator.start_initial_scan(table, feed, self.keyspace)
+        """See ``BackgroundWrites.start_initial_scan``."""
+        return self.coordinator.background.start_initial_scan(table, feed, self.keyspace)
 
     # -- execute -----------------------------------------------------------------------------
 
@@ -283,11 +284,11 @@ class Session:
             c.acknowledge(last)
             return Rows()
         c.wait(last)
-        errors = c.pipeline_errors(first, last)
+        errors = pipeline_errors(c, first, last)
         if errors:
             raise errors[min(errors)]
         if conditional_write(stmt):  # one record: its outcome is the result
-            return Rows(c.conditional_result(stmt, last, self.keyspace))
+            return Rows(conditional_result(c, stmt, last, self.keyspace))
         return Rows()
 
     def execute_many(
@@ -373,12 +374,12 @@ class Session:
             c.append(batch)
         if batch and (wait or needs_state):
             c.wait(batch[-1].seq)
-            errors = c.pipeline_errors(batch[0].seq, batch[-1].seq)
+            errors = pipeline_errors(c, batch[0].seq, batch[-1].seq)
             for seq, err in errors.items():
                 results[slot_of_seq[seq]] = err
             for slot, stmt, seq in conditionals:
                 if seq not in errors:
-                    results[slot] = Rows(c.conditional_result(stmt, seq, self.keyspace))
+                    results[slot] = Rows(conditional_result(c, stmt, seq, self.keyspace))
         elif batch:
             c.acknowledge(batch[-1].seq)
         return results

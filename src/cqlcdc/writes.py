@@ -186,9 +186,9 @@ def row_records(
         The records, and whether the write's outcome depends on the state (a list index,
         a condition), so its caller must wait for it to learn its error or result.
     """
-    seed = coordinator.next_seed()
-    now_us = coordinator.now_us()
-    ctx = WriteContext(coordinator.timestamp_us(), now_us, seed, bindings=parameters)
+    seed = coordinator.clocks.next_seed()
+    now_us = coordinator.clocks.now_us()
+    ctx = WriteContext(coordinator.clocks.timestamp_us(), now_us, seed, bindings=parameters)
     plan = plan_write(lambda name: coordinator.table(name, keyspace), stmt, ctx)
     records = []
     seq = coordinator.next_seq if first_seq is None else first_seq
@@ -331,8 +331,8 @@ def chunk_records(
     if not keys_usable(schema, merged):
         return None
     n = len(which)
-    now_us = coordinator.now_us()
-    first_ts = coordinator.timestamps_us(n)
+    now_us = coordinator.clocks.now_us()
+    first_ts = coordinator.clocks.timestamps_us(n)
     timestamps = np.arange(first_ts, first_ts + n, dtype=np.int64)
     if timestamps_us is not None and not _is_counter(schema):
         given = np.array([t is not None for t in timestamps_us], np.bool_)
@@ -340,7 +340,7 @@ def chunk_records(
     for i, plan in enumerate(bulk_statements):
         if plan.timestamp is not None:
             timestamps[which == i] = plan.timestamp
-    base_seed = np.uint64(coordinator.next_seed())
+    base_seed = np.uint64(coordinator.clocks.next_seed())
     with np.errstate(over="ignore"):
         seeds = splitmix64(base_seed + np.arange(n, dtype=np.uint64))
     writes = ChunkWrites(bulk_statements, which, merged, timestamps, seeds)

@@ -291,13 +291,13 @@ def test_a_new_incarnation_scans_again(session: Any, capsys: Any) -> None:
     s.execute_many([f"INSERT INTO ks.kv (pk, v) VALUES ({i}, {i})" for i in (1, 2)])
     scan = ", INITIAL_SCAN = TRUE"
     s.execute(ADD_F.format(scan))
-    s.coordinator._scanners[-1].join()
+    s.coordinator.background.join_scans()
     s.execute("UPDATE ks.kv SET v = 20 WHERE pk = 2")
     s.flush()
     assert len(cli_read(s.data_dir, "ks.kv/f", capsys)) == 3
     s.execute(DROP_F)
     s.execute(ADD_F.format(scan))
-    s.coordinator._scanners[-1].join()
+    s.coordinator.background.join_scans()
     s.flush()
     lines = cli_read(s.data_dir, "ks.kv/f", capsys)
     assert [m["offset"] for m in lines] == [0, 1]

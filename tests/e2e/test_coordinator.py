@@ -131,7 +131,7 @@ def test_writes_acknowledged_at_durability_wait_when_the_pipeline_is_far_behind(
     """Backpressure: a write acknowledged once durable (``wait=False``, as the server
     acknowledges) waits while the pipeline is more than the bound behind, so the backlog,
     and the reads waiting behind it, stay bounded; the system tables answer at once."""
-    import cqlcdc.coordinator as coordinator_module
+    import cqlcdc.coordinator.group_commit as coordinator_module
 
     monkeypatch.setattr(coordinator_module, "MAX_UNAPPLIED_FILES", 6)
     monkeypatch.setattr(coordinator_module, "MAX_UNAPPLIED_WRITES", 10)

@@ -23,6 +23,7 @@ from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.loader import load
 from cqlcdc.storage.token import murmur3_token
 from cqlcdc.store.records import IngestRecord
+from cqlcdc.write_outcomes import pipeline_errors
 from cqlcdc.writes import row_records
 
 pytestmark = pytest.mark.spark
@@ -185,7 +186,7 @@ def test_a_record_the_core_cannot_apply_stops_its_table_until_recover_skips_it(
     with pytest.raises(ServerError, match=r"Table ks\.u is stopped: write seq=") as info:
         s.execute("INSERT INTO ks.u (pk, v) VALUES (3, 3)")
     assert f"cqlcdc recover --data-dir {data}" in info.value.message
-    errors = c.pipeline_errors(bad.seq, good.seq)
+    errors = pipeline_errors(c, bad.seq, good.seq)
     assert set(errors) == {bad.seq, good.seq}
     assert f"cannot apply ingest record seq={bad.seq} (table ks.u" in errors[bad.seq].message
     s.close()

@@ -40,7 +40,7 @@ def test_stages_by_module_with_the_caller_first() -> None:
     assert stage_of(pool) == HANDOFF
     combiner = ["_run (cqlcdc/server/combiner.py:117)", "_bulk (cqlcdc/server/combiner.py:150)"]
     assert stage_of([*combiner, "bulk_records (cqlcdc/storage/bulk.py:40)"]) == COMBINER
-    assert stage_of([*combiner, "append (cqlcdc/coordinator.py:392)"]) == APPEND
+    assert stage_of([*combiner, "make_durable (cqlcdc/coordinator/group_commit.py:150)"]) == APPEND
     assert stage_of([*combiner, "bound_columns (cqlcdc/storage/bulk.py:90)"]) == BIND
     acks = ["_acknowledge (cqlcdc/server/combiner.py:170)"]
     assert stage_of([*acks, "append (cqlcdc/store/ingest.py:330)"]) == APPEND

@@ -34,6 +34,7 @@ from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError
 from cqlcdc.session import PreparedStatement, Session
 from cqlcdc.store.records import IngestRecord
+from cqlcdc.write_outcomes import pipeline_errors
 from cqlcdc.writes import bulk_records, row_records
 
 if TYPE_CHECKING:
@@ -246,7 +247,7 @@ class WriteCombiner:
                 self._acks.notify()
             return
         c.wait(batch[-1].seq)
-        errors = c.pipeline_errors(batch[0].seq, batch[-1].seq)
+        errors = pipeline_errors(c, batch[0].seq, batch[-1].seq)
         for seq, err in errors.items():
             slot_of_seq[seq].done.set_exception(err)
         for w in queued:
