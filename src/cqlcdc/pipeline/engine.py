@@ -36,7 +36,7 @@ from cqlcdc.cdc.processor import ERRORS_SCHEMA
 from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
 from cqlcdc.location import Location
 from cqlcdc.observe import events
-from cqlcdc.pipeline import ingest_source
+from cqlcdc.pipeline import ingest_source, tip_pacing
 from cqlcdc.pipeline.bucket_tasks import (
     FileTask,
     executor_min_bytes,
@@ -52,6 +52,7 @@ from cqlcdc.pipeline.failures import (
     backoff_s,
     classify,
 )
+from cqlcdc.pipeline.tip_pacing import TipPacer
 from cqlcdc.store.commit import (
     DataFile,
     Manifest,
@@ -93,12 +94,6 @@ INGEST_DDL = (
     "seq BIGINT NOT NULL, table_id STRING NOT NULL, schema_version INT NOT NULL, "
     "bucket INT NOT NULL, token BIGINT NOT NULL, pk BINARY NOT NULL, payload BINARY NOT NULL"
 )
-# On an object store a micro-batch costs requests whatever it holds (a data file per output,
-# a Delta commit per output, the manifest, batch.json: each a PUT at tens of milliseconds),
-# so the source is shown new writes at most this often, unless someone waits for them (a
-# read after a write, backpressure): then at once. A local disk's batches cost no requests
-# and go as soon as the last one ends (0). ``CQLCDC_BATCH_INTERVAL_S`` overrides it.
-OBJECT_STORE_BATCH_INTERVAL_S = 2.0
 # In an object store the ingest files a batch committed are deleted once this many are
 # done with (one DeleteObjects request for them all), not after every batch: a request
 # per batch would cost as much as the batch's manifest. A local disk trims every batch.
@@ -170,19 +165,9 @@ class Engine:
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint_dir = self.scratch_dir / "checkpoint"
         self.tip = self.scratch_dir / "tip"
-        if batch_interval_s is None:
-            default = 0.0 if self.data_dir.is_local else OBJECT_STORE_BATCH_INTERVAL_S
-            batch_interval_s = float(os.environ.get("CQLCDC_BATCH_INTERVAL_S", default))
-        self.batch_interval_s = batch_interval_s
-        # the tip as written (what the source may take), the log's end as appended, and the
-        # highest seq someone waits for; a timer thread moves the tip on the interval
-        self._tip_cond = threading.Condition()
-        self._tip_seq = -1
-        self._tip_time = 0.0
-        self._log_end = 0
-        self._wanted = 0
-        self._tip_timer: threading.Thread | None = None
-        self._tip_stopping = False
+        self.pacer = TipPacer(
+            self.tip, tip_pacing.batch_interval_s(self.data_dir, batch_interval_s)
+        )
         self._ran_batch = threading.Event()  # the query has run a batch since start
         self.processor = processor
         self.spark = spark
@@ -243,68 +228,14 @@ class Engine:
 
     def note_appended(self, files: list[IngestFile]) -> None:
         """An IngestLog's report of new (or, at its start, existing) ingest files: indexed
-        for the batches, and the log's end shown to the source (``_show``)."""
+        for the batches, and the log's end shown to the source (``TipPacer.show``)."""
         if not files:
             return
         with self._files_lock:
             for file in files:
                 self._files[file.path.uri] = file
             last = max(f.last_seq for f in self._files.values())
-        self._show(last)
-
-    def _show(self, log_end: int, now: bool = False) -> None:
-        """Let the source see the log up to ``log_end``: at once on a local disk, when asked
-        (``now``), or when someone waits for a seq the tip does not reach; else when the
-        batch interval has passed since the tip last moved (the timer thread)."""
-        with self._tip_cond:
-            self._log_end = max(self._log_end, log_end)
-            if now or self.batch_interval_s <= 0 or self._wanted > self._tip_seq:
-                self._write_tip()
-                return
-            if self._tip_timer is None:
-                self._tip_stopping = False
-                self._tip_timer = threading.Thread(
-                    target=self._move_tip, name="cqlcdc-tip", daemon=True
-                )
-                self._tip_timer.start()
-            self._tip_cond.notify_all()
-
-    def _write_tip(self) -> None:
-        """Write the log's end to the tip file (with ``_tip_cond`` held).
-
-        The tip is scratch, written after an append made its records durable: a failure
-        to write it (the scratch disk full) must not fail the append, whose writers would be
-        told their write failed although it is in the log. The tip stays behind, and is
-        written again by the next append or by a writer waiting (``wait_for``)."""
-        if self._log_end > self._tip_seq or not self.tip.exists():
-            try:
-                self.scratch_dir.mkdir(parents=True, exist_ok=True)
-                ingest_source.write_tip(self.tip, self._log_end)
-            except OSError:
-                return
-            self._tip_seq = self._log_end
-            self._tip_time = time.monotonic()
-
-    def _move_tip(self) -> None:
-        """The timer: the tip follows the log at most once per batch interval."""
-        with self._tip_cond:
-            while not self._tip_stopping:
-                if self._log_end <= self._tip_seq:
-                    self._tip_cond.wait()
-                    continue
-                left = self._tip_time + self.batch_interval_s - time.monotonic()
-                if left > 0:
-                    self._tip_cond.wait(left)
-                    continue
-                self._write_tip()
-
-    def _stop_tip_timer(self) -> None:
-        with self._tip_cond:
-            timer, self._tip_timer = self._tip_timer, None
-            self._tip_stopping = True
-            self._tip_cond.notify_all()
-        if timer is not None:
-            timer.join()
+        self.pacer.show(last)
 
     def start(self) -> None:
         """Start the streaming query, from the seq the manifest has committed up to.
@@ -370,10 +301,9 @@ class Engine:
         self._intent = BatchIntent.load(self.data_dir)
         with self._files_lock:
             self._files = {}
-        with self._tip_cond:
-            self._tip_seq, self._log_end, self._wanted = -1, self._manifest.max_seq, 0
+        self.pacer.reset(self._manifest.max_seq)
         self.note_appended(self._ingest_log.files())
-        self._show(self._manifest.max_seq, now=True)  # what a restart finds goes at once
+        self.pacer.show(self._manifest.max_seq, now=True)  # what a restart finds goes at once
         ingest_source.register(self.spark)
         self._ran_batch.clear()
         stream = (
@@ -468,7 +398,7 @@ class Engine:
         supervisor, self._supervisor = self._supervisor, None
         if supervisor is not None and supervisor is not threading.current_thread():
             supervisor.join()
-        self._stop_tip_timer()
+        self.pacer.stop()
         if self._own_scratch:
             shutil.rmtree(self.scratch_dir, ignore_errors=True)
         self._lock.release()
@@ -517,10 +447,7 @@ class Engine:
                 CorruptIngestFile if an ingest file is damaged), or it is not running.
         """
         deadline = time.monotonic() + timeout
-        with self._tip_cond:  # someone waits: the source sees the log now, not on the interval
-            if seq > self._tip_seq:
-                self._wanted = max(self._wanted, seq)
-                self._write_tip()
+        self.pacer.want(seq)  # someone waits: the source sees the log now, not on the interval
         while True:
             with self._cond:
                 if self._manifest.max_seq >= seq:
@@ -535,9 +462,7 @@ class Engine:
                     )
                 # bounded wait: the tip may need writing again (its disk was full)
                 self._cond.wait(min(remaining, 0.5))
-            with self._tip_cond:
-                if seq > self._tip_seq:
-                    self._write_tip()
+            self.pacer.want(seq)
 
     def _raise_if_failed(self) -> None:
         if self._failure is not None:
