@@ -32,8 +32,7 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from cqlcdc.cdc.processor import ERRORS_SCHEMA
-from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
+from cqlcdc.errors import ServerError, WriteTimeout
 from cqlcdc.location import Location
 from cqlcdc.observe import events
 from cqlcdc.pipeline import ingest_source, tip_pacing
@@ -45,6 +44,7 @@ from cqlcdc.pipeline.bucket_tasks import (
     run_on_executors,
     runs_on_executors,
 )
+from cqlcdc.pipeline.containment import Containment
 from cqlcdc.pipeline.failures import (
     FIRST_START_ATTEMPTS,
     FailureKind,
@@ -62,16 +62,10 @@ from cqlcdc.store.commit import (
 )
 from cqlcdc.store.compaction import CompactionPolicy, Compactor, vacuum
 from cqlcdc.store.containment import (
-    HELD,
     StoppedTable,
-    error_line,
-    failed_table,
     failures_of_output,
-    held_error_rows,
-    load_stopped,
     one_line,
     output_table_id,
-    save_stopped,
     table_tag,
 )
 from cqlcdc.store.ingest import (
@@ -84,11 +78,6 @@ from cqlcdc.store.ingest import (
 from cqlcdc.store.intent import BatchIntent
 from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import INGEST_SCHEMA, BucketProcessor
-from cqlcdc.store.recovery import (
-    load_skipped,
-    save_failure,
-    unapplied_failure,
-)
 
 INGEST_DDL = (
     "seq BIGINT NOT NULL, table_id STRING NOT NULL, schema_version INT NOT NULL, "
@@ -190,11 +179,8 @@ class Engine:
         # the failure being retried, one line (a waiter whose wait times out is told it)
         self._retrying: str | None = None
         self._lock = lock or Lease(self.data_dir)
-        self.skipped: dict[int, str] = {}
-        # tables whose records are held, not applied (``cqlcdc.store.containment``); replaced
-        # whole when one is added, so readers in other threads need no lock
-        self.stopped: dict[str, StoppedTable] = load_stopped(self.data_dir)
-        self._attempt_records: pa.Table = INGEST_SCHEMA.empty_table()
+        # stopped tables and skipped records: the writes a batch does not apply
+        self.containment = Containment(self.data_dir, self.tables_dir, processor)
         self._batch_id = self._manifest.batch_id + 1  # the batch being applied
         # batch.json as last read or written (read once per start: this process is its writer)
         self._intent = BatchIntent.load(self.data_dir)
@@ -246,9 +232,7 @@ class Engine:
         if self._running:
             return
         self._lock.acquire()
-        # seqs `cqlcdc recover` told the engine to drop (it runs only while no engine does)
-        self.skipped = load_skipped(self.data_dir)
-        self.stopped = load_stopped(self.data_dir)
+        self.containment.load()
         with self._cond:
             self._failure = None
             self._retrying = None
@@ -413,6 +397,11 @@ class Engine:
         self.stop()
 
     @property
+    def stopped(self) -> dict[str, StoppedTable]:
+        """The stopped tables, by table id (``Containment``): their writes are held."""
+        return self.containment.stopped
+
+    @property
     def query(self) -> StreamingQuery | None:
         """The running streaming query, if started."""
         return self._query
@@ -490,7 +479,8 @@ class Engine:
         it lasts, one of Spark's a few times, one the core blames on a table or record
         once. A failure that repeats on the same batch beyond that is the data's: the
         table it is attributed to stops alone and the batch runs again at once with its
-        records held (``_contain``); a failure no table can be blamed for stops the query.
+        records held (``Containment.contain``); a failure no table can be blamed for stops
+        the query.
         """
         end = ingest_source.batch_end(self.checkpoint_dir, batch_id)
         attempts: dict[FailureKind, int] = {}
@@ -521,13 +511,16 @@ class Engine:
                         if self._halt.wait(delay):
                             raise
                         continue
-                    if kind is FailureKind.FATAL or not self._contain(err, self._batch_id):
+                    contained = kind is not FailureKind.FATAL and self.containment.contain(
+                        err, self._batch_id
+                    )
+                    if not contained:
                         raise
                     attempts = {}
         except Exception as err:
             if self._halt.is_set():
                 raise
-            failure = self._stopped_at(err, self._batch_id)
+            failure = self.containment.stopped_at(err, self._batch_id)
             events.pipeline_failed(self._batch_id, failure)
             with self._cond:
                 self._failure = failure
@@ -538,51 +531,6 @@ class Engine:
                 self._failure = err
                 self._cond.notify_all()
             raise
-
-    def _contain(self, err: Exception, batch_id: int) -> bool:
-        """Stop the table a failure is attributed to: record it durably, log one line, and
-        say the batch may run again (its records then held). False when the failure names
-        no table of this batch, or one already stopped: the query stops as before.
-
-        Exactly once still holds: the outputs this attempt committed are committed again
-        as no-ops (same batch id, same rows: other tables' groups do not depend on the
-        stopped one); the stopped table's own outputs, which may hold commits past the
-        manifest, are never committed again until ``cqlcdc recover`` undoes those."""
-        table_id = failed_table(str(err))
-        if table_id is None or table_id in self.stopped:
-            return False
-        records = self._attempt_records
-        seqs = records.filter(pc.equal(records.column("table_id"), table_id)).column("seq")
-        if len(seqs) == 0:
-            return False
-        entry = StoppedTable(
-            table_id=table_id,
-            table=self.processor.table_name(table_id),
-            first_seq=int(pc.min(seqs).as_py()),
-            batch_id=batch_id,
-            error=error_line(str(err)),
-        )
-        stopped = {**self.stopped, table_id: entry}
-        save_stopped(self.data_dir, stopped)
-        self.stopped = stopped
-        events.table_stopped(entry.log_line(self.data_dir))
-        return True
-
-    def _stopped_at(self, err: Exception, batch_id: int) -> Exception:
-        """The error waiting writers get when a batch fails: for a record the core cannot
-        apply, one that names it and says how to go on without it (``failure.json`` keeps
-        it for ``cqlcdc recover``); any other error as it is."""
-        failure = unapplied_failure(str(err), batch_id)
-        if failure is None:
-            return err
-        save_failure(self.data_dir, failure)
-        return UnappliedWrite(
-            f"The pipeline stopped at a write it cannot apply ({failure.message}). Later "
-            "writes wait behind it and every other acknowledged write is kept. To go on "
-            f"without this write (it is then reported as failed): close every session, run "
-            f"`cqlcdc recover --data-dir {self.data_dir} --skip {failure.skip_argument()}`, "
-            "and reopen the data directory."
-        )
 
     def _process_batch(self, df: DataFrame, end: int | None) -> None:
         """Commit the records up to seq `end` (None: those of `df`) past the manifest's.
@@ -635,10 +583,7 @@ class Engine:
             batch = self._read_files(paths, first, to_seq)
         # every record of the batch is done with once it commits: applied, skipped or held
         max_seq = max(manifest.max_seq, to_seq)
-        records, skipped = self._drop_skipped(batch, batch_id)
-        self._attempt_records = records
-        records, held_files = self._hold_stopped(records, batch_id)
-        skipped += held_files
+        records, skipped = self.containment.set_aside(batch, batch_id)
         on_executors = runs_on_executors(
             self.processor, records, self.driver_max_rows, self.executor_min_bytes
         )
@@ -718,61 +663,6 @@ class Engine:
                 self.tables_dir, output, files, self.app_id, batch_id, self._tables.get(output)
             )
 
-    def _hold_stopped(self, records: pa.Table, batch_id: int) -> tuple[pa.Table, list[DataFile]]:
-        """The records without those of stopped tables, and the files that keep them: the
-        ``held`` output (the records as appended, for ``cqlcdc recover``) and one error row
-        each (``errors``: a writer waiting for it is told at once)."""
-        stopped = self.stopped
-        if not stopped or records.num_rows == 0:
-            return records, []
-        hold = pc.is_in(records.column("table_id"), pa.array(sorted(stopped), pa.string()))
-        held = records.filter(hold)
-        if held.num_rows == 0:
-            return records, []
-        messages = [
-            stopped[table_id].held_message(self.data_dir, seq)
-            for table_id, seq in zip(
-                held.column("table_id").to_pylist(), held.column("seq").to_pylist(), strict=True
-            )
-        ]
-        errors = pa.table(held_error_rows(held, messages), schema=ERRORS_SCHEMA)
-        files = [
-            write_data_file(self.tables_dir, HELD, held.cast(INGEST_SCHEMA), batch_id),
-            write_data_file(self.tables_dir, "errors", errors, batch_id),
-        ]
-        return records.filter(pc.invert(hold)), files
-
-    def _frozen(self, output: str) -> bool:
-        """Whether `output` belongs to a stopped table: no maintenance touches it, since it
-        may hold a failed batch's commit past the manifest (``cqlcdc recover`` undoes it)."""
-        table_id = output_table_id(output)
-        return table_id is not None and table_id in self.stopped
-
-    def _drop_skipped(self, records: pa.Table, batch_id: int) -> tuple[pa.Table, list[DataFile]]:
-        """The records without those ``cqlcdc recover`` skipped, and the error rows that
-        report each skipped one as failed (``errors``, read by a writer waiting for it)."""
-        if not self.skipped or records.num_rows == 0:
-            return records, []
-        drop = pc.is_in(records.column("seq"), pa.array(sorted(self.skipped), pa.int64()))
-        dropped = records.filter(drop)
-        if dropped.num_rows == 0:
-            return records, []
-        errors = pa.table(
-            {
-                "bucket": dropped.column("bucket"),
-                "pk": dropped.column("pk"),
-                "seq": dropped.column("seq"),
-                "code": pa.array([ServerError.code] * dropped.num_rows, pa.int32()),
-                "class": pa.array(["ServerError"] * dropped.num_rows, pa.string()),
-                "message": pa.array(
-                    [self.skipped[seq] for seq in dropped.column("seq").to_pylist()], pa.string()
-                ),
-            },
-            schema=ERRORS_SCHEMA,
-        )
-        error_file = write_data_file(self.tables_dir, "errors", errors, batch_id)
-        return records.filter(pc.invert(drop)), [error_file]
-
     def _files_for(self, first: int, last: int) -> list[Location]:
         """The ingest files holding seqs ``first..last``, from the index the appends keep."""
         with self._files_lock:
@@ -799,8 +689,8 @@ class Engine:
             paths,
             seqs,
             self.num_partitions,
-            sorted(self.skipped),
-            sorted(self.stopped),
+            sorted(self.containment.skipped),
+            sorted(self.containment.stopped),
         )
         try:
             return run_on_executors(self.spark, task)
@@ -821,7 +711,7 @@ class Engine:
         commits = 0
         touched: list[str] = []
         for output, buckets in sorted(compactor.due().items()):
-            if self._frozen(output):
+            if self.containment.output_stopped(output):
                 continue
             made = compactor.compact(output, self._table(output), buckets)
             if made:
@@ -836,7 +726,7 @@ class Engine:
         ):
             self._last_vacuum = now
             for output in sorted(Manifest.load(self.data_dir).versions):
-                if self._frozen(output):
+                if self.containment.output_stopped(output):
                     continue
                 table = self._table(output)
                 before = table.version()
@@ -897,7 +787,7 @@ class Engine:
         inputs = {
             out: pa.concat_tables(parts, promote_options="default") for out, parts in tables.items()
         }
-        # one pass per table, so a failure is that table's (``_contain``); the state threads
+        # one pass per table, so a failure is that table's (``contain``); the state threads
         # through the passes in table order. No staged rows: one pass over none.
         by_table: dict[str, dict[str, pa.Table]] = {}
         for out, rows in inputs.items():
@@ -936,7 +826,7 @@ class Engine:
         deleted = 0
         for output in sorted(versions):
             column = expiry_column(output)
-            if column is None or self._frozen(output):
+            if column is None or self.containment.output_stopped(output):
                 continue
             table = self._tables.get(output) or DeltaTable(str(self.tables_dir / output))
             table.update_incremental()
