@@ -117,7 +117,7 @@ def main() -> None:
     data_dir = tempfile.mkdtemp(prefix="cqlcdc-scaling-")
     session = cqlcdc.connect(data_dir=data_dir, num_buckets=16)
     if args.no_compaction:
-        session.engine._compactor = None  # maintenance off: every batch's files stay
+        session.engine.maintenance.compactor = None  # maintenance off: every batch's files stay
     session.execute(
         "CREATE KEYSPACE bench WITH replication = "
         "{'class': 'SimpleStrategy', 'replication_factor': 1}"
@@ -139,9 +139,8 @@ def main() -> None:
             point[key] = round(statistics.median(r[key] for r in runs), 3)
         point.update(_files_per_bucket(session))
         points.append(point)
-    compactions = (
-        session.engine._compactor.compactions if session.engine._compactor is not None else 0
-    )
+    compactor = session.engine.maintenance.compactor
+    compactions = compactor.compactions if compactor is not None else 0
     session.close()
 
     header = ["table_rows", "wall_s", "process_s", "commit_s", "maintain_s", "base_files"]

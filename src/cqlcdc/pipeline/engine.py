@@ -14,7 +14,6 @@ records the batch id it holds. So a driver restarted anywhere, with no local sta
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import shutil
@@ -52,6 +51,7 @@ from cqlcdc.pipeline.failures import (
     backoff_s,
     classify,
 )
+from cqlcdc.pipeline.maintenance import Maintenance
 from cqlcdc.pipeline.tip_pacing import TipPacer
 from cqlcdc.store.commit import (
     DataFile,
@@ -60,7 +60,7 @@ from cqlcdc.store.commit import (
     commit_output,
     write_data_file,
 )
-from cqlcdc.store.compaction import CompactionPolicy, Compactor, vacuum
+from cqlcdc.store.compaction import CompactionPolicy
 from cqlcdc.store.containment import (
     StoppedTable,
     failures_of_output,
@@ -186,7 +186,6 @@ class Engine:
         self._intent = BatchIntent.load(self.data_dir)
         # driver-side handles of the output tables, kept at their latest committed version
         self._tables: dict[str, DeltaTable] = {}
-        self.clock = clock
         # the ingest files not yet trimmed, by URI, as appends report them: a batch finds its
         # files here, without listing the log (a request per batch in an object store)
         self._files: dict[str, IngestFile] = {}
@@ -195,13 +194,17 @@ class Engine:
         # session's IngestLog is built with it and ``note_appended``: see Coordinator)
         self.handoff = Handoff()
         self._ingest_log = IngestLog(self.ingest_dir, self.handoff, self.note_appended)
-        self.purge_interval_s = purge_interval_s
-        self._last_purge = clock()
-        self.compaction = compaction
-        self._compactor = (
-            Compactor(self.tables_dir, processor, compaction) if compaction is not None else None
+        self.maintenance = Maintenance(
+            self.data_dir,
+            self.tables_dir,
+            processor,
+            compaction,
+            purge_interval_s,
+            clock,
+            self._tables,
+            self.containment.output_stopped,
+            self._publish,
         )
-        self._last_vacuum: float | None = None  # None: vacuum on the first batch
         self.batch_timings: list[dict[str, float]] = []
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -418,6 +421,16 @@ class Engine:
         with self._cond:
             return self._manifest.max_seq
 
+    def maintain(self, force_vacuum: bool = False) -> int:
+        """Compact the buckets that are due, and vacuum when its interval has passed (or
+        ``force_vacuum``): ``Maintenance.maintain``. Returns the compaction commits made."""
+        return self.maintenance.maintain(force_vacuum)
+
+    def purge_expired(self) -> int:
+        """Delete the expired rows (CDC log TTL) now: ``Maintenance.purge_expired``.
+        Returns the rows deleted."""
+        return self.maintenance.purge_expired()
+
     def snapshot(self) -> Snapshot:
         """A consistent view of all outputs as of the last complete batch."""
         with self._cond:
@@ -622,8 +635,7 @@ class Engine:
             table = self._commit(output, by_output[output], batch_id)
             self._tables[output] = table
             versions[output] = table.version()
-            if self._compactor is not None:
-                self._compactor.note_commit(output, by_output[output], table)
+            self.maintenance.note_commit(output, by_output[output], table)
         new_manifest = Manifest(batch_id=batch_id, max_seq=max_seq, versions=versions, extra=extra)
         self._check_lease()
         new_manifest.save(self.data_dir)
@@ -631,10 +643,8 @@ class Engine:
         self._trim_ingest(manifest.max_seq)
         committed = time.perf_counter()
         # maintenance after the publish: this batch's writes are acknowledged already
-        self.maintain()
+        self.maintenance.after_batch()
         maintained = time.perf_counter()
-        if self.clock() - self._last_purge >= self.purge_interval_s:
-            self.purge_expired()
         self.batch_timings.append(
             {
                 "batch_id": float(batch_id),
@@ -697,65 +707,6 @@ class Engine:
         except Exception as err:
             raise self._read_failure(manifest, batch_id, err) from err
 
-    def maintain(self, force_vacuum: bool = False) -> int:
-        """Compact the buckets that are due, and vacuum when its interval has passed.
-
-        Runs between batches in the driver, the only writer (like ``purge_expired``). Costs
-        nothing when no bucket is due and touches only the buckets that are: each is one Delta
-        commit (the new file added, its inputs removed; the same rows, or merged state), then
-        the manifest moves to the new versions. Returns the compaction commits made.
-        """
-        compactor, policy = self._compactor, self.compaction
-        if compactor is None or policy is None:
-            return 0
-        commits = 0
-        touched: list[str] = []
-        for output, buckets in sorted(compactor.due().items()):
-            if self.containment.output_stopped(output):
-                continue
-            made = compactor.compact(output, self._table(output), buckets)
-            if made:
-                events.compacted(output, made)
-                commits += made
-                touched.append(output)
-        now = self.clock()
-        if (
-            force_vacuum
-            or self._last_vacuum is None
-            or now - self._last_vacuum >= policy.vacuum_interval_s
-        ):
-            self._last_vacuum = now
-            for output in sorted(Manifest.load(self.data_dir).versions):
-                if self.containment.output_stopped(output):
-                    continue
-                table = self._table(output)
-                before = table.version()
-                vacuum(table, policy.retention_hours)
-                if table.version() != before:
-                    touched.append(output)
-        if touched:
-            self._move_manifest(touched)
-        return commits
-
-    def _table(self, output: str) -> DeltaTable:
-        """The driver's handle of `output`, at its latest version."""
-        table = self._tables.get(output)
-        if table is None:
-            table = self._tables[output] = DeltaTable(str(self.tables_dir / output))
-        table.update_incremental()
-        return table
-
-    def _move_manifest(self, outputs: list[str]) -> None:
-        """Point the manifest at the latest versions of `outputs` (same data, new files)."""
-        manifest = Manifest.load(self.data_dir)
-        versions = dict(manifest.versions)
-        for output in outputs:
-            versions[output] = self._tables[output].version()
-        if versions != manifest.versions:
-            updated = dataclasses.replace(manifest, versions=versions)
-            updated.save(self.data_dir)
-            self._publish(updated)
-
     def _finalize(
         self,
         files: list[DataFile],
@@ -811,36 +762,6 @@ class Engine:
             if outputs[output].num_rows:
                 keep.append(write_data_file(self.tables_dir, output, outputs[output], batch_id))
         return keep, extra
-
-    def purge_expired(self) -> int:
-        """Delete expired rows (CDC log TTL) from the outputs that have an expiry column.
-
-        Runs between batches in the driver, the only writer, so it never races a commit.
-        SELECT already hides expired rows; this reclaims their space. Returns rows deleted.
-        """
-        self._last_purge = self.clock()
-        expiry_column = self.processor.expiry_column
-        now = int(self.clock())
-        manifest = Manifest.load(self.data_dir)
-        versions = dict(manifest.versions)
-        deleted = 0
-        for output in sorted(versions):
-            column = expiry_column(output)
-            if column is None or self.containment.output_stopped(output):
-                continue
-            table = self._tables.get(output) or DeltaTable(str(self.tables_dir / output))
-            table.update_incremental()
-            metrics = table.delete(f"{column} > 0 AND {column} <= {now}")
-            deleted += int(metrics.get("num_deleted_rows", 0) or 0)
-            self._tables[output] = table
-            if self._compactor is not None:  # the delete rewrote files: recount them
-                self._compactor.forget(output)
-            versions[output] = table.version()
-        if versions != manifest.versions:
-            updated = Manifest(manifest.batch_id, manifest.max_seq, versions, manifest.extra)
-            updated.save(self.data_dir)
-            self._publish(updated)
-        return deleted
 
     def _trim_ingest(self, upto_seq: int) -> None:
         """Delete the ingest files whose records are all committed by an earlier batch (at
