@@ -597,7 +597,7 @@ def cqlcdc_pass(
     # warm up (first Spark jobs, Python workers, imports, the JVM's compiled paths) on
     # tables of their own, one per measured CDC option, each through the paths its
     # measured run takes (the executor path too when the groups take it)
-    warm_n = min(len(work), sizes.group, session.engine.driver_max_rows + 1_000)
+    warm_n = min(len(work), sizes.group, session.engine.config.driver_max_rows + 1_000)
     warm = make_workload(warm_n, sizes.partitions, SEED + 2)
     for name, cdc in (("warm_delta", CDC_DELTA), ("warm", CDC_IMAGES)):
         session.execute(TABLE_DDL.format(name=name) + " " + cdc)

@@ -20,7 +20,6 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from cqlcdc.pipeline.bucket_tasks import (
     runs_on_executors,
 )
 from cqlcdc.pipeline.containment import Containment
+from cqlcdc.pipeline.engine_config import EngineConfig
 from cqlcdc.pipeline.failures import (
     FIRST_START_ATTEMPTS,
     FailureKind,
@@ -60,7 +60,6 @@ from cqlcdc.store.commit import (
     commit_output,
     write_data_file,
 )
-from cqlcdc.store.compaction import CompactionPolicy
 from cqlcdc.store.containment import (
     StoppedTable,
     failures_of_output,
@@ -96,31 +95,15 @@ class Engine:
     ``manifest.json`` (last complete batch), ``batch.json`` (the seqs of the batch being
     committed). Local scratch, created at start and removed at stop: Spark's checkpoint (a
     fresh one at every start: the manifest is what a restart resumes from) and the source's
-    tip file. One Engine per data_dir at a time (its lock or lease enforces it).
+    tip file. One Engine per data_dir at a time (its lease enforces it).
 
     Args:
         data_dir: the data directory: a local path or an object-store Location.
         processor: the core (picklable).
         spark: the session to run on.
-        driver_max_rows: batches whose cost is at most this run the core in the driver;
-            costlier ones run it in executor tasks, one per slice of the buckets. The cost is
-            the processor's ``driver_cost(records)`` if it has one (the writes it applies
-            one by one), else the number of records.
-        trigger_interval: Spark processingTime trigger; "0 seconds" polls continuously.
-        max_records_per_trigger: the most records one micro-batch takes. It bounds a batch's
-            memory when a bulk load is far ahead of the engine: a batch's records are read
-            whole (2M writes are ~200 MB of chunks).
-        num_partitions: partitions of the executor path (default: Spark's default parallelism).
-        app_id: the Delta app transaction id the batch ids are recorded under.
-        purge_interval_s: how often expired rows (CDC log TTL) are deleted, at most.
-        compaction: when to compact small files and vacuum (None: never; docs/pipeline.md).
-        clock: seconds since the epoch (injectable for tests).
-        lock: the data directory's lease, when the caller took it already (start() takes
+        config: how it runs (``EngineConfig``; default: its defaults).
+        lease: the data directory's lease, when the caller took it already (start() takes
             it otherwise; stop() releases it).
-        scratch_dir: where the local scratch goes (default: a new temp directory).
-        batch_interval_s: the least time between two batches' views of the log while no one
-            waits for a write (default: 0 on a local disk, ``OBJECT_STORE_BATCH_INTERVAL_S``
-            in an object store; ``CQLCDC_BATCH_INTERVAL_S`` overrides the default).
     """
 
     def __init__(
@@ -128,24 +111,17 @@ class Engine:
         data_dir: Location | str | Path,
         processor: BucketProcessor,
         spark: SparkSession,
+        config: EngineConfig | None = None,
         *,
-        driver_max_rows: int = 20_000,
-        trigger_interval: str = "0 seconds",
-        max_records_per_trigger: int = 2_000_000,
-        num_partitions: int | None = None,
-        app_id: str = "cqlcdc",
-        purge_interval_s: float = 300.0,
-        compaction: CompactionPolicy | None = CompactionPolicy(),  # noqa: B008 - frozen
-        clock: Callable[[], float] = time.time,
-        lock: Lease | None = None,
-        scratch_dir: str | Path | None = None,
-        batch_interval_s: float | None = None,
+        lease: Lease | None = None,
     ) -> None:
+        self.config = config = config or EngineConfig()
         self.data_dir = Location.of(data_dir)
         self.ingest_dir = self.data_dir / "ingest"
         self.tables_dir = self.data_dir / "tables"
         for directory in (self.data_dir, self.ingest_dir, self.tables_dir):
             directory.makedirs()
+        scratch_dir = config.scratch_dir
         self._own_scratch = scratch_dir is None
         if scratch_dir is None:
             _sweep_stale_scratch()
@@ -155,18 +131,14 @@ class Engine:
         self.checkpoint_dir = self.scratch_dir / "checkpoint"
         self.tip = self.scratch_dir / "tip"
         self.pacer = TipPacer(
-            self.tip, tip_pacing.batch_interval_s(self.data_dir, batch_interval_s)
+            self.tip, tip_pacing.batch_interval_s(self.data_dir, config.batch_interval_s)
         )
         self._ran_batch = threading.Event()  # the query has run a batch since start
         self.processor = processor
         self.spark = spark
-        self.driver_max_rows = driver_max_rows
-        self.trigger_interval = trigger_interval
-        self.max_records_per_trigger = max_records_per_trigger
-        self.num_partitions = num_partitions or spark.sparkContext.defaultParallelism
+        self.num_partitions = config.num_partitions or spark.sparkContext.defaultParallelism
         # on a cluster, batches with this much payload run on the executors (None: local)
         self.executor_min_bytes = executor_min_bytes(spark)
-        self.app_id = app_id
         self._cond = threading.Condition()
         self._manifest = Manifest.load(self.data_dir)
         self._failure: BaseException | None = None
@@ -178,7 +150,7 @@ class Engine:
         self._supervisor: threading.Thread | None = None
         # the failure being retried, one line (a waiter whose wait times out is told it)
         self._retrying: str | None = None
-        self._lock = lock or Lease(self.data_dir)
+        self._lease = lease or Lease(self.data_dir)
         # stopped tables and skipped records: the writes a batch does not apply
         self.containment = Containment(self.data_dir, self.tables_dir, processor)
         self._batch_id = self._manifest.batch_id + 1  # the batch being applied
@@ -198,9 +170,9 @@ class Engine:
             self.data_dir,
             self.tables_dir,
             processor,
-            compaction,
-            purge_interval_s,
-            clock,
+            config.compaction,
+            config.purge_interval_s,
+            config.clock,
             self._tables,
             self.containment.output_stopped,
             self._publish,
@@ -234,7 +206,7 @@ class Engine:
         """
         if self._running:
             return
-        self._lock.acquire()
+        self._lease.acquire()
         self.containment.load()
         with self._cond:
             self._failure = None
@@ -243,7 +215,7 @@ class Engine:
         try:
             self._first_start()
         except BaseException:
-            self._lock.release()
+            self._lease.release()
             raise
         self._running = True
         self._supervisor = threading.Thread(
@@ -297,7 +269,7 @@ class Engine:
             self.spark.readStream.format(ingest_source.NAME)
             .option("tip", str(self.tip))
             .option("start", str(self._manifest.max_seq))
-            .option("maxRecordsPerTrigger", str(self.max_records_per_trigger))
+            .option("maxRecordsPerTrigger", str(self.config.max_records_per_trigger))
             .option("data_dir", self.data_dir.uri)
             .option("storage_options", json.dumps(dict(self.data_dir.options)))
             .load()
@@ -306,7 +278,7 @@ class Engine:
             stream.writeStream.queryName(f"cqlcdc-{self.data_dir.name}")
             .foreachBatch(self.process_batch)
             .option("checkpointLocation", str(self.checkpoint_dir))
-            .trigger(processingTime=self.trigger_interval)
+            .trigger(processingTime=self.config.trigger_interval)
             .start()
         )
         # the source starts one seq back, so a first batch runs now, in the background
@@ -388,7 +360,7 @@ class Engine:
         self.pacer.stop()
         if self._own_scratch:
             shutil.rmtree(self.scratch_dir, ignore_errors=True)
-        self._lock.release()
+        self._lease.release()
         with self._cond:
             self._cond.notify_all()
 
@@ -598,7 +570,7 @@ class Engine:
         max_seq = max(manifest.max_seq, to_seq)
         records, skipped = self.containment.set_aside(batch, batch_id)
         on_executors = runs_on_executors(
-            self.processor, records, self.driver_max_rows, self.executor_min_bytes
+            self.processor, records, self.config.driver_max_rows, self.executor_min_bytes
         )
         if paths is None or not on_executors:
             head: pa.Table | None = records
@@ -663,14 +635,19 @@ class Engine:
         a batch's first write and before its manifest (a caller handing a frame to
         ``process_batch`` without ``start`` owns the directory by other means)."""
         if self._query is not None:
-            self._lock.check()
+            self._lease.check()
 
     def _commit(self, output: str, files: list[DataFile], batch_id: int) -> DeltaTable:
         """``commit_output``, with a refusal of a table's output (a schema delta-rs does
         not take...) tagged with that table; the disk's errors are not."""
         with failures_of_output(output, "commit"):
             return commit_output(
-                self.tables_dir, output, files, self.app_id, batch_id, self._tables.get(output)
+                self.tables_dir,
+                output,
+                files,
+                self.config.app_id,
+                batch_id,
+                self._tables.get(output),
             )
 
     def _files_for(self, first: int, last: int) -> list[Location]:
