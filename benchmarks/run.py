@@ -254,8 +254,8 @@ def settle(session: Any) -> None:
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         committed = engine.snapshot().manifest.batch_id
-        timings = engine.batch_timings
-        if committed < 0 or (timings and int(timings[-1]["batch_id"]) >= committed):
+        last = engine.batch_timings.last
+        if committed < 0 or (last is not None and int(last["batch_id"]) >= committed):
             return
         time.sleep(0.01)
 
@@ -482,11 +482,11 @@ def scaling_run(
         runs: list[tuple[float, dict[str, float]]] = []
         for _ in range(sizes.repeat):
             settle(session)
-            done = len(session.engine.batch_timings)
+            done = session.engine.batch_timings.count
             seconds = apply_cqlcdc(session, "s", batch, len(batch))
             settle(session)
-            timings = session.engine.batch_timings
-            runs.append((seconds, timings[done] if len(timings) > done else {}))
+            later = session.engine.batch_timings.since(done)
+            runs.append((seconds, later[0] if later else {}))
         runs.sort(key=lambda run: run[0])
         batch_s, timing = runs[len(runs) // 2]
         peer = os.path.join(scratch, f"peer-{built}")

@@ -36,7 +36,7 @@ ROWS_PER_PARTITION = 10
 def _settle(session: Any, batches: int) -> None:
     """Wait until the engine has finished (incl. maintenance) `batches` batches."""
     deadline = time.monotonic() + 600
-    while len(session.engine.batch_timings) < batches and time.monotonic() < deadline:
+    while session.engine.batch_timings.count < batches and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
@@ -70,15 +70,15 @@ def _fixed_batch(session: Any, size: int, partitions: int, round_: int) -> dict[
         )
         for i in range(size)
     ]
-    _settle(session, len(session.engine.batch_timings))
-    done = len(session.engine.batch_timings)
+    _settle(session, session.engine.batch_timings.count)
+    done = session.engine.batch_timings.count
     start = time.perf_counter()
     for result in session.execute_many(statements):
         if isinstance(result, Exception):
             raise result
     wall = time.perf_counter() - start
     _settle(session, done + 1)
-    timing = session.engine.batch_timings[done]
+    timing = session.engine.batch_timings.since(done)[0]
     return {
         "wall_s": wall,
         "process_s": timing["process_s"],

@@ -384,7 +384,8 @@ def test_executor_path_matches_driver_path(spark: Any, tmp_path: Path) -> None:
             for output in snapshot.outputs()
         }
         if name == "executors":
-            assert engine.batch_timings[-1]["rows"] == 30.0
+            last = engine.batch_timings.last
+            assert last is not None and last["rows"] == 30.0
     assert set(results["driver"]) == {"echo/ks.t", "echo/ks.u", "pkcount/ks.t", "pkcount/ks.u"}
     for output, table in results["driver"].items():
         other = results["executors"][output]

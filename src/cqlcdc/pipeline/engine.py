@@ -34,6 +34,7 @@ from cqlcdc.errors import ServerError, WriteTimeout
 from cqlcdc.location import Location
 from cqlcdc.observe import events
 from cqlcdc.pipeline import ingest_source, tip_pacing
+from cqlcdc.pipeline.batch_timings import BatchTimings
 from cqlcdc.pipeline.bucket_tasks import (
     FileTask,
     executor_min_bytes,
@@ -177,7 +178,7 @@ class Engine:
             self.containment.output_stopped,
             self._publish,
         )
-        self.batch_timings: list[dict[str, float]] = []
+        self.batch_timings = BatchTimings()  # the last batches' phases, bounded
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -617,17 +618,16 @@ class Engine:
         # maintenance after the publish: this batch's writes are acknowledged already
         self.maintenance.after_batch()
         maintained = time.perf_counter()
-        self.batch_timings.append(
-            {
-                "batch_id": float(batch_id),
-                "rows": float(num_rows),
-                "plan_s": planned - started,
-                "process_s": processed - planned,
-                "commit_s": committed - processed,
-                "maintain_s": maintained - committed,
-            }
-        )
-        events.batch_finished(self.batch_timings[-1])
+        timing = {
+            "batch_id": float(batch_id),
+            "rows": float(num_rows),
+            "plan_s": planned - started,
+            "process_s": processed - planned,
+            "commit_s": committed - processed,
+            "maintain_s": maintained - committed,
+        }
+        self.batch_timings.record(timing)
+        events.batch_finished(timing)
 
     def _check_lease(self) -> None:
         """Raise LeaseLost when this process no longer owns the data directory (its lease
