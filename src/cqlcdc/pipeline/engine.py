@@ -52,6 +52,7 @@ from cqlcdc.pipeline.failures import (
     backoff_s,
     classify,
 )
+from cqlcdc.pipeline.ingest_files import IngestFiles
 from cqlcdc.pipeline.maintenance import Maintenance
 from cqlcdc.pipeline.tip_pacing import TipPacer
 from cqlcdc.store.commit import (
@@ -69,11 +70,7 @@ from cqlcdc.store.containment import (
     table_tag,
 )
 from cqlcdc.store.ingest import (
-    Handoff,
-    IngestFile,
     IngestLog,
-    list_ingest_files,
-    read_ingest_file,
 )
 from cqlcdc.store.intent import BatchIntent
 from cqlcdc.store.lease import Lease
@@ -83,10 +80,6 @@ INGEST_DDL = (
     "seq BIGINT NOT NULL, table_id STRING NOT NULL, schema_version INT NOT NULL, "
     "bucket INT NOT NULL, token BIGINT NOT NULL, pk BINARY NOT NULL, payload BINARY NOT NULL"
 )
-# In an object store the ingest files a batch committed are deleted once this many are
-# done with (one DeleteObjects request for them all), not after every batch: a request
-# per batch would cost as much as the batch's manifest. A local disk trims every batch.
-OBJECT_STORE_TRIM_FILES = 64
 
 
 class Engine:
@@ -159,14 +152,8 @@ class Engine:
         self._intent = BatchIntent.load(self.data_dir)
         # driver-side handles of the output tables, kept at their latest committed version
         self._tables: dict[str, DeltaTable] = {}
-        # the ingest files not yet trimmed, by URI, as appends report them: a batch finds its
-        # files here, without listing the log (a request per batch in an object store)
-        self._files: dict[str, IngestFile] = {}
-        self._files_lock = threading.Lock()
-        # what a session of this process appends, held for the batch that takes it (the
-        # session's IngestLog is built with it and ``note_appended``: see Coordinator)
-        self.handoff = Handoff()
-        self._ingest_log = IngestLog(self.ingest_dir, self.handoff, self.note_appended)
+        # the ingest files a batch reads, indexed as appends report them (no listing)
+        self.ingest = IngestFiles(self.ingest_dir, self.pacer.show)
         self.maintenance = Maintenance(
             self.data_dir,
             self.tables_dir,
@@ -185,19 +172,9 @@ class Engine:
     def open_ingest_log(self) -> IngestLog:
         """An IngestLog that appends for this engine: the way in for writes of this process
         (the one that owns the data directory). Its appends reach the engine as they return
-        (``note_appended``) and are held for it (``handoff``), so no batch lists the log."""
-        return IngestLog(self.ingest_dir, self.handoff, self.note_appended)
-
-    def note_appended(self, files: list[IngestFile]) -> None:
-        """An IngestLog's report of new (or, at its start, existing) ingest files: indexed
-        for the batches, and the log's end shown to the source (``TipPacer.show``)."""
-        if not files:
-            return
-        with self._files_lock:
-            for file in files:
-                self._files[file.path.uri] = file
-            last = max(f.last_seq for f in self._files.values())
-        self.pacer.show(last)
+        (``IngestFiles.note_appended``) and are held for it (``handoff``), so no batch lists
+        the log."""
+        return self.ingest.open_log()
 
     def start(self) -> None:
         """Start the streaming query, from the seq the manifest has committed up to.
@@ -259,10 +236,8 @@ class Engine:
         with self._cond:
             self._manifest = Manifest.load(self.data_dir)
         self._intent = BatchIntent.load(self.data_dir)
-        with self._files_lock:
-            self._files = {}
         self.pacer.reset(self._manifest.max_seq)
-        self.note_appended(self._ingest_log.files())
+        self.ingest.reindex()
         self.pacer.show(self._manifest.max_seq, now=True)  # what a restart finds goes at once
         ingest_source.register(self.spark)
         self._ran_batch.clear()
@@ -530,7 +505,9 @@ class Engine:
             try:
                 frame = df.toArrow().cast(INGEST_SCHEMA)
             except Exception as err:
-                raise self._read_failure(manifest, manifest.batch_id + 1, err) from err
+                raise self.ingest.read_failure(
+                    manifest.max_seq, manifest.batch_id + 1, err
+                ) from err
             frame = in_range(frame, manifest.max_seq + 1, None)
             end = _max_seq(frame)
         if end <= manifest.max_seq:
@@ -565,8 +542,8 @@ class Engine:
         if frame is not None:
             batch = in_range(frame, first, to_seq)
         else:
-            paths = self._files_for(first, to_seq)
-            batch = self._read_files(paths, first, to_seq)
+            paths = self.ingest.covering(first, to_seq)
+            batch = self.ingest.read(paths, first, to_seq)
         # every record of the batch is done with once it commits: applied, skipped or held
         max_seq = max(manifest.max_seq, to_seq)
         records, skipped = self.containment.set_aside(batch, batch_id)
@@ -613,7 +590,7 @@ class Engine:
         self._check_lease()
         new_manifest.save(self.data_dir)
         self._publish(new_manifest)
-        self._trim_ingest(manifest.max_seq)
+        self.ingest.trim(manifest.max_seq)
         committed = time.perf_counter()
         # maintenance after the publish: this batch's writes are acknowledged already
         self.maintenance.after_batch()
@@ -650,20 +627,6 @@ class Engine:
                 self._tables.get(output),
             )
 
-    def _files_for(self, first: int, last: int) -> list[Location]:
-        """The ingest files holding seqs ``first..last``, from the index the appends keep."""
-        with self._files_lock:
-            files = sorted(self._files.values(), key=lambda f: f.first_seq)
-        return [f.path for f in files if f.last_seq >= first and f.first_seq <= last]
-
-    def _read_files(self, paths: list[Location], first: int, last: int) -> pa.Table:
-        """The records ``first..last`` of ingest files: as appended, where this process's
-        session appended them through ``handoff`` and they are still held, else read and
-        verified whole (CorruptIngestFile names the file)."""
-        if not paths:
-            return INGEST_SCHEMA.empty_table()
-        return in_range(pa.concat_tables([self.handoff.read(path) for path in paths]), first, last)
-
     def _run_on_files(
         self, paths: list[Location], seqs: tuple[int, int], manifest: Manifest, batch_id: int
     ) -> list[DataFile]:
@@ -682,7 +645,7 @@ class Engine:
         try:
             return run_on_executors(self.spark, task)
         except Exception as err:
-            raise self._read_failure(manifest, batch_id, err) from err
+            raise self.ingest.read_failure(manifest.max_seq, batch_id, err) from err
 
     def _finalize(
         self,
@@ -740,33 +703,10 @@ class Engine:
                 keep.append(write_data_file(self.tables_dir, output, outputs[output], batch_id))
         return keep, extra
 
-    def _trim_ingest(self, upto_seq: int) -> None:
-        """Delete the ingest files whose records are all committed by an earlier batch (at
-        or below ``upto_seq``, the previous manifest's: a frame handed to ``process_batch``
-        may still read the last batch's files). Keeps the log small however long the
-        engine runs; in an object store, once ``OBJECT_STORE_TRIM_FILES`` are done with."""
-        if upto_seq > 0:
-            with self._files_lock:
-                known = list(self._files.values())
-            done = sum(1 for f in known if f.last_seq <= upto_seq)
-            if done == 0 or (not self.data_dir.is_local and done < OBJECT_STORE_TRIM_FILES):
-                return
-            removed = self._ingest_log.trim(upto_seq, files=known)
-            with self._files_lock:
-                for path in removed:
-                    self._files.pop(path.uri, None)
-
     def _publish(self, manifest: Manifest) -> None:
         with self._cond:
             self._manifest = manifest
             self._cond.notify_all()
-
-    def _read_failure(self, manifest: Manifest, batch_id: int, err: Exception) -> ServerError:
-        # Spark's message may not name the damaged file: check every uncommitted ingest file
-        for file in list_ingest_files(self.ingest_dir):
-            if file.last_seq > manifest.max_seq:
-                read_ingest_file(file.path)
-        return ServerError(f"Micro-batch {batch_id} failed: {err}")
 
 
 _SCRATCH_PREFIX = "cqlcdc-engine-"
