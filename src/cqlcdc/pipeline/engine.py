@@ -21,11 +21,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
@@ -54,20 +52,19 @@ from cqlcdc.pipeline.failures import (
 )
 from cqlcdc.pipeline.ingest_files import IngestFiles
 from cqlcdc.pipeline.maintenance import Maintenance
+from cqlcdc.pipeline.staged_outputs import finalize_staged
 from cqlcdc.pipeline.tip_pacing import TipPacer
 from cqlcdc.store.commit import (
     DataFile,
     Manifest,
     Snapshot,
     commit_output,
-    write_data_file,
 )
 from cqlcdc.store.containment import (
     StoppedTable,
     failures_of_output,
     one_line,
     output_table_id,
-    table_tag,
 )
 from cqlcdc.store.ingest import (
     IngestLog,
@@ -572,7 +569,9 @@ class Engine:
             files = self._run_on_files(paths, (first, to_seq), manifest, batch_id)
         files += skipped
         extra = manifest.extra
-        files, extra = self._finalize(files, manifest, batch_id, max_seq, held)
+        files, extra = finalize_staged(
+            self.processor, self.tables_dir, files, manifest, batch_id, max_seq, held
+        )
         processed = time.perf_counter()
         by_output: dict[str, list[DataFile]] = {}
         for file in files:
@@ -646,62 +645,6 @@ class Engine:
             return run_on_executors(self.spark, task)
         except Exception as err:
             raise self.ingest.read_failure(manifest.max_seq, batch_id, err) from err
-
-    def _finalize(
-        self,
-        files: list[DataFile],
-        manifest: Manifest,
-        batch_id: int,
-        max_seq: int,
-        held: dict[str, list[pa.Table]],
-    ) -> tuple[list[DataFile], dict[str, Any]]:
-        """Let the processor turn staged outputs into final ones in the driver.
-
-        Some outputs need one sequential pass over the whole batch (dense per-partition feed
-        offsets). Their files, written by the bucket tasks, are read back here, handed to
-        ``processor.finalize_batch`` with the processor's state from the manifest, and
-        replaced by the returned tables (a batch run in the driver hands them over in memory,
-        ``held``). Deterministic: a replayed batch gets the same rows.
-        """
-        staged = self.processor.is_staged
-        finalize = self.processor.finalize_batch
-        keep: list[DataFile] = []
-        tables: dict[str, list[pa.Table]] = {out: list(parts) for out, parts in held.items()}
-        for f in files:
-            if staged(f.output):
-                path = self.tables_dir / f.output / f.path
-                source = str(path.path) if path.is_local else path.open_input()
-                tables.setdefault(f.output, []).append(pq.read_table(source))
-                path.delete()
-            else:
-                keep.append(f)
-        inputs = {
-            out: pa.concat_tables(parts, promote_options="default") for out, parts in tables.items()
-        }
-        # one pass per table, so a failure is that table's (``contain``); the state threads
-        # through the passes in table order. No staged rows: one pass over none.
-        by_table: dict[str, dict[str, pa.Table]] = {}
-        for out, rows in inputs.items():
-            by_table.setdefault(output_table_id(out) or "", {})[out] = rows
-        extra = dict(manifest.extra)
-        outputs: dict[str, pa.Table] = {}
-        for table_id, staged_rows in sorted(by_table.items()) or [("", {})]:
-            try:
-                made, extra = finalize(batch_id, max_seq, staged_rows, extra)
-            except (OSError, MemoryError):
-                raise
-            except Exception as err:
-                if not table_id:
-                    raise
-                raise ServerError(
-                    f"{table_tag(table_id)} cannot finalize the staged outputs of batch "
-                    f"{batch_id}: {type(err).__name__}: {one_line(str(err))}"
-                ) from err
-            outputs.update(made)
-        for output in sorted(outputs):
-            if outputs[output].num_rows:
-                keep.append(write_data_file(self.tables_dir, output, outputs[output], batch_id))
-        return keep, extra
 
     def _publish(self, manifest: Manifest) -> None:
         with self._cond:
