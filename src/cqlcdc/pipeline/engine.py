@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -52,6 +50,7 @@ from cqlcdc.pipeline.failures import (
 )
 from cqlcdc.pipeline.ingest_files import IngestFiles
 from cqlcdc.pipeline.maintenance import Maintenance
+from cqlcdc.pipeline.scratch import new_scratch_dir
 from cqlcdc.pipeline.staged_outputs import finalize_staged
 from cqlcdc.pipeline.tip_pacing import TipPacer
 from cqlcdc.store.commit import (
@@ -112,12 +111,8 @@ class Engine:
         self.tables_dir = self.data_dir / "tables"
         for directory in (self.data_dir, self.ingest_dir, self.tables_dir):
             directory.makedirs()
-        scratch_dir = config.scratch_dir
-        self._own_scratch = scratch_dir is None
-        if scratch_dir is None:
-            _sweep_stale_scratch()
-            scratch_dir = tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-")
-        self.scratch_dir = Path(scratch_dir)
+        self._own_scratch = config.scratch_dir is None
+        self.scratch_dir = Path(config.scratch_dir or new_scratch_dir())
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint_dir = self.scratch_dir / "checkpoint"
         self.tip = self.scratch_dir / "tip"
@@ -650,25 +645,6 @@ class Engine:
         with self._cond:
             self._manifest = manifest
             self._cond.notify_all()
-
-
-_SCRATCH_PREFIX = "cqlcdc-engine-"
-
-
-def _sweep_stale_scratch() -> None:
-    """Remove the scratch directories of engines whose process is gone (a kill -9, a
-    crash: ``stop`` never ran). Each is named for its process id; a directory whose
-    process still runs, or another user's, is left alone."""
-    for path in Path(tempfile.gettempdir()).glob(f"{_SCRATCH_PREFIX}*-*"):
-        pid_text = path.name[len(_SCRATCH_PREFIX) :].split("-", 1)[0]
-        if not pid_text.isdigit() or int(pid_text) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid_text), 0)
-        except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
-        except OSError:
-            continue  # alive, owned by another user
 
 
 def _max_seq(records: pa.Table) -> int:
