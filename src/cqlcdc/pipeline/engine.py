@@ -13,7 +13,6 @@ records the batch id it holds. So a driver restarted anywhere, with no local sta
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import threading
@@ -42,7 +41,6 @@ from cqlcdc.pipeline.bucket_tasks import (
 from cqlcdc.pipeline.containment import Containment
 from cqlcdc.pipeline.engine_config import EngineConfig
 from cqlcdc.pipeline.failures import (
-    FIRST_START_ATTEMPTS,
     FailureKind,
     attempts_allowed,
     backoff_s,
@@ -52,6 +50,7 @@ from cqlcdc.pipeline.ingest_files import IngestFiles
 from cqlcdc.pipeline.maintenance import Maintenance
 from cqlcdc.pipeline.scratch import new_scratch_dir
 from cqlcdc.pipeline.staged_outputs import finalize_staged
+from cqlcdc.pipeline.supervision import Supervisor
 from cqlcdc.pipeline.tip_pacing import TipPacer
 from cqlcdc.store.commit import (
     DataFile,
@@ -133,7 +132,17 @@ class Engine:
         self._running = False
         self._halt = threading.Event()  # stop() was called: no retry, no restart
         self._query_lock = threading.Lock()  # a restart and stop() never interleave
-        self._supervisor: threading.Thread | None = None
+        # starts the query, and restarts it after a failure that is not the data's
+        self._supervisor = Supervisor(
+            self._start_query,
+            lambda: self._query,
+            lambda: self.committed_batch() + 1,
+            self._fail,
+            lambda: self._failure is not None,
+            self._note_retry,
+            self._halt,
+            self._query_lock,
+        )
         # the failure being retried, one line (a waiter whose wait times out is told it)
         self._retrying: str | None = None
         self._lease = lease or Lease(self.data_dir)
@@ -183,45 +192,17 @@ class Engine:
             self._retrying = None
         self._halt.clear()
         try:
-            self._first_start()
+            self._supervisor.first_start()
         except BaseException:
             self._lease.release()
             raise
         self._running = True
-        self._supervisor = threading.Thread(
-            target=self._supervise, name="cqlcdc-supervisor", daemon=True
-        )
-        self._supervisor.start()
-
-    def _first_start(self) -> None:
-        """Start the query, retrying what ``_supervise`` would retry of a restart: a failure
-        of Spark's machinery or of the machine (the Python worker that plans the ingest
-        source did not start, or Spark's pool still holds one that died), with the same
-        backoff. A start is the caller's to wait for, so it gives up after
-        ``FIRST_START_ATTEMPTS`` and raises the last failure: a Spark that cannot start the
-        query at all is an error of ``connect()``, not writes that time out later."""
-        attempt = 0
-        while True:
-            try:
-                with self._query_lock:
-                    self._start_query()
-                return
-            except Exception as err:
-                attempt += 1
-                kind = classify(err)
-                retried = kind in (FailureKind.TRANSIENT, FailureKind.ENVIRONMENT)
-                if not retried or attempt >= FIRST_START_ATTEMPTS:
-                    raise
-                delay = backoff_s(attempt)
-                events.pipeline_retried(
-                    self.committed_batch() + 1, kind.value, attempt, delay, err, restart=True
-                )
-                time.sleep(delay)
+        self._supervisor.watch()
 
     def _start_query(self) -> None:
         """Start a streaming query from the seq the manifest has committed up to, with a
         fresh checkpoint (at the first start, and at each restart after a failure that is
-        not the data's: ``_supervise``). Called with ``_query_lock`` held."""
+        not the data's: ``Supervisor``). Called with ``_query_lock`` held."""
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
         # Spark's checkpoint is scratch: the manifest (and batch.json) say where to resume
         shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
@@ -254,60 +235,11 @@ class Engine:
         # (~3 s idle, planning this source's reads) overlap the client's start instead of
         # delaying its first write's wait; start itself does not wait for it
 
-    def _supervise(self) -> None:
-        """Restart the streaming query when it dies of a failure that is not the data's.
-
-        A failure inside a micro-batch is retried there (``process_batch``); what ends the
-        query is either the data's (``_failure`` is set: the pipeline stays stopped, as the
-        writers are told) or outside any batch: the ingest source's Python worker did not
-        start or died, Spark's checkpoint could not be written (a full disk). Then the query
-        is started again from the manifest, after a backoff that grows while the restarts
-        fail (``failures.backoff_s``, capped): writers keep waiting meanwhile, none is
-        refused. Only a lost lease stops it for good."""
-        attempt, at_batch = 0, -1
-        pending: BaseException | None = None  # a restart that failed
-        while not self._halt.is_set():
-            if pending is None:
-                query = self._query
-                if query is None:
-                    return
-                try:
-                    if not query.awaitTermination(1):
-                        continue
-                    error: BaseException | None = query.exception()
-                except Exception as err:  # awaitTermination raises the query's failure
-                    error = err
-            else:
-                error, pending = pending, None
-            if self._halt.is_set() or self._failure is not None:
-                return
-            failure = error or ServerError("the streaming query stopped with no error")
-            batch_id = self.committed_batch() + 1
-            if batch_id != at_batch:
-                attempt, at_batch = 0, batch_id
-            attempt += 1
-            kind = classify(failure)
-            if kind is FailureKind.FATAL:
-                events.pipeline_failed(batch_id, failure)
-                with self._cond:
-                    self._failure = failure
-                    self._cond.notify_all()
-                return
-            delay = backoff_s(attempt)
-            events.pipeline_retried(batch_id, kind.value, attempt, delay, failure, restart=True)
-            self._note_retry(failure)
-            if self._halt.wait(delay):
-                return
-            if query is not None:
-                with contextlib.suppress(Exception):  # its error is the one reported above
-                    query.stop()  # ended already: this frees what it held
-            try:
-                with self._query_lock:
-                    if self._halt.is_set():
-                        return
-                    self._start_query()
-            except Exception as err:
-                pending = err
+    def _fail(self, failure: BaseException) -> None:
+        """The pipeline stops at `failure`: every waiting writer is told it."""
+        with self._cond:
+            self._failure = failure
+            self._cond.notify_all()
 
     def _note_retry(self, error: BaseException) -> None:
         with self._cond:
@@ -322,9 +254,7 @@ class Engine:
             query, self._query = self._query, None
         if query is not None:
             query.stop()
-        supervisor, self._supervisor = self._supervisor, None
-        if supervisor is not None and supervisor is not threading.current_thread():
-            supervisor.join()
+        self._supervisor.join()
         self.pacer.stop()
         if self._own_scratch:
             shutil.rmtree(self.scratch_dir, ignore_errors=True)
@@ -413,7 +343,7 @@ class Engine:
             raise ServerError(f"Pipeline failed: {self._failure}") from self._failure
         if not self._running:
             raise ServerError("Pipeline is not running")
-        # a query that died of anything else is being restarted (``_supervise``)
+        # a query that died of anything else is being restarted (``Supervisor``)
 
     # --- one micro-batch ------------------------------------------------------------------
 
@@ -475,14 +405,10 @@ class Engine:
                 raise
             failure = self.containment.stopped_at(err, self._batch_id)
             events.pipeline_failed(self._batch_id, failure)
-            with self._cond:
-                self._failure = failure
-                self._cond.notify_all()
+            self._fail(failure)
             raise failure from err
         except BaseException as err:
-            with self._cond:
-                self._failure = err
-                self._cond.notify_all()
+            self._fail(err)
             raise
 
     def _process_batch(self, df: DataFrame, end: int | None) -> None:
