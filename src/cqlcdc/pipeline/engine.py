@@ -40,17 +40,11 @@ from cqlcdc.pipeline.bucket_tasks import (
 )
 from cqlcdc.pipeline.containment import Containment
 from cqlcdc.pipeline.engine_config import EngineConfig
-from cqlcdc.pipeline.failures import (
-    FailureKind,
-    attempts_allowed,
-    backoff_s,
-    classify,
-)
 from cqlcdc.pipeline.ingest_files import IngestFiles
 from cqlcdc.pipeline.maintenance import Maintenance
 from cqlcdc.pipeline.scratch import new_scratch_dir
 from cqlcdc.pipeline.staged_outputs import finalize_staged
-from cqlcdc.pipeline.supervision import Supervisor
+from cqlcdc.pipeline.supervision import Supervisor, retry_batch
 from cqlcdc.pipeline.tip_pacing import TipPacer
 from cqlcdc.store.commit import (
     DataFile,
@@ -358,48 +352,24 @@ class Engine:
         already and skipped, so a replay is harmless.
 
         A failure is retried here from the last committed batch, by its kind
-        (``cqlcdc.pipeline.failures``): one of the machine's (a full disk) for as long as
-        it lasts, one of Spark's a few times, one the core blames on a table or record
-        once. A failure that repeats on the same batch beyond that is the data's: the
-        table it is attributed to stops alone and the batch runs again at once with its
-        records held (``Containment.contain``); a failure no table can be blamed for stops
-        the query.
+        (``supervision.retry_batch``); one that repeats on the same batch beyond that is
+        the data's: the table it is attributed to stops alone and the batch runs again at
+        once with its records held (``Containment.contain``); a failure no table can be
+        blamed for stops the query.
         """
         end = ingest_source.batch_end(self.checkpoint_dir, batch_id)
-        attempts: dict[FailureKind, int] = {}
-        failed_batch = -1
         try:
-            while True:
-                try:
-                    self._process_batch(df, end)
-                    self._ran_batch.set()
-                    if self._retrying is not None:
-                        with self._cond:
-                            self._retrying = None
-                    return
-                except Exception as err:
-                    if self._halt.is_set():
-                        raise  # stopping: the next start replays the batch
-                    if self._batch_id != failed_batch:
-                        attempts, failed_batch = {}, self._batch_id
-                    kind = classify(err)
-                    attempt = attempts[kind] = attempts.get(kind, 0) + 1
-                    allowed = attempts_allowed(kind)
-                    if allowed is None or attempt < allowed:
-                        delay = 0.0 if kind is FailureKind.DATA else backoff_s(attempt)
-                        events.pipeline_retried(
-                            self._batch_id, kind.value, attempt, delay, err, restart=False
-                        )
-                        self._note_retry(err)
-                        if self._halt.wait(delay):
-                            raise
-                        continue
-                    contained = kind is not FailureKind.FATAL and self.containment.contain(
-                        err, self._batch_id
-                    )
-                    if not contained:
-                        raise
-                    attempts = {}
+            retry_batch(
+                lambda: self._process_batch(df, end),
+                lambda: self._batch_id,
+                self.containment.contain,
+                self._note_retry,
+                self._halt,
+            )
+            self._ran_batch.set()
+            if self._retrying is not None:
+                with self._cond:
+                    self._retrying = None
         except Exception as err:
             if self._halt.is_set():
                 raise

@@ -1,11 +1,11 @@
-"""The streaming query's starts and restarts: a failure outside the data never stops it.
+"""The pipeline's retries: a batch's failures retried in the batch, the query restarted.
 
-A failure inside a micro-batch is retried in the batch (``Engine.process_batch``). What ends
-the query otherwise is Spark's machinery or the machine (the ingest source's Python worker
-did not start or died, Spark's checkpoint could not be written on a full disk): the
-supervisor starts the query again from the manifest, after a backoff that grows while the
-restarts fail (``failures.backoff_s``, capped). Only a lost lease (``FailureKind.FATAL``)
-stops it for good.
+A failure inside a micro-batch is retried in the batch (``retry_batch``), by its kind
+(``cqlcdc.pipeline.failures``). What ends the query otherwise is Spark's machinery or the
+machine (the ingest source's Python worker did not start or died, Spark's checkpoint could
+not be written on a full disk): the ``Supervisor`` starts the query again from the
+manifest, after a backoff that grows while the restarts fail (``failures.backoff_s``,
+capped). Only a lost lease (``FailureKind.FATAL``) stops it for good.
 
 >>> supervisor.first_start(); supervisor.watch()  # doctest: +SKIP
 """
@@ -21,7 +21,64 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from cqlcdc.errors import ServerError
 from cqlcdc.observe import events
-from cqlcdc.pipeline.failures import FIRST_START_ATTEMPTS, FailureKind, backoff_s, classify
+from cqlcdc.pipeline.failures import (
+    FIRST_START_ATTEMPTS,
+    FailureKind,
+    attempts_allowed,
+    backoff_s,
+    classify,
+)
+
+
+def retry_batch(
+    run: Callable[[], None],
+    batch_id: Callable[[], int],
+    contain: Callable[[Exception, int], bool],
+    note_retry: Callable[[BaseException], None],
+    halt: threading.Event,
+) -> None:
+    """Run one micro-batch (``run``), retrying its failures from the last committed batch
+    by their kind: one of the machine's (a full disk) for as long as it lasts, one of
+    Spark's a few times, one the core blames on a table or record once. A failure that
+    repeats on the same batch beyond that is the data's: ``contain`` stops the table it is
+    attributed to and the batch runs again at once with its records held.
+
+    Args:
+        run: applies the batch (and any half-committed batch before it).
+        batch_id: the batch being applied (it moves when ``run`` commits one).
+        contain: stops the table a failure names; False when none can be blamed.
+        note_retry: records the failure being retried.
+        halt: set when the engine stops: a retry in progress gives up.
+
+    Raises:
+        Exception: the failure no retry and no containment got past (the pipeline
+            stops at it), or the one met while stopping (the next start replays it).
+    """
+    attempts: dict[FailureKind, int] = {}
+    failed_batch = -1
+    while True:
+        try:
+            run()
+            return
+        except Exception as err:
+            if halt.is_set():
+                raise  # stopping: the next start replays the batch
+            current = batch_id()
+            if current != failed_batch:
+                attempts, failed_batch = {}, current
+            kind = classify(err)
+            attempt = attempts[kind] = attempts.get(kind, 0) + 1
+            allowed = attempts_allowed(kind)
+            if allowed is None or attempt < allowed:
+                delay = 0.0 if kind is FailureKind.DATA else backoff_s(attempt)
+                events.pipeline_retried(current, kind.value, attempt, delay, err, restart=False)
+                note_retry(err)
+                if halt.wait(delay):
+                    raise
+                continue
+            if kind is FailureKind.FATAL or not contain(err, current):
+                raise
+            attempts = {}
 
 
 class Supervisor:
