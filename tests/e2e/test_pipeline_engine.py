@@ -212,9 +212,9 @@ def test_an_object_store_trims_the_ingest_log_64_files_at_a_time(
     log = engine.open_ingest_log()
     for seq in range(1, 71):
         log.append(_records(seq, 1))
-    engine.ingest.trim(63)
+    engine.ingest_files.trim(63)
     assert len(log.files()) == 70
-    engine.ingest.trim(64)
+    engine.ingest_files.trim(64)
     assert [f.first_seq for f in log.files()] == list(range(65, 71))
 
 

@@ -59,7 +59,7 @@ def process_groups(
     versions: dict[str, int],
     batch_id: int,
     tables: dict[str, DeltaTable] | None = None,
-    held: dict[str, list[pa.Table]] | None = None,
+    staged: dict[str, list[pa.Table]] | None = None,
 ) -> list[DataFile]:
     """Run the core on every (table_id, bucket) group of `records` and write its outputs.
 
@@ -72,7 +72,7 @@ def process_groups(
         versions: the output versions the core's state reads see (the manifest's).
         batch_id: the micro-batch id, used in data file names.
         tables: open table handles to reuse for state reads (the driver's cache).
-        held: where the driver keeps the staged outputs (``processor.is_staged``) in memory
+        staged: where the driver keeps the staged outputs (``processor.is_staged``) in memory
             for ``finalize_batch`` instead of writing them as files to read back.
 
     Returns:
@@ -111,7 +111,7 @@ def process_groups(
     # Buckets are independent (each reads the state at the manifest's versions and writes
     # its own outputs), so two run at once: most of a bucket's time is in Arrow, numpy and
     # Parquet, which release the GIL. Their outputs are taken in group order, so the files
-    # and the held rows come out as a sequential run makes them. An output's consecutive
+    # and the staged rows come out as a sequential run makes them. An output's consecutive
     # buckets share a file until it is big enough (``BucketRuns``); files are written by a
     # small pool while the next buckets are processed.
     groups = list(itertools.pairwise(starts))
@@ -132,8 +132,8 @@ def process_groups(
             bucket, outputs = running.popleft().result()
             for output in sorted(outputs):
                 rows = outputs[output]
-                if rows.num_rows and held is not None and processor.is_staged(output):
-                    held.setdefault(output, []).append(rows)
+                if rows.num_rows and staged is not None and processor.is_staged(output):
+                    staged.setdefault(output, []).append(rows)
                 elif rows.num_rows:
                     for done in runs.add(output, bucket, rows):
                         pending.append(

@@ -148,7 +148,7 @@ class Engine:
         # driver-side handles of the output tables, kept at their latest committed version
         self._tables: dict[str, DeltaTable] = {}
         # the ingest files a batch reads, indexed as appends report them (no listing)
-        self.ingest = IngestFiles(self.ingest_dir, self.pacer.show)
+        self.ingest_files = IngestFiles(self.ingest_dir, self.pacer.show)
         self.maintenance = Maintenance(
             self.data_dir,
             self.tables_dir,
@@ -169,7 +169,7 @@ class Engine:
         (the one that owns the data directory). Its appends reach the engine as they return
         (``IngestFiles.note_appended``) and are held for it (``handoff``), so no batch lists
         the log."""
-        return self.ingest.open_log()
+        return self.ingest_files.open_log()
 
     def start(self) -> None:
         """Start the streaming query, from the seq the manifest has committed up to.
@@ -204,7 +204,7 @@ class Engine:
             self._manifest = Manifest.load(self.data_dir)
         self._intent = BatchIntent.load(self.data_dir)
         self.pacer.reset(self._manifest.max_seq)
-        self.ingest.reindex()
+        self.ingest_files.reindex()
         self.pacer.show(self._manifest.max_seq, now=True)  # what a restart finds goes at once
         ingest_source.register(self.spark)
         self._ran_batch.clear()
@@ -393,7 +393,7 @@ class Engine:
             try:
                 frame = df.toArrow().cast(INGEST_SCHEMA)
             except Exception as err:
-                raise self.ingest.read_failure(
+                raise self.ingest_files.read_failure(
                     manifest.max_seq, manifest.batch_id + 1, err
                 ) from err
             frame = in_range(frame, manifest.max_seq + 1, None)
@@ -430,38 +430,38 @@ class Engine:
         if frame is not None:
             batch = in_range(frame, first, to_seq)
         else:
-            paths = self.ingest.covering(first, to_seq)
-            batch = self.ingest.read(paths, first, to_seq)
+            paths = self.ingest_files.covering(first, to_seq)
+            batch = self.ingest_files.read(paths, first, to_seq)
         # every record of the batch is done with once it commits: applied, skipped or held
         max_seq = max(manifest.max_seq, to_seq)
-        records, skipped = self.containment.set_aside(batch, batch_id)
+        records, set_aside = self.containment.set_aside(batch, batch_id)
         on_executors = runs_on_executors(
             self.processor, records, self.config.driver_max_rows, self.executor_min_bytes
         )
         if paths is None or not on_executors:
-            head: pa.Table | None = records
+            in_driver: pa.Table | None = records
         else:
-            head = None
+            in_driver = None
         planned = time.perf_counter()
-        held: dict[str, list[pa.Table]] = {}
+        staged: dict[str, list[pa.Table]] = {}  # staged outputs of a batch run here
         num_rows = records.num_rows
-        if head is not None:
+        if in_driver is not None:
             files = process_groups(
-                head,
+                in_driver,
                 self.processor,
                 self.tables_dir,
                 manifest.versions,
                 batch_id,
                 self._tables,
-                held,
+                staged,
             )
         else:
             assert paths is not None
             files = self._run_on_files(paths, (first, to_seq), manifest, batch_id)
-        files += skipped
+        files += set_aside
         extra = manifest.extra
         files, extra = finalize_staged(
-            self.processor, self.tables_dir, files, manifest, batch_id, max_seq, held
+            self.processor, self.tables_dir, files, manifest, batch_id, max_seq, staged
         )
         processed = time.perf_counter()
         by_output: dict[str, list[DataFile]] = {}
@@ -480,7 +480,7 @@ class Engine:
         self._check_lease()
         new_manifest.save(self.data_dir)
         self._publish(new_manifest)
-        self.ingest.trim(manifest.max_seq)
+        self.ingest_files.trim(manifest.max_seq)
         committed = time.perf_counter()
         # maintenance after the publish: this batch's writes are acknowledged already
         self.maintenance.after_batch()
@@ -535,7 +535,7 @@ class Engine:
         try:
             return run_on_executors(self.spark, task)
         except Exception as err:
-            raise self.ingest.read_failure(manifest.max_seq, batch_id, err) from err
+            raise self.ingest_files.read_failure(manifest.max_seq, batch_id, err) from err
 
     def _publish(self, manifest: Manifest) -> None:
         with self._cond:

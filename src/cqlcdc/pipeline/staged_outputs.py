@@ -28,7 +28,7 @@ def finalize_staged(
     manifest: Manifest,
     batch_id: int,
     max_seq: int,
-    held: dict[str, list[pa.Table]],
+    staged_in_memory: dict[str, list[pa.Table]],
 ) -> tuple[list[DataFile], dict[str, Any]]:
     """Let the processor turn staged outputs into final ones in the driver.
 
@@ -36,7 +36,7 @@ def finalize_staged(
     offsets). Their files, written by the bucket tasks, are read back here, handed to
     ``processor.finalize_batch`` with the processor's state from the manifest, and
     replaced by the returned tables (a batch run in the driver hands them over in memory,
-    ``held``). Deterministic: a replayed batch gets the same rows.
+    ``staged_in_memory``). Deterministic: a replayed batch gets the same rows.
 
     Returns:
         The batch's data files (the staged ones replaced by the final ones) and the
@@ -48,7 +48,9 @@ def finalize_staged(
     staged = processor.is_staged
     finalize = processor.finalize_batch
     keep: list[DataFile] = []
-    tables: dict[str, list[pa.Table]] = {out: list(parts) for out, parts in held.items()}
+    tables: dict[str, list[pa.Table]] = {
+        out: list(parts) for out, parts in staged_in_memory.items()
+    }
     for f in files:
         if staged(f.output):
             path = tables_dir / f.output / f.path
