@@ -46,25 +46,15 @@ from cqlcdc.pipeline.scratch import new_scratch_dir
 from cqlcdc.pipeline.staged_outputs import finalize_staged
 from cqlcdc.pipeline.supervision import Supervisor, retry_batch
 from cqlcdc.pipeline.tip_pacing import TipPacer
-from cqlcdc.store.commit import (
-    DataFile,
-    Manifest,
-    Snapshot,
-    commit_output,
-)
-from cqlcdc.store.containment import (
-    StoppedTable,
-    failures_of_output,
-    one_line,
-    output_table_id,
-)
-from cqlcdc.store.ingest import (
-    IngestLog,
-)
+from cqlcdc.store.commit import DataFile, Manifest, Snapshot, commit_output
+from cqlcdc.store.containment import StoppedTable, failures_of_output, one_line, output_table_id
+from cqlcdc.store.ingest import IngestLog
 from cqlcdc.store.intent import BatchIntent
 from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import INGEST_SCHEMA, BucketProcessor
 
+# INGEST_SCHEMA as Spark sees it: how a caller reads ingest files into the frame it hands
+# to ``process_batch`` (the streaming query hands over its source's frame)
 INGEST_DDL = (
     "seq BIGINT NOT NULL, table_id STRING NOT NULL, schema_version INT NOT NULL, "
     "bucket INT NOT NULL, token BIGINT NOT NULL, pk BINARY NOT NULL, payload BINARY NOT NULL"
