@@ -98,7 +98,7 @@ def main() -> None:
             "ALTER TABLE bench.f ADD CHANGEFEED f "
             f"WITH (MODE = 'NEW_AND_OLD_IMAGES', FORMAT = '{args.format}')"
         )
-        warm_n = min(len(work), args.group, session.engine.driver_max_rows + 1_000)
+        warm_n = min(len(work), args.group, session.engine.config.driver_max_rows + 1_000)
         warm = make_workload(warm_n, args.partitions, SEED + 2)
         apply_cqlcdc(session, "warm", warm, args.group)
         log_only_s = apply_cqlcdc(session, "l", work, args.group)

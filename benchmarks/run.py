@@ -254,8 +254,8 @@ def settle(session: Any) -> None:
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         committed = engine.snapshot().manifest.batch_id
-        timings = engine.batch_timings
-        if committed < 0 or (timings and int(timings[-1]["batch_id"]) >= committed):
+        last = engine.batch_timings.last
+        if committed < 0 or (last is not None and int(last["batch_id"]) >= committed):
             return
         time.sleep(0.01)
 
@@ -482,11 +482,11 @@ def scaling_run(
         runs: list[tuple[float, dict[str, float]]] = []
         for _ in range(sizes.repeat):
             settle(session)
-            done = len(session.engine.batch_timings)
+            done = session.engine.batch_timings.count
             seconds = apply_cqlcdc(session, "s", batch, len(batch))
             settle(session)
-            timings = session.engine.batch_timings
-            runs.append((seconds, timings[done] if len(timings) > done else {}))
+            later = session.engine.batch_timings.since(done)
+            runs.append((seconds, later[0] if later else {}))
         runs.sort(key=lambda run: run[0])
         batch_s, timing = runs[len(runs) // 2]
         peer = os.path.join(scratch, f"peer-{built}")
@@ -597,7 +597,7 @@ def cqlcdc_pass(
     # warm up (first Spark jobs, Python workers, imports, the JVM's compiled paths) on
     # tables of their own, one per measured CDC option, each through the paths its
     # measured run takes (the executor path too when the groups take it)
-    warm_n = min(len(work), sizes.group, session.engine.driver_max_rows + 1_000)
+    warm_n = min(len(work), sizes.group, session.engine.config.driver_max_rows + 1_000)
     warm = make_workload(warm_n, sizes.partitions, SEED + 2)
     for name, cdc in (("warm_delta", CDC_DELTA), ("warm", CDC_IMAGES)):
         session.execute(TABLE_DDL.format(name=name) + " " + cdc)

@@ -36,7 +36,7 @@ ROWS_PER_PARTITION = 10
 def _settle(session: Any, batches: int) -> None:
     """Wait until the engine has finished (incl. maintenance) `batches` batches."""
     deadline = time.monotonic() + 600
-    while len(session.engine.batch_timings) < batches and time.monotonic() < deadline:
+    while session.engine.batch_timings.count < batches and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
@@ -70,15 +70,15 @@ def _fixed_batch(session: Any, size: int, partitions: int, round_: int) -> dict[
         )
         for i in range(size)
     ]
-    _settle(session, len(session.engine.batch_timings))
-    done = len(session.engine.batch_timings)
+    _settle(session, session.engine.batch_timings.count)
+    done = session.engine.batch_timings.count
     start = time.perf_counter()
     for result in session.execute_many(statements):
         if isinstance(result, Exception):
             raise result
     wall = time.perf_counter() - start
     _settle(session, done + 1)
-    timing = session.engine.batch_timings[done]
+    timing = session.engine.batch_timings.since(done)[0]
     return {
         "wall_s": wall,
         "process_s": timing["process_s"],
@@ -117,7 +117,7 @@ def main() -> None:
     data_dir = tempfile.mkdtemp(prefix="cqlcdc-scaling-")
     session = cqlcdc.connect(data_dir=data_dir, num_buckets=16)
     if args.no_compaction:
-        session.engine._compactor = None  # maintenance off: every batch's files stay
+        session.engine.maintenance.compactor = None  # maintenance off: every batch's files stay
     session.execute(
         "CREATE KEYSPACE bench WITH replication = "
         "{'class': 'SimpleStrategy', 'replication_factor': 1}"
@@ -139,9 +139,8 @@ def main() -> None:
             point[key] = round(statistics.median(r[key] for r in runs), 3)
         point.update(_files_per_bucket(session))
         points.append(point)
-    compactions = (
-        session.engine._compactor.compactions if session.engine._compactor is not None else 0
-    )
+    compactor = session.engine.maintenance.compactor
+    compactions = compactor.compactions if compactor is not None else 0
     session.close()
 
     header = ["table_rows", "wall_s", "process_s", "commit_s", "maintain_s", "base_files"]

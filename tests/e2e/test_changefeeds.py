@@ -114,7 +114,7 @@ def test_retention_gap_and_consumer_offsets(session: Any) -> None:
     rest = again.poll()
     assert [m.offset for m in rest] == [2, 3, 4]
     # retention removes everything older than the period, read or not
-    session.engine.clock = lambda: time.time() + 3600
+    session.engine.maintenance.clock = lambda: time.time() + 3600
     session.engine.purge_expired()
     session.execute("UPDATE ks.t SET v = 'late' WHERE pk = 0 AND ck = 9")
     reader = FeedReader(session.data_dir, "ks.t/f")

@@ -91,7 +91,7 @@ def test_compaction_bounds_files_and_keeps_reads(spark: Any, tmp_path: Path) -> 
             s.execute(text)
             model.run(text)
 
-        compactor = s.engine._compactor
+        compactor = s.engine.maintenance.compactor
         assert compactor is not None and compactor.compactions > 0
         limit = CompactionPolicy().max_small_files
         for output in outputs:
@@ -158,7 +158,7 @@ def test_batches_of_several_buckets_write_a_file_each_and_compact_to_files_of_on
                 assert [len(_file_buckets(data, o)) for o in outputs] == [1, 1]
                 assert all(first < last for o in outputs for first, last in _file_buckets(data, o))
 
-        compactor = s.engine._compactor
+        compactor = s.engine.maintenance.compactor
         assert compactor is not None and compactor.compactions > 0
         limit = CompactionPolicy().max_small_files
         for output in outputs:

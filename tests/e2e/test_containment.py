@@ -7,6 +7,7 @@ The fault is injected through the processor's test hook (``CQLCDC_TEST_FAULT_TAB
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -59,7 +60,7 @@ def test_a_fault_in_one_table_stops_it_alone(
         _setup(s)
         c = s.coordinator
         if where == "executors":  # every batch runs the core in Spark tasks
-            c.engine.driver_max_rows = 0
+            c.engine.config = dataclasses.replace(c.engine.config, driver_max_rows=0)
             # their Python workers start now, not in the timed write below
             s.execute("CREATE TABLE ks.warm (pk int PRIMARY KEY)")
             s.execute("INSERT INTO ks.warm (pk) VALUES (1)")

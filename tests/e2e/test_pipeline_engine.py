@@ -16,7 +16,7 @@ import pytest
 
 import cqlcdc
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest, WriteTimeout
-from cqlcdc.pipeline import Engine
+from cqlcdc.pipeline import Engine, EngineConfig
 from cqlcdc.pipeline import engine as engine_module
 from cqlcdc.pipeline.engine import INGEST_DDL
 from cqlcdc.store.commit import MANIFEST_NAME, Manifest
@@ -181,7 +181,7 @@ def test_the_batch_interval_holds_writes_back_until_someone_waits(
     the source until the interval passes, unless a wait asks for them: then at once."""
     from cqlcdc.pipeline import ingest_source
 
-    engine = Engine(tmp_path, EchoProcessor(), spark, batch_interval_s=3600)
+    engine = Engine(tmp_path, EchoProcessor(), spark, EngineConfig(batch_interval_s=3600))
     log = engine.open_ingest_log()
     with engine:
         log.append(_records(1, 7))
@@ -191,7 +191,7 @@ def test_the_batch_interval_holds_writes_back_until_someone_waits(
         engine.wait_for(14, timeout=60)  # a reader waits: shown now, committed
         assert ingest_source.read_tip(engine.tip) == 14
         assert _echo_rows(engine.snapshot().read("echo/ks.t")) == _expected(range(1, 15))
-    paced = Engine(tmp_path, EchoProcessor(), spark, batch_interval_s=0.2)
+    paced = Engine(tmp_path, EchoProcessor(), spark, EngineConfig(batch_interval_s=0.2))
     log = paced.open_ingest_log()
     with paced:
         log.append(_records(15, 3))
@@ -212,9 +212,9 @@ def test_an_object_store_trims_the_ingest_log_64_files_at_a_time(
     log = engine.open_ingest_log()
     for seq in range(1, 71):
         log.append(_records(seq, 1))
-    engine._trim_ingest(63)
+    engine.ingest_files.trim(63)
     assert len(log.files()) == 70
-    engine._trim_ingest(64)
+    engine.ingest_files.trim(64)
     assert [f.first_seq for f in log.files()] == list(range(65, 71))
 
 
@@ -371,7 +371,7 @@ def test_executor_path_matches_driver_path(spark: Any, tmp_path: Path) -> None:
     results = {}
     for name, threshold in (("driver", 10**9), ("executors", 0)):
         data_dir = tmp_path / name
-        engine = Engine(data_dir, EchoProcessor(), spark, driver_max_rows=threshold)
+        engine = Engine(data_dir, EchoProcessor(), spark, EngineConfig(driver_max_rows=threshold))
         log = engine.open_ingest_log()
         log.append(_records(1, 40) + _records(41, 20, table_id="ks.u"))
         engine.process_batch(_batch_frame(spark, log), 0)
@@ -384,7 +384,8 @@ def test_executor_path_matches_driver_path(spark: Any, tmp_path: Path) -> None:
             for output in snapshot.outputs()
         }
         if name == "executors":
-            assert engine.batch_timings[-1]["rows"] == 30.0
+            last = engine.batch_timings.last
+            assert last is not None and last["rows"] == 30.0
     assert set(results["driver"]) == {"echo/ks.t", "echo/ks.u", "pkcount/ks.t", "pkcount/ks.u"}
     for output, table in results["driver"].items():
         other = results["executors"][output]

@@ -171,7 +171,7 @@ def test_log_ttl_rows_expire_and_are_purged(session: Any) -> None:
     s.execute("INSERT INTO ks.short (pk, v) VALUES (1, 1)")
     s.execute("INSERT INTO ks.forever (pk, v) VALUES (1, 1)")
     assert len(_rows(s.execute("SELECT pk FROM ks.short_scylla_cdc_log"))) == 1
-    s.engine.clock = lambda: time.time() + 120  # two minutes later
+    s.engine.maintenance.clock = lambda: time.time() + 120  # two minutes later
     assert s.engine.purge_expired() == 1
     assert _rows(s.execute("SELECT pk FROM ks.short_scylla_cdc_log")) == []
     assert len(_rows(s.execute("SELECT pk FROM ks.forever_scylla_cdc_log"))) == 1

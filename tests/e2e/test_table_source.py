@@ -270,7 +270,7 @@ def test_stream_reads_every_log_row_exactly_once_across_a_restart(
         for i in range(12):
             s.execute(f"DELETE FROM ks.e WHERE pk = {i % 3} AND ck = {i}")
         s.flush()
-        compactor = s.engine._compactor
+        compactor = s.engine.maintenance.compactor
         assert compactor is not None and compactor.compactions > 0  # files were rewritten
         run()
         got = spark.read.parquet(str(out)).select(*[f"`{k}`" for k in KEY]).collect()

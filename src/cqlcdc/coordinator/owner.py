@@ -111,6 +111,7 @@ class Coordinator:
         verbose: bool,
     ) -> None:
         from cqlcdc.pipeline.engine import Engine
+        from cqlcdc.pipeline.engine_config import EngineConfig
         from cqlcdc.pipeline.spark import get_spark
 
         self._catalog = Catalog(DocumentDirectory(self.data_dir))
@@ -126,9 +127,12 @@ class Coordinator:
         # the core reads schemas through this coordinator: always the current snapshot
         self.processor = CoreProcessor(DocumentDirectory(self.data_dir), self, self.aws_region)
         self.spark = get_spark(master, log_file=None if verbose else self._spark_log())
-        self.engine = Engine(self.data_dir, self.processor, self.spark, lock=lock)
-        if driver_max_rows is not None:
-            self.engine.driver_max_rows = driver_max_rows
+        config = (
+            EngineConfig()
+            if driver_max_rows is None
+            else EngineConfig(driver_max_rows=driver_max_rows)
+        )
+        self.engine = Engine(self.data_dir, self.processor, self.spark, config, lease=lock)
         self.engine.start()
         self.ingest = self.engine.open_ingest_log()
         self.lock = threading.Lock()

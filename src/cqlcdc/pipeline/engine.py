@@ -13,274 +13,52 @@ records the batch id it holds. So a driver restarted anywhere, with no local sta
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import itertools
 import json
-import logging
-import os
 import shutil
-import tempfile
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from cqlcdc.cdc.outputs import error_rows
-from cqlcdc.errors import ServerError, UnappliedWrite, WriteTimeout
-from cqlcdc.failure_text import cannot_apply
+from cqlcdc.errors import ServerError, WriteTimeout
 from cqlcdc.location import Location
 from cqlcdc.observe import events
-from cqlcdc.pipeline import ingest_source
-from cqlcdc.pipeline.failures import (
-    FIRST_START_ATTEMPTS,
-    FailureKind,
-    attempts_allowed,
-    backoff_s,
-    classify,
+from cqlcdc.pipeline import ingest_source, tip_pacing
+from cqlcdc.pipeline.batch_timings import BatchTimings
+from cqlcdc.pipeline.bucket_tasks import (
+    FileTask,
+    executor_min_bytes,
+    in_range,
+    process_groups,
+    run_on_executors,
+    runs_on_executors,
 )
-from cqlcdc.pipeline.spark import is_cluster
-from cqlcdc.store.commit import (
-    DATA_FILE_SCHEMA,
-    DataFile,
-    Manifest,
-    Snapshot,
-    VersionedReader,
-    commit_output,
-    data_files_from_arrow,
-    data_files_to_arrow,
-    write_data_file,
-)
-from cqlcdc.store.compaction import CompactionPolicy, Compactor, vacuum
-from cqlcdc.store.containment import (
-    HELD,
-    StoppedTable,
-    error_line,
-    failed_table,
-    failures_of_output,
-    load_stopped,
-    one_line,
-    output_table_id,
-    save_stopped,
-    table_tag,
-)
-from cqlcdc.store.file_runs import BucketRuns
-from cqlcdc.store.ingest import (
-    Handoff,
-    IngestFile,
-    IngestLog,
-    list_ingest_files,
-    read_ingest_file,
-)
+from cqlcdc.pipeline.containment import Containment
+from cqlcdc.pipeline.engine_config import EngineConfig
+from cqlcdc.pipeline.ingest_files import IngestFiles
+from cqlcdc.pipeline.maintenance import Maintenance
+from cqlcdc.pipeline.scratch import new_scratch_dir
+from cqlcdc.pipeline.staged_outputs import finalize_staged
+from cqlcdc.pipeline.supervision import Supervisor, retry_batch
+from cqlcdc.pipeline.tip_pacing import TipPacer
+from cqlcdc.store.commit import DataFile, Manifest, Snapshot, commit_output
+from cqlcdc.store.containment import StoppedTable, failures_of_output, one_line, output_table_id
+from cqlcdc.store.ingest import IngestLog
 from cqlcdc.store.intent import BatchIntent
 from cqlcdc.store.lease import Lease
 from cqlcdc.store.records import INGEST_SCHEMA, BucketProcessor
-from cqlcdc.store.recovery import (
-    load_skipped,
-    save_failure,
-    unapplied_failure,
-)
 
+# INGEST_SCHEMA as Spark sees it: how a caller reads ingest files into the frame it hands
+# to ``process_batch`` (the streaming query hands over its source's frame)
 INGEST_DDL = (
     "seq BIGINT NOT NULL, table_id STRING NOT NULL, schema_version INT NOT NULL, "
     "bucket INT NOT NULL, token BIGINT NOT NULL, pk BINARY NOT NULL, payload BINARY NOT NULL"
 )
-# DATA_FILE_SCHEMA as Spark sees it (the mapInArrow result)
-DATA_FILE_DDL = (
-    "output STRING, path STRING, size BIGINT, num_records BIGINT, modification_time BIGINT, "
-    "stats STRING, schema BINARY"
-)
-_GROUP_ORDER = ["table_id", "bucket", "token", "pk", "seq"]
-# on a cluster, a batch with this much ingest payload runs on the executors
-# (``$CQLCDC_EXECUTOR_MIN_BYTES`` overrides it): below it, a Spark job's fixed cost
-# (~0.3 s) outweighs what the executors would share
-EXECUTOR_MIN_BYTES = 4 * 1024 * 1024
-# On an object store a micro-batch costs requests whatever it holds (a data file per output,
-# a Delta commit per output, the manifest, batch.json: each a PUT at tens of milliseconds),
-# so the source is shown new writes at most this often, unless someone waits for them (a
-# read after a write, backpressure): then at once. A local disk's batches cost no requests
-# and go as soon as the last one ends (0). ``CQLCDC_BATCH_INTERVAL_S`` overrides it.
-OBJECT_STORE_BATCH_INTERVAL_S = 2.0
-# In an object store the ingest files a batch committed are deleted once this many are
-# done with (one DeleteObjects request for them all), not after every batch: a request
-# per batch would cost as much as the batch's manifest. A local disk trims every batch.
-OBJECT_STORE_TRIM_FILES = 64
-log = logging.getLogger("cqlcdc")
-# buckets processed at once by process_groups
-_BUCKET_THREADS = 2
-
-
-def process_groups(
-    records: pa.Table,
-    processor: BucketProcessor,
-    tables_dir: Location | str,
-    versions: dict[str, int],
-    batch_id: int,
-    tables: dict[str, DeltaTable] | None = None,
-    held: dict[str, list[pa.Table]] | None = None,
-) -> list[DataFile]:
-    """Run the core on every (table_id, bucket) group of `records` and write its outputs.
-
-    The same function runs in the driver (small batches) and in executors (large ones).
-
-    Args:
-        records: ingest rows, in any order.
-        processor: the core.
-        tables_dir: root of the output tables.
-        versions: the output versions the core's state reads see (the manifest's).
-        batch_id: the micro-batch id, used in data file names.
-        tables: open table handles to reuse for state reads (the driver's cache).
-        held: where the driver keeps the staged outputs (``processor.is_staged``) in memory
-            for ``finalize_batch`` instead of writing them as files to read back.
-
-    Returns:
-        The data files written: per output with rows, files of consecutive buckets.
-    """
-    if records.num_rows == 0:
-        return []
-    records = records.sort_by([(name, "ascending") for name in _GROUP_ORDER])
-    table_ids = records.column("table_id")
-    buckets = records.column("bucket")
-    changed = pc.or_(
-        pc.not_equal(table_ids.slice(1), table_ids.slice(0, len(table_ids) - 1)),
-        pc.not_equal(buckets.slice(1), buckets.slice(0, len(buckets) - 1)),
-    )
-    starts = [0, *(int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()), records.num_rows]
-    state = VersionedReader(tables_dir, versions, tables)
-
-    def run(start: int, end: int) -> tuple[int, dict[str, pa.Table]]:
-        group = records.slice(start, end - start)
-        table_id = group.column("table_id")[0].as_py()
-        bucket = group.column("bucket")[0].as_py()
-        try:
-            return bucket, processor.process_bucket(table_id, bucket, group.combine_chunks(), state)
-        except (OSError, MemoryError):
-            raise  # the machine, not the table (a full disk): not contained
-        except UnappliedWrite as err:  # the failure is the table's: tagged for containment
-            raise UnappliedWrite(f"{table_tag(table_id)} {one_line(err.message)}") from err
-        except Exception as err:  # the core could not say which record: name them all
-            seqs = group.column("seq")
-            first, last = pc.min(seqs).as_py(), pc.max(seqs).as_py()
-            raise UnappliedWrite(
-                f"{table_tag(table_id)} "
-                + cannot_apply(
-                    first,
-                    last,
-                    f"table id {table_id}, bucket {bucket}",
-                    f"{type(err).__name__}: {one_line(str(err))}",
-                )
-            ) from err
-
-    # Buckets are independent (each reads the state at the manifest's versions and writes
-    # its own outputs), so two run at once: most of a bucket's time is in Arrow, numpy and
-    # Parquet, which release the GIL. Their outputs are taken in group order, so the files
-    # and the held rows come out as a sequential run makes them. An output's consecutive
-    # buckets share a file until it is big enough (``BucketRuns``); files are written by a
-    # small pool while the next buckets are processed.
-    groups = list(itertools.pairwise(starts))
-    runs = BucketRuns()
-    with (
-        ThreadPoolExecutor(
-            max_workers=_BUCKET_THREADS, thread_name_prefix="cqlcdc-bucket"
-        ) as cores,
-        ThreadPoolExecutor(max_workers=2, thread_name_prefix="cqlcdc-write") as pool,
-    ):
-        pending: list[Future[DataFile]] = []
-        running: deque[Future[tuple[int, dict[str, pa.Table]]]] = deque()
-        next_group = 0
-        while next_group < len(groups) or running:
-            while next_group < len(groups) and len(running) < _BUCKET_THREADS + 1:
-                running.append(cores.submit(run, *groups[next_group]))
-                next_group += 1
-            bucket, outputs = running.popleft().result()
-            for output in sorted(outputs):
-                rows = outputs[output]
-                if rows.num_rows and held is not None and processor.is_staged(output):
-                    held.setdefault(output, []).append(rows)
-                elif rows.num_rows:
-                    for done in runs.add(output, bucket, rows):
-                        pending.append(
-                            pool.submit(_write_output, tables_dir, output, done, batch_id)
-                        )
-        for output, rows in runs.drain():
-            pending.append(pool.submit(_write_output, tables_dir, output, rows, batch_id))
-        return [f.result() for f in pending]
-
-
-def _write_output(
-    tables_dir: Location | str, output: str, rows: pa.Table, batch_id: int
-) -> DataFile:
-    """``write_data_file``, with a failure that is about the rows (not the disk) tagged with
-    the output's table, so the engine stops that table alone."""
-    with failures_of_output(output, "write"):
-        return write_data_file(tables_dir, output, rows, batch_id)
-
-
-class _FileTask:
-    """The mapInArrow function of large batches: task ``part`` reads the micro-batch's ingest
-    files itself from the data directory (a local path shared by local executors, or an
-    object store), only the row groups of its buckets where a file is written by bucket, and
-    runs the core on the buckets with ``bucket % parts == part``. Spark schedules the tasks;
-    no record passes through it. Picklable; runs on executors, which need nothing of the
-    driver's disk.
-    """
-
-    def __init__(
-        self,
-        processor: BucketProcessor,
-        tables_dir: Location,
-        versions: dict[str, int],
-        batch_id: int,
-        paths: list[Location],
-        seqs: tuple[int, int],
-        parts: int,
-        skipped: list[int],
-        held_tables: list[str],
-    ) -> None:
-        self.processor = processor
-        self.tables_dir = tables_dir
-        self.versions = versions
-        self.batch_id = batch_id
-        self.paths = paths
-        self.seqs = seqs  # the batch's records: first..last seq (a file may hold more)
-        self.parts = parts
-        self.skipped = skipped  # seqs of records to drop (the driver reports them)
-        self.held_tables = held_tables  # stopped tables: the driver holds their records
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for part in batch.column(0).to_pylist():
-
-                def share(bucket: int, part: int = part) -> bool:
-                    return bucket % self.parts == part
-
-                records = _in_range(
-                    pa.concat_tables([read_ingest_file(p, share) for p in self.paths]), *self.seqs
-                )
-                if self.skipped:
-                    kept = pc.invert(pc.is_in(records.column("seq"), pa.array(self.skipped)))
-                    records = records.filter(kept)
-                if self.held_tables:
-                    held = pc.is_in(records.column("table_id"), pa.array(self.held_tables))
-                    records = records.filter(pc.invert(held))
-                files = process_groups(
-                    records,
-                    self.processor,
-                    self.tables_dir,
-                    self.versions,
-                    self.batch_id,
-                )
-                yield from data_files_to_arrow(files).to_batches()
 
 
 class Engine:
@@ -290,31 +68,15 @@ class Engine:
     ``manifest.json`` (last complete batch), ``batch.json`` (the seqs of the batch being
     committed). Local scratch, created at start and removed at stop: Spark's checkpoint (a
     fresh one at every start: the manifest is what a restart resumes from) and the source's
-    tip file. One Engine per data_dir at a time (its lock or lease enforces it).
+    tip file. One Engine per data_dir at a time (its lease enforces it).
 
     Args:
         data_dir: the data directory: a local path or an object-store Location.
         processor: the core (picklable).
         spark: the session to run on.
-        driver_max_rows: batches whose cost is at most this run the core in the driver;
-            costlier ones run it in executor tasks, one per slice of the buckets. The cost is
-            the processor's ``driver_cost(records)`` if it has one (the writes it applies
-            one by one), else the number of records.
-        trigger_interval: Spark processingTime trigger; "0 seconds" polls continuously.
-        max_records_per_trigger: the most records one micro-batch takes. It bounds a batch's
-            memory when a bulk load is far ahead of the engine: a batch's records are read
-            whole (2M writes are ~200 MB of chunks).
-        num_partitions: partitions of the executor path (default: Spark's default parallelism).
-        app_id: the Delta app transaction id the batch ids are recorded under.
-        purge_interval_s: how often expired rows (CDC log TTL) are deleted, at most.
-        compaction: when to compact small files and vacuum (None: never; docs/pipeline.md).
-        clock: seconds since the epoch (injectable for tests).
-        lock: the data directory's lease, when the caller took it already (start() takes
+        config: how it runs (``EngineConfig``; default: its defaults).
+        lease: the data directory's lease, when the caller took it already (start() takes
             it otherwise; stop() releases it).
-        scratch_dir: where the local scratch goes (default: a new temp directory).
-        batch_interval_s: the least time between two batches' views of the log while no one
-            waits for a write (default: 0 on a local disk, ``OBJECT_STORE_BATCH_INTERVAL_S``
-            in an object store; ``CQLCDC_BATCH_INTERVAL_S`` overrides the default).
     """
 
     def __init__(
@@ -322,59 +84,30 @@ class Engine:
         data_dir: Location | str | Path,
         processor: BucketProcessor,
         spark: SparkSession,
+        config: EngineConfig | None = None,
         *,
-        driver_max_rows: int = 20_000,
-        trigger_interval: str = "0 seconds",
-        max_records_per_trigger: int = 2_000_000,
-        num_partitions: int | None = None,
-        app_id: str = "cqlcdc",
-        purge_interval_s: float = 300.0,
-        compaction: CompactionPolicy | None = CompactionPolicy(),  # noqa: B008 - frozen
-        clock: Callable[[], float] = time.time,
-        lock: Lease | None = None,
-        scratch_dir: str | Path | None = None,
-        batch_interval_s: float | None = None,
+        lease: Lease | None = None,
     ) -> None:
+        self.config = config = config or EngineConfig()
         self.data_dir = Location.of(data_dir)
         self.ingest_dir = self.data_dir / "ingest"
         self.tables_dir = self.data_dir / "tables"
         for directory in (self.data_dir, self.ingest_dir, self.tables_dir):
             directory.makedirs()
-        self._own_scratch = scratch_dir is None
-        if scratch_dir is None:
-            _sweep_stale_scratch()
-            scratch_dir = tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-")
-        self.scratch_dir = Path(scratch_dir)
+        self._own_scratch = config.scratch_dir is None
+        self.scratch_dir = Path(config.scratch_dir or new_scratch_dir())
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint_dir = self.scratch_dir / "checkpoint"
         self.tip = self.scratch_dir / "tip"
-        if batch_interval_s is None:
-            default = 0.0 if self.data_dir.is_local else OBJECT_STORE_BATCH_INTERVAL_S
-            batch_interval_s = float(os.environ.get("CQLCDC_BATCH_INTERVAL_S", default))
-        self.batch_interval_s = batch_interval_s
-        # the tip as written (what the source may take), the log's end as appended, and the
-        # highest seq someone waits for; a timer thread moves the tip on the interval
-        self._tip_cond = threading.Condition()
-        self._tip_seq = -1
-        self._tip_time = 0.0
-        self._log_end = 0
-        self._wanted = 0
-        self._tip_timer: threading.Thread | None = None
-        self._tip_stopping = False
+        self.pacer = TipPacer(
+            self.tip, tip_pacing.batch_interval_s(self.data_dir, config.batch_interval_s)
+        )
         self._ran_batch = threading.Event()  # the query has run a batch since start
         self.processor = processor
         self.spark = spark
-        self.driver_max_rows = driver_max_rows
-        self.trigger_interval = trigger_interval
-        self.max_records_per_trigger = max_records_per_trigger
-        self.num_partitions = num_partitions or spark.sparkContext.defaultParallelism
+        self.num_partitions = config.num_partitions or spark.sparkContext.defaultParallelism
         # on a cluster, batches with this much payload run on the executors (None: local)
-        self.executor_min_bytes = (
-            int(os.environ.get("CQLCDC_EXECUTOR_MIN_BYTES", EXECUTOR_MIN_BYTES))
-            if is_cluster(spark.sparkContext.master or "local")
-            else None
-        )
-        self.app_id = app_id
+        self.executor_min_bytes = executor_min_bytes(spark)
         self._cond = threading.Condition()
         self._manifest = Manifest.load(self.data_dir)
         self._failure: BaseException | None = None
@@ -383,110 +116,50 @@ class Engine:
         self._running = False
         self._halt = threading.Event()  # stop() was called: no retry, no restart
         self._query_lock = threading.Lock()  # a restart and stop() never interleave
-        self._supervisor: threading.Thread | None = None
+        # starts the query, and restarts it after a failure that is not the data's
+        self._supervisor = Supervisor(
+            self._start_query,
+            lambda: self._query,
+            lambda: self.committed_batch() + 1,
+            self._fail,
+            lambda: self._failure is not None,
+            self._note_retry,
+            self._halt,
+            self._query_lock,
+        )
         # the failure being retried, one line (a waiter whose wait times out is told it)
         self._retrying: str | None = None
-        self._lock = lock or Lease(self.data_dir)
-        self.skipped: dict[int, str] = {}
-        # tables whose records are held, not applied (``cqlcdc.store.containment``); replaced
-        # whole when one is added, so readers in other threads need no lock
-        self.stopped: dict[str, StoppedTable] = load_stopped(self.data_dir)
-        self._attempt_records: pa.Table = INGEST_SCHEMA.empty_table()
+        self._lease = lease or Lease(self.data_dir)
+        # stopped tables and skipped records: the writes a batch does not apply
+        self.containment = Containment(self.data_dir, self.tables_dir, processor)
         self._batch_id = self._manifest.batch_id + 1  # the batch being applied
         # batch.json as last read or written (read once per start: this process is its writer)
         self._intent = BatchIntent.load(self.data_dir)
         # driver-side handles of the output tables, kept at their latest committed version
         self._tables: dict[str, DeltaTable] = {}
-        self.clock = clock
-        # the ingest files not yet trimmed, by URI, as appends report them: a batch finds its
-        # files here, without listing the log (a request per batch in an object store)
-        self._files: dict[str, IngestFile] = {}
-        self._files_lock = threading.Lock()
-        # what a session of this process appends, held for the batch that takes it (the
-        # session's IngestLog is built with it and ``note_appended``: see Coordinator)
-        self.handoff = Handoff()
-        self._ingest_log = IngestLog(self.ingest_dir, self.handoff, self.note_appended)
-        self.purge_interval_s = purge_interval_s
-        self._last_purge = clock()
-        self.compaction = compaction
-        self._compactor = (
-            Compactor(self.tables_dir, processor, compaction) if compaction is not None else None
+        # the ingest files a batch reads, indexed as appends report them (no listing)
+        self.ingest_files = IngestFiles(self.ingest_dir, self.pacer.show)
+        self.maintenance = Maintenance(
+            self.data_dir,
+            self.tables_dir,
+            processor,
+            config.compaction,
+            config.purge_interval_s,
+            config.clock,
+            self._tables,
+            self.containment.output_stopped,
+            self._publish,
         )
-        self._last_vacuum: float | None = None  # None: vacuum on the first batch
-        self.batch_timings: list[dict[str, float]] = []
+        self.batch_timings = BatchTimings()  # the last batches' phases, bounded
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def open_ingest_log(self) -> IngestLog:
         """An IngestLog that appends for this engine: the way in for writes of this process
         (the one that owns the data directory). Its appends reach the engine as they return
-        (``note_appended``) and are held for it (``handoff``), so no batch lists the log."""
-        return IngestLog(self.ingest_dir, self.handoff, self.note_appended)
-
-    def note_appended(self, files: list[IngestFile]) -> None:
-        """An IngestLog's report of new (or, at its start, existing) ingest files: indexed
-        for the batches, and the log's end shown to the source (``_show``)."""
-        if not files:
-            return
-        with self._files_lock:
-            for file in files:
-                self._files[file.path.uri] = file
-            last = max(f.last_seq for f in self._files.values())
-        self._show(last)
-
-    def _show(self, log_end: int, now: bool = False) -> None:
-        """Let the source see the log up to ``log_end``: at once on a local disk, when asked
-        (``now``), or when someone waits for a seq the tip does not reach; else when the
-        batch interval has passed since the tip last moved (the timer thread)."""
-        with self._tip_cond:
-            self._log_end = max(self._log_end, log_end)
-            if now or self.batch_interval_s <= 0 or self._wanted > self._tip_seq:
-                self._write_tip()
-                return
-            if self._tip_timer is None:
-                self._tip_stopping = False
-                self._tip_timer = threading.Thread(
-                    target=self._move_tip, name="cqlcdc-tip", daemon=True
-                )
-                self._tip_timer.start()
-            self._tip_cond.notify_all()
-
-    def _write_tip(self) -> None:
-        """Write the log's end to the tip file (with ``_tip_cond`` held).
-
-        The tip is scratch, written after an append made its records durable: a failure
-        to write it (the scratch disk full) must not fail the append, whose writers would be
-        told their write failed although it is in the log. The tip stays behind, and is
-        written again by the next append or by a writer waiting (``wait_for``)."""
-        if self._log_end > self._tip_seq or not self.tip.exists():
-            try:
-                self.scratch_dir.mkdir(parents=True, exist_ok=True)
-                ingest_source.write_tip(self.tip, self._log_end)
-            except OSError:
-                return
-            self._tip_seq = self._log_end
-            self._tip_time = time.monotonic()
-
-    def _move_tip(self) -> None:
-        """The timer: the tip follows the log at most once per batch interval."""
-        with self._tip_cond:
-            while not self._tip_stopping:
-                if self._log_end <= self._tip_seq:
-                    self._tip_cond.wait()
-                    continue
-                left = self._tip_time + self.batch_interval_s - time.monotonic()
-                if left > 0:
-                    self._tip_cond.wait(left)
-                    continue
-                self._write_tip()
-
-    def _stop_tip_timer(self) -> None:
-        with self._tip_cond:
-            timer, self._tip_timer = self._tip_timer, None
-            self._tip_stopping = True
-            self._tip_cond.notify_all()
-        if timer is not None:
-            timer.join()
+        (``IngestFiles.note_appended``) and are held for it (``handoff``), so no batch lists
+        the log."""
+        return self.ingest_files.open_log()
 
     def start(self) -> None:
         """Start the streaming query, from the seq the manifest has committed up to.
@@ -496,73 +169,40 @@ class Engine:
         """
         if self._running:
             return
-        self._lock.acquire()
-        # seqs `cqlcdc recover` told the engine to drop (it runs only while no engine does)
-        self.skipped = load_skipped(self.data_dir)
-        self.stopped = load_stopped(self.data_dir)
+        self._lease.acquire()
+        self.containment.load()
         with self._cond:
             self._failure = None
             self._retrying = None
         self._halt.clear()
         try:
-            self._first_start()
+            self._supervisor.first_start()
         except BaseException:
-            self._lock.release()
+            self._lease.release()
             raise
         self._running = True
-        self._supervisor = threading.Thread(
-            target=self._supervise, name="cqlcdc-supervisor", daemon=True
-        )
-        self._supervisor.start()
-
-    def _first_start(self) -> None:
-        """Start the query, retrying what ``_supervise`` would retry of a restart: a failure
-        of Spark's machinery or of the machine (the Python worker that plans the ingest
-        source did not start, or Spark's pool still holds one that died), with the same
-        backoff. A start is the caller's to wait for, so it gives up after
-        ``FIRST_START_ATTEMPTS`` and raises the last failure: a Spark that cannot start the
-        query at all is an error of ``connect()``, not writes that time out later."""
-        attempt = 0
-        while True:
-            try:
-                with self._query_lock:
-                    self._start_query()
-                return
-            except Exception as err:
-                attempt += 1
-                kind = classify(err)
-                retried = kind in (FailureKind.TRANSIENT, FailureKind.ENVIRONMENT)
-                if not retried or attempt >= FIRST_START_ATTEMPTS:
-                    raise
-                delay = backoff_s(attempt)
-                events.pipeline_retried(
-                    self.committed_batch() + 1, kind.value, attempt, delay, err, restart=True
-                )
-                time.sleep(delay)
+        self._supervisor.watch()
 
     def _start_query(self) -> None:
         """Start a streaming query from the seq the manifest has committed up to, with a
         fresh checkpoint (at the first start, and at each restart after a failure that is
-        not the data's: ``_supervise``). Called with ``_query_lock`` held."""
+        not the data's: ``Supervisor``). Called with ``_query_lock`` held."""
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
         # Spark's checkpoint is scratch: the manifest (and batch.json) say where to resume
         shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         with self._cond:
             self._manifest = Manifest.load(self.data_dir)
         self._intent = BatchIntent.load(self.data_dir)
-        with self._files_lock:
-            self._files = {}
-        with self._tip_cond:
-            self._tip_seq, self._log_end, self._wanted = -1, self._manifest.max_seq, 0
-        self.note_appended(self._ingest_log.files())
-        self._show(self._manifest.max_seq, now=True)  # what a restart finds goes at once
+        self.pacer.reset(self._manifest.max_seq)
+        self.ingest_files.reindex()
+        self.pacer.show(self._manifest.max_seq, now=True)  # what a restart finds goes at once
         ingest_source.register(self.spark)
         self._ran_batch.clear()
         stream = (
             self.spark.readStream.format(ingest_source.NAME)
             .option("tip", str(self.tip))
             .option("start", str(self._manifest.max_seq))
-            .option("maxRecordsPerTrigger", str(self.max_records_per_trigger))
+            .option("maxRecordsPerTrigger", str(self.config.max_records_per_trigger))
             .option("data_dir", self.data_dir.uri)
             .option("storage_options", json.dumps(dict(self.data_dir.options)))
             .load()
@@ -571,7 +211,7 @@ class Engine:
             stream.writeStream.queryName(f"cqlcdc-{self.data_dir.name}")
             .foreachBatch(self.process_batch)
             .option("checkpointLocation", str(self.checkpoint_dir))
-            .trigger(processingTime=self.trigger_interval)
+            .trigger(processingTime=self.config.trigger_interval)
             .start()
         )
         # the source starts one seq back, so a first batch runs now, in the background
@@ -579,60 +219,11 @@ class Engine:
         # (~3 s idle, planning this source's reads) overlap the client's start instead of
         # delaying its first write's wait; start itself does not wait for it
 
-    def _supervise(self) -> None:
-        """Restart the streaming query when it dies of a failure that is not the data's.
-
-        A failure inside a micro-batch is retried there (``process_batch``); what ends the
-        query is either the data's (``_failure`` is set: the pipeline stays stopped, as the
-        writers are told) or outside any batch: the ingest source's Python worker did not
-        start or died, Spark's checkpoint could not be written (a full disk). Then the query
-        is started again from the manifest, after a backoff that grows while the restarts
-        fail (``failures.backoff_s``, capped): writers keep waiting meanwhile, none is
-        refused. Only a lost lease stops it for good."""
-        attempt, at_batch = 0, -1
-        pending: BaseException | None = None  # a restart that failed
-        while not self._halt.is_set():
-            if pending is None:
-                query = self._query
-                if query is None:
-                    return
-                try:
-                    if not query.awaitTermination(1):
-                        continue
-                    error: BaseException | None = query.exception()
-                except Exception as err:  # awaitTermination raises the query's failure
-                    error = err
-            else:
-                error, pending = pending, None
-            if self._halt.is_set() or self._failure is not None:
-                return
-            failure = error or ServerError("the streaming query stopped with no error")
-            batch_id = self.committed_batch() + 1
-            if batch_id != at_batch:
-                attempt, at_batch = 0, batch_id
-            attempt += 1
-            kind = classify(failure)
-            if kind is FailureKind.FATAL:
-                events.pipeline_failed(batch_id, failure)
-                with self._cond:
-                    self._failure = failure
-                    self._cond.notify_all()
-                return
-            delay = backoff_s(attempt)
-            events.pipeline_retried(batch_id, kind.value, attempt, delay, failure, restart=True)
-            self._note_retry(failure)
-            if self._halt.wait(delay):
-                return
-            if query is not None:
-                with contextlib.suppress(Exception):  # its error is the one reported above
-                    query.stop()  # ended already: this frees what it held
-            try:
-                with self._query_lock:
-                    if self._halt.is_set():
-                        return
-                    self._start_query()
-            except Exception as err:
-                pending = err
+    def _fail(self, failure: BaseException) -> None:
+        """The pipeline stops at `failure`: every waiting writer is told it."""
+        with self._cond:
+            self._failure = failure
+            self._cond.notify_all()
 
     def _note_retry(self, error: BaseException) -> None:
         with self._cond:
@@ -647,13 +238,11 @@ class Engine:
             query, self._query = self._query, None
         if query is not None:
             query.stop()
-        supervisor, self._supervisor = self._supervisor, None
-        if supervisor is not None and supervisor is not threading.current_thread():
-            supervisor.join()
-        self._stop_tip_timer()
+        self._supervisor.join()
+        self.pacer.stop()
         if self._own_scratch:
             shutil.rmtree(self.scratch_dir, ignore_errors=True)
-        self._lock.release()
+        self._lease.release()
         with self._cond:
             self._cond.notify_all()
 
@@ -663,6 +252,11 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    @property
+    def stopped(self) -> dict[str, StoppedTable]:
+        """The stopped tables, by table id (``Containment``): their writes are held."""
+        return self.containment.stopped
 
     @property
     def query(self) -> StreamingQuery | None:
@@ -680,6 +274,16 @@ class Engine:
         """The highest ingest seq whose batch is committed in every output."""
         with self._cond:
             return self._manifest.max_seq
+
+    def maintain(self, force_vacuum: bool = False) -> int:
+        """Compact the buckets that are due, and vacuum when its interval has passed (or
+        ``force_vacuum``): ``Maintenance.maintain``. Returns the compaction commits made."""
+        return self.maintenance.maintain(force_vacuum)
+
+    def purge_expired(self) -> int:
+        """Delete the expired rows (CDC log TTL) now: ``Maintenance.purge_expired``.
+        Returns the rows deleted."""
+        return self.maintenance.purge_expired()
 
     def snapshot(self) -> Snapshot:
         """A consistent view of all outputs as of the last complete batch."""
@@ -699,10 +303,7 @@ class Engine:
                 CorruptIngestFile if an ingest file is damaged), or it is not running.
         """
         deadline = time.monotonic() + timeout
-        with self._tip_cond:  # someone waits: the source sees the log now, not on the interval
-            if seq > self._tip_seq:
-                self._wanted = max(self._wanted, seq)
-                self._write_tip()
+        self.pacer.want(seq)  # someone waits: the source sees the log now, not on the interval
         while True:
             with self._cond:
                 if self._manifest.max_seq >= seq:
@@ -717,9 +318,7 @@ class Engine:
                     )
                 # bounded wait: the tip may need writing again (its disk was full)
                 self._cond.wait(min(remaining, 0.5))
-            with self._tip_cond:
-                if seq > self._tip_seq:
-                    self._write_tip()
+            self.pacer.want(seq)
 
     def _raise_if_failed(self) -> None:
         if self._failure is not None:
@@ -728,7 +327,7 @@ class Engine:
             raise ServerError(f"Pipeline failed: {self._failure}") from self._failure
         if not self._running:
             raise ServerError("Pipeline is not running")
-        # a query that died of anything else is being restarted (``_supervise``)
+        # a query that died of anything else is being restarted (``Supervisor``)
 
     # --- one micro-batch ------------------------------------------------------------------
 
@@ -743,103 +342,34 @@ class Engine:
         already and skipped, so a replay is harmless.
 
         A failure is retried here from the last committed batch, by its kind
-        (``cqlcdc.pipeline.failures``): one of the machine's (a full disk) for as long as
-        it lasts, one of Spark's a few times, one the core blames on a table or record
-        once. A failure that repeats on the same batch beyond that is the data's: the
-        table it is attributed to stops alone and the batch runs again at once with its
-        records held (``_contain``); a failure no table can be blamed for stops the query.
+        (``supervision.retry_batch``); one that repeats on the same batch beyond that is
+        the data's: the table it is attributed to stops alone and the batch runs again at
+        once with its records held (``Containment.contain``); a failure no table can be
+        blamed for stops the query.
         """
         end = ingest_source.batch_end(self.checkpoint_dir, batch_id)
-        attempts: dict[FailureKind, int] = {}
-        failed_batch = -1
         try:
-            while True:
-                try:
-                    self._process_batch(df, end)
-                    self._ran_batch.set()
-                    if self._retrying is not None:
-                        with self._cond:
-                            self._retrying = None
-                    return
-                except Exception as err:
-                    if self._halt.is_set():
-                        raise  # stopping: the next start replays the batch
-                    if self._batch_id != failed_batch:
-                        attempts, failed_batch = {}, self._batch_id
-                    kind = classify(err)
-                    attempt = attempts[kind] = attempts.get(kind, 0) + 1
-                    allowed = attempts_allowed(kind)
-                    if allowed is None or attempt < allowed:
-                        delay = 0.0 if kind is FailureKind.DATA else backoff_s(attempt)
-                        events.pipeline_retried(
-                            self._batch_id, kind.value, attempt, delay, err, restart=False
-                        )
-                        self._note_retry(err)
-                        if self._halt.wait(delay):
-                            raise
-                        continue
-                    if kind is FailureKind.FATAL or not self._contain(err, self._batch_id):
-                        raise
-                    attempts = {}
+            retry_batch(
+                lambda: self._process_batch(df, end),
+                lambda: self._batch_id,
+                self.containment.contain,
+                self._note_retry,
+                self._halt,
+            )
+            self._ran_batch.set()
+            if self._retrying is not None:
+                with self._cond:
+                    self._retrying = None
         except Exception as err:
             if self._halt.is_set():
                 raise
-            failure = self._stopped_at(err, self._batch_id)
+            failure = self.containment.stopped_at(err, self._batch_id)
             events.pipeline_failed(self._batch_id, failure)
-            with self._cond:
-                self._failure = failure
-                self._cond.notify_all()
+            self._fail(failure)
             raise failure from err
         except BaseException as err:
-            with self._cond:
-                self._failure = err
-                self._cond.notify_all()
+            self._fail(err)
             raise
-
-    def _contain(self, err: Exception, batch_id: int) -> bool:
-        """Stop the table a failure is attributed to: record it durably, log one line, and
-        say the batch may run again (its records then held). False when the failure names
-        no table of this batch, or one already stopped: the query stops as before.
-
-        Exactly once still holds: the outputs this attempt committed are committed again
-        as no-ops (same batch id, same rows: other tables' groups do not depend on the
-        stopped one); the stopped table's own outputs, which may hold commits past the
-        manifest, are never committed again until ``cqlcdc recover`` undoes those."""
-        table_id = failed_table(str(err))
-        if table_id is None or table_id in self.stopped:
-            return False
-        records = self._attempt_records
-        seqs = records.filter(pc.equal(records.column("table_id"), table_id)).column("seq")
-        if len(seqs) == 0:
-            return False
-        entry = StoppedTable(
-            table_id=table_id,
-            table=self.processor.table_name(table_id),
-            first_seq=int(pc.min(seqs).as_py()),
-            batch_id=batch_id,
-            error=error_line(str(err)),
-        )
-        stopped = {**self.stopped, table_id: entry}
-        save_stopped(self.data_dir, stopped)
-        self.stopped = stopped
-        events.table_stopped(entry.log_line(self.data_dir))
-        return True
-
-    def _stopped_at(self, err: Exception, batch_id: int) -> Exception:
-        """The error waiting writers get when a batch fails: for a record the core cannot
-        apply, one that names it and says how to go on without it (``failure.json`` keeps
-        it for ``cqlcdc recover``); any other error as it is."""
-        failure = unapplied_failure(str(err), batch_id)
-        if failure is None:
-            return err
-        save_failure(self.data_dir, failure)
-        return UnappliedWrite(
-            f"The pipeline stopped at a write it cannot apply ({failure.message}). Later "
-            "writes wait behind it and every other acknowledged write is kept. To go on "
-            f"without this write (it is then reported as failed): close every session, run "
-            f"`cqlcdc recover --data-dir {self.data_dir} --skip {failure.skip_argument()}`, "
-            "and reopen the data directory."
-        )
 
     def _process_batch(self, df: DataFrame, end: int | None) -> None:
         """Commit the records up to seq `end` (None: those of `df`) past the manifest's.
@@ -853,8 +383,10 @@ class Engine:
             try:
                 frame = df.toArrow().cast(INGEST_SCHEMA)
             except Exception as err:
-                raise self._read_failure(manifest, manifest.batch_id + 1, err) from err
-            frame = _in_range(frame, manifest.max_seq + 1, None)
+                raise self.ingest_files.read_failure(
+                    manifest.max_seq, manifest.batch_id + 1, err
+                ) from err
+            frame = in_range(frame, manifest.max_seq + 1, None)
             end = _max_seq(frame)
         if end <= manifest.max_seq:
             # committed everywhere already (a replay, or crash after the manifest)
@@ -886,39 +418,41 @@ class Engine:
             self._intent = intent
         paths: list[Location] | None = None
         if frame is not None:
-            batch = _in_range(frame, first, to_seq)
+            batch = in_range(frame, first, to_seq)
         else:
-            paths = self._files_for(first, to_seq)
-            batch = self._read_files(paths, first, to_seq)
+            paths = self.ingest_files.covering(first, to_seq)
+            batch = self.ingest_files.read(paths, first, to_seq)
         # every record of the batch is done with once it commits: applied, skipped or held
         max_seq = max(manifest.max_seq, to_seq)
-        records, skipped = self._drop_skipped(batch, batch_id)
-        self._attempt_records = records
-        records, held_files = self._hold_stopped(records, batch_id)
-        skipped += held_files
-        if paths is None or not self._on_executors(records):
-            head: pa.Table | None = records
+        records, set_aside = self.containment.set_aside(batch, batch_id)
+        on_executors = runs_on_executors(
+            self.processor, records, self.config.driver_max_rows, self.executor_min_bytes
+        )
+        if paths is None or not on_executors:
+            in_driver: pa.Table | None = records
         else:
-            head = None
+            in_driver = None
         planned = time.perf_counter()
-        held: dict[str, list[pa.Table]] = {}
+        staged: dict[str, list[pa.Table]] = {}  # staged outputs of a batch run here
         num_rows = records.num_rows
-        if head is not None:
+        if in_driver is not None:
             files = process_groups(
-                head,
+                in_driver,
                 self.processor,
                 self.tables_dir,
                 manifest.versions,
                 batch_id,
                 self._tables,
-                held,
+                staged,
             )
         else:
             assert paths is not None
             files = self._run_on_files(paths, (first, to_seq), manifest, batch_id)
-        files += skipped
+        files += set_aside
         extra = manifest.extra
-        files, extra = self._finalize(files, manifest, batch_id, max_seq, held)
+        files, extra = finalize_staged(
+            self.processor, self.tables_dir, files, manifest, batch_id, max_seq, staged
+        )
         processed = time.perf_counter()
         by_output: dict[str, list[DataFile]] = {}
         for file in files:
@@ -931,30 +465,26 @@ class Engine:
             table = self._commit(output, by_output[output], batch_id)
             self._tables[output] = table
             versions[output] = table.version()
-            if self._compactor is not None:
-                self._compactor.note_commit(output, by_output[output], table)
+            self.maintenance.note_commit(output, by_output[output], table)
         new_manifest = Manifest(batch_id=batch_id, max_seq=max_seq, versions=versions, extra=extra)
         self._check_lease()
         new_manifest.save(self.data_dir)
         self._publish(new_manifest)
-        self._trim_ingest(manifest.max_seq)
+        self.ingest_files.trim(manifest.max_seq)
         committed = time.perf_counter()
         # maintenance after the publish: this batch's writes are acknowledged already
-        self.maintain()
+        self.maintenance.after_batch()
         maintained = time.perf_counter()
-        if self.clock() - self._last_purge >= self.purge_interval_s:
-            self.purge_expired()
-        self.batch_timings.append(
-            {
-                "batch_id": float(batch_id),
-                "rows": float(num_rows),
-                "plan_s": planned - started,
-                "process_s": processed - planned,
-                "commit_s": committed - processed,
-                "maintain_s": maintained - committed,
-            }
-        )
-        events.batch_finished(self.batch_timings[-1])
+        timing = {
+            "batch_id": float(batch_id),
+            "rows": float(num_rows),
+            "plan_s": planned - started,
+            "process_s": processed - planned,
+            "commit_s": committed - processed,
+            "maintain_s": maintained - committed,
+        }
+        self.batch_timings.record(timing)
+        events.batch_finished(timing)
 
     def _check_lease(self) -> None:
         """Raise LeaseLost when this process no longer owns the data directory (its lease
@@ -962,315 +492,45 @@ class Engine:
         a batch's first write and before its manifest (a caller handing a frame to
         ``process_batch`` without ``start`` owns the directory by other means)."""
         if self._query is not None:
-            self._lock.check()
+            self._lease.check()
 
     def _commit(self, output: str, files: list[DataFile], batch_id: int) -> DeltaTable:
         """``commit_output``, with a refusal of a table's output (a schema delta-rs does
         not take...) tagged with that table; the disk's errors are not."""
         with failures_of_output(output, "commit"):
             return commit_output(
-                self.tables_dir, output, files, self.app_id, batch_id, self._tables.get(output)
+                self.tables_dir,
+                output,
+                files,
+                self.config.app_id,
+                batch_id,
+                self._tables.get(output),
             )
-
-    def _hold_stopped(self, records: pa.Table, batch_id: int) -> tuple[pa.Table, list[DataFile]]:
-        """The records without those of stopped tables, and the files that keep them: the
-        ``held`` output (the records as appended, for ``cqlcdc recover``) and one error row
-        each (``errors``: a writer waiting for it is told at once)."""
-        stopped = self.stopped
-        if not stopped or records.num_rows == 0:
-            return records, []
-        hold = pc.is_in(records.column("table_id"), pa.array(sorted(stopped), pa.string()))
-        held = records.filter(hold)
-        if held.num_rows == 0:
-            return records, []
-        messages = [
-            stopped[table_id].held_message(self.data_dir, seq)
-            for table_id, seq in zip(
-                held.column("table_id").to_pylist(), held.column("seq").to_pylist(), strict=True
-            )
-        ]
-        errors = error_rows(held, [ServerError(message) for message in messages])
-        files = [
-            write_data_file(self.tables_dir, HELD, held.cast(INGEST_SCHEMA), batch_id),
-            write_data_file(self.tables_dir, "errors", errors, batch_id),
-        ]
-        return records.filter(pc.invert(hold)), files
-
-    def _frozen(self, output: str) -> bool:
-        """Whether `output` belongs to a stopped table: no maintenance touches it, since it
-        may hold a failed batch's commit past the manifest (``cqlcdc recover`` undoes it)."""
-        table_id = output_table_id(output)
-        return table_id is not None and table_id in self.stopped
-
-    def _drop_skipped(self, records: pa.Table, batch_id: int) -> tuple[pa.Table, list[DataFile]]:
-        """The records without those ``cqlcdc recover`` skipped, and the error rows that
-        report each skipped one as failed (``errors``, read by a writer waiting for it)."""
-        if not self.skipped or records.num_rows == 0:
-            return records, []
-        drop = pc.is_in(records.column("seq"), pa.array(sorted(self.skipped), pa.int64()))
-        dropped = records.filter(drop)
-        if dropped.num_rows == 0:
-            return records, []
-        seqs = dropped.column("seq").to_pylist()
-        errors = error_rows(dropped, [ServerError(self.skipped[seq]) for seq in seqs])
-        error_file = write_data_file(self.tables_dir, "errors", errors, batch_id)
-        return records.filter(pc.invert(drop)), [error_file]
-
-    def _on_executors(self, records: pa.Table) -> bool:
-        """Whether a batch runs as Spark tasks: when the writes the core applies one by one
-        are many (``driver_max_rows``), or, on a cluster, when the batch holds data enough
-        to matter (``executor_min_bytes`` of payload: the executors then read it from the
-        store themselves, in parallel, instead of the driver alone)."""
-        if self.processor.driver_cost(records) > self.driver_max_rows:
-            return True
-        if self.executor_min_bytes is None:
-            return False
-        return bool(records.column("payload").nbytes >= self.executor_min_bytes)
-
-    def _files_for(self, first: int, last: int) -> list[Location]:
-        """The ingest files holding seqs ``first..last``, from the index the appends keep."""
-        with self._files_lock:
-            files = sorted(self._files.values(), key=lambda f: f.first_seq)
-        return [f.path for f in files if f.last_seq >= first and f.first_seq <= last]
-
-    def _read_files(self, paths: list[Location], first: int, last: int) -> pa.Table:
-        """The records ``first..last`` of ingest files: as appended, where this process's
-        session appended them through ``handoff`` and they are still held, else read and
-        verified whole (CorruptIngestFile names the file)."""
-        if not paths:
-            return INGEST_SCHEMA.empty_table()
-        return _in_range(pa.concat_tables([self.handoff.read(path) for path in paths]), first, last)
 
     def _run_on_files(
         self, paths: list[Location], seqs: tuple[int, int], manifest: Manifest, batch_id: int
     ) -> list[DataFile]:
         """A costly batch: one Spark task per slice of the buckets, each reading the files."""
-        parts = self.num_partitions
-        task = _FileTask(
+        task = FileTask(
             self.processor,
             self.tables_dir,
             manifest.versions,
             batch_id,
             paths,
             seqs,
-            parts,
-            sorted(self.skipped),
-            sorted(self.stopped),
+            self.num_partitions,
+            sorted(self.containment.skipped),
+            sorted(self.containment.stopped),
         )
         try:
-            result = (
-                self.spark.range(parts, numPartitions=parts)
-                .mapInArrow(task, DATA_FILE_DDL)
-                .toArrow()
-            )
+            return run_on_executors(self.spark, task)
         except Exception as err:
-            raise self._read_failure(manifest, batch_id, err) from err
-        return data_files_from_arrow(result.cast(DATA_FILE_SCHEMA))
-
-    def maintain(self, force_vacuum: bool = False) -> int:
-        """Compact the buckets that are due, and vacuum when its interval has passed.
-
-        Runs between batches in the driver, the only writer (like ``purge_expired``). Costs
-        nothing when no bucket is due and touches only the buckets that are: each is one Delta
-        commit (the new file added, its inputs removed; the same rows, or merged state), then
-        the manifest moves to the new versions. Returns the compaction commits made.
-        """
-        compactor, policy = self._compactor, self.compaction
-        if compactor is None or policy is None:
-            return 0
-        commits = 0
-        touched: list[str] = []
-        for output, buckets in sorted(compactor.due().items()):
-            if self._frozen(output):
-                continue
-            made = compactor.compact(output, self._table(output), buckets)
-            if made:
-                events.compacted(output, made)
-                commits += made
-                touched.append(output)
-        now = self.clock()
-        if (
-            force_vacuum
-            or self._last_vacuum is None
-            or now - self._last_vacuum >= policy.vacuum_interval_s
-        ):
-            self._last_vacuum = now
-            for output in sorted(Manifest.load(self.data_dir).versions):
-                if self._frozen(output):
-                    continue
-                table = self._table(output)
-                before = table.version()
-                vacuum(table, policy.retention_hours)
-                if table.version() != before:
-                    touched.append(output)
-        if touched:
-            self._move_manifest(touched)
-        return commits
-
-    def _table(self, output: str) -> DeltaTable:
-        """The driver's handle of `output`, at its latest version."""
-        table = self._tables.get(output)
-        if table is None:
-            table = self._tables[output] = DeltaTable(str(self.tables_dir / output))
-        table.update_incremental()
-        return table
-
-    def _move_manifest(self, outputs: list[str]) -> None:
-        """Point the manifest at the latest versions of `outputs` (same data, new files)."""
-        manifest = Manifest.load(self.data_dir)
-        versions = dict(manifest.versions)
-        for output in outputs:
-            versions[output] = self._tables[output].version()
-        if versions != manifest.versions:
-            updated = dataclasses.replace(manifest, versions=versions)
-            updated.save(self.data_dir)
-            self._publish(updated)
-
-    def _finalize(
-        self,
-        files: list[DataFile],
-        manifest: Manifest,
-        batch_id: int,
-        max_seq: int,
-        held: dict[str, list[pa.Table]],
-    ) -> tuple[list[DataFile], dict[str, Any]]:
-        """Let the processor turn staged outputs into final ones in the driver.
-
-        Some outputs need one sequential pass over the whole batch (dense per-partition feed
-        offsets). Their files, written by the bucket tasks, are read back here, handed to
-        ``processor.finalize_batch`` with the processor's state from the manifest, and
-        replaced by the returned tables (a batch run in the driver hands them over in memory,
-        ``held``). Deterministic: a replayed batch gets the same rows.
-        """
-        staged = self.processor.is_staged
-        finalize = self.processor.finalize_batch
-        keep: list[DataFile] = []
-        tables: dict[str, list[pa.Table]] = {out: list(parts) for out, parts in held.items()}
-        for f in files:
-            if staged(f.output):
-                path = self.tables_dir / f.output / f.path
-                source = str(path.path) if path.is_local else path.open_input()
-                tables.setdefault(f.output, []).append(pq.read_table(source))
-                path.delete()
-            else:
-                keep.append(f)
-        inputs = {
-            out: pa.concat_tables(parts, promote_options="default") for out, parts in tables.items()
-        }
-        # one pass per table, so a failure is that table's (``_contain``); the state threads
-        # through the passes in table order. No staged rows: one pass over none.
-        by_table: dict[str, dict[str, pa.Table]] = {}
-        for out, rows in inputs.items():
-            by_table.setdefault(output_table_id(out) or "", {})[out] = rows
-        extra = dict(manifest.extra)
-        outputs: dict[str, pa.Table] = {}
-        for table_id, staged_rows in sorted(by_table.items()) or [("", {})]:
-            try:
-                made, extra = finalize(batch_id, max_seq, staged_rows, extra)
-            except (OSError, MemoryError):
-                raise
-            except Exception as err:
-                if not table_id:
-                    raise
-                raise ServerError(
-                    f"{table_tag(table_id)} cannot finalize the staged outputs of batch "
-                    f"{batch_id}: {type(err).__name__}: {one_line(str(err))}"
-                ) from err
-            outputs.update(made)
-        for output in sorted(outputs):
-            if outputs[output].num_rows:
-                keep.append(write_data_file(self.tables_dir, output, outputs[output], batch_id))
-        return keep, extra
-
-    def purge_expired(self) -> int:
-        """Delete expired rows (CDC log TTL) from the outputs that have an expiry column.
-
-        Runs between batches in the driver, the only writer, so it never races a commit.
-        SELECT already hides expired rows; this reclaims their space. Returns rows deleted.
-        """
-        self._last_purge = self.clock()
-        expiry_column = self.processor.expiry_column
-        now = int(self.clock())
-        manifest = Manifest.load(self.data_dir)
-        versions = dict(manifest.versions)
-        deleted = 0
-        for output in sorted(versions):
-            column = expiry_column(output)
-            if column is None or self._frozen(output):
-                continue
-            table = self._tables.get(output) or DeltaTable(str(self.tables_dir / output))
-            table.update_incremental()
-            metrics = table.delete(f"{column} > 0 AND {column} <= {now}")
-            deleted += int(metrics.get("num_deleted_rows", 0) or 0)
-            self._tables[output] = table
-            if self._compactor is not None:  # the delete rewrote files: recount them
-                self._compactor.forget(output)
-            versions[output] = table.version()
-        if versions != manifest.versions:
-            updated = Manifest(manifest.batch_id, manifest.max_seq, versions, manifest.extra)
-            updated.save(self.data_dir)
-            self._publish(updated)
-        return deleted
-
-    def _trim_ingest(self, upto_seq: int) -> None:
-        """Delete the ingest files whose records are all committed by an earlier batch (at
-        or below ``upto_seq``, the previous manifest's: a frame handed to ``process_batch``
-        may still read the last batch's files). Keeps the log small however long the
-        engine runs; in an object store, once ``OBJECT_STORE_TRIM_FILES`` are done with."""
-        if upto_seq > 0:
-            with self._files_lock:
-                known = list(self._files.values())
-            done = sum(1 for f in known if f.last_seq <= upto_seq)
-            if done == 0 or (not self.data_dir.is_local and done < OBJECT_STORE_TRIM_FILES):
-                return
-            removed = self._ingest_log.trim(upto_seq, files=known)
-            with self._files_lock:
-                for path in removed:
-                    self._files.pop(path.uri, None)
+            raise self.ingest_files.read_failure(manifest.max_seq, batch_id, err) from err
 
     def _publish(self, manifest: Manifest) -> None:
         with self._cond:
             self._manifest = manifest
             self._cond.notify_all()
-
-    def _read_failure(self, manifest: Manifest, batch_id: int, err: Exception) -> ServerError:
-        # Spark's message may not name the damaged file: check every uncommitted ingest file
-        for file in list_ingest_files(self.ingest_dir):
-            if file.last_seq > manifest.max_seq:
-                read_ingest_file(file.path)
-        return ServerError(f"Micro-batch {batch_id} failed: {err}")
-
-
-_SCRATCH_PREFIX = "cqlcdc-engine-"
-
-
-def _sweep_stale_scratch() -> None:
-    """Remove the scratch directories of engines whose process is gone (a kill -9, a
-    crash: ``stop`` never ran). Each is named for its process id; a directory whose
-    process still runs, or another user's, is left alone."""
-    for path in Path(tempfile.gettempdir()).glob(f"{_SCRATCH_PREFIX}*-*"):
-        pid_text = path.name[len(_SCRATCH_PREFIX) :].split("-", 1)[0]
-        if not pid_text.isdigit() or int(pid_text) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid_text), 0)
-        except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
-        except OSError:
-            continue  # alive, owned by another user
-
-
-def _in_range(records: pa.Table, first: int, last: int | None) -> pa.Table:
-    """The records with ``first <= seq <= last`` (no upper bound when `last` is None)."""
-    seqs = records.column("seq")
-    if records.num_rows == 0 or (
-        pc.min(seqs).as_py() >= first and (last is None or pc.max(seqs).as_py() <= last)
-    ):
-        return records
-    keep = pc.greater_equal(seqs, first)
-    if last is not None:
-        keep = pc.and_(keep, pc.less_equal(seqs, last))
-    return records.filter(keep)
 
 
 def _max_seq(records: pa.Table) -> int:

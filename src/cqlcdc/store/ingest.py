@@ -279,7 +279,7 @@ class IngestLog:
     Args:
         directory: the ingest directory (created if missing).
         handoff: where appends are also held for the engine of this process (its
-            ``Engine.handoff``), if any.
+            ``IngestFiles.handoff``, in cqlcdc.pipeline.ingest_files), if any.
         on_append: called with the new file after every append (and once with the files
             found at start): how the engine learns of new records without listing the
             directory.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cqlcdc.pipeline import engine
+from cqlcdc.pipeline import scratch
 
 
 def test_scratch_of_a_gone_process_is_swept_and_a_live_ones_kept(
@@ -29,7 +29,7 @@ def test_scratch_of_a_gone_process_is_swept_and_a_live_ones_kept(
     older = tmp_path / "cqlcdc-engine-jkl_3456"  # no process id in its name: left alone
     for directory in (dead, mine, parent, older):
         (directory / "checkpoint").mkdir(parents=True)
-    engine._sweep_stale_scratch()
+    scratch.sweep_stale_scratch()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         p.name for p in (mine, parent, older)
     )
