@@ -4,7 +4,7 @@ on the driver side, its JVM round-trips, the event loop. py-spy samples threads 
 only (without ``--idle``), so a stage's share of the samples is its share of the Python
 threads' CPU.
 
->>> stage_of(["_run (cqlcdc/server/combiner.py:117)", "append (cqlcdc/store/ingest.py:330)"])
+>>> stage_of(["_run (cqlcdc/server/combiner.py:117)", "append (cqlcdc/datadir/ingest.py:330)"])
 'ingest append'
 """
 
@@ -30,11 +30,14 @@ STAGES = (DECODE, BIND, ENCODE, DISPATCH, COMBINER, APPEND, ACKS, BATCH, PY4J, H
 
 # (stage, module paths): a sample goes to the first stage (in this order) one of whose
 # modules is on its stack, so a stage that calls into another's modules keeps its own
-# samples: the engine reads the ingest files through store/ingest but is the micro-batch;
+# samples: the engine reads the ingest files through datadir/ingest but is the micro-batch;
 # the combiner calls the ingest append, which is a stage of its own
 _BY_MODULE: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (BATCH, ("cqlcdc/pipeline/", "cqlcdc/store/commit.py", "cqlcdc/store/compaction.py")),
-    (APPEND, ("cqlcdc/store/ingest.py", "cqlcdc/store/durable.py", "cqlcdc/store/records.py")),
+    (BATCH, ("cqlcdc/pipeline/", "cqlcdc/datadir/commit.py", "cqlcdc/datadir/compaction.py")),
+    (
+        APPEND,
+        ("cqlcdc/datadir/ingest.py", "cqlcdc/datadir/durable.py", "cqlcdc/datadir/records.py"),
+    ),
     (APPEND, ("cqlcdc/coordinator/group_commit.py",)),
     (APPEND, ("cqlcdc/coordinator/owner.py:append", "cqlcdc/coordinator/owner.py:acknowledge")),
     (ACKS, ("cqlcdc/server/combiner.py:_acknowledge",)),

@@ -45,9 +45,9 @@ import pyarrow.compute as pc
 import cqlcdc
 from cqlcdc.cdc.outputs import base_output, log_output
 from cqlcdc.cql.ast import QualifiedName
+from cqlcdc.datadir.commit import open_table, table_dir
 from cqlcdc.storage.token import serialize_partition_key
 from cqlcdc.storage.vectorized import timeuuid_ticks
-from cqlcdc.store.commit import open_table, table_dir
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"

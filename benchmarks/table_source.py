@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 import cqlcdc
 from cqlcdc.cdc.outputs import log_output
 from cqlcdc.cql.ast import QualifiedName
-from cqlcdc.store.commit import table_dir
+from cqlcdc.datadir.commit import table_dir
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"

@@ -26,10 +26,10 @@ from cqlcdc.auth import (
     grant_to_creator,
     required_permissions,
 )
-from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, system_table
 from cqlcdc.cql import ast
 from cqlcdc.errors import Unauthorized
 from cqlcdc.storage.select import ResultSet
+from cqlcdc.system.tables import SYSTEM_KEYSPACES, system_table
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator, DdlOutcome

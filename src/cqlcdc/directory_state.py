@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from cqlcdc.cdc.feeds import feed_output, table_feeds
+from cqlcdc.datadir.commit import Manifest
+from cqlcdc.datadir.containment import StoppedTable, load_stopped, output_table_id
+from cqlcdc.datadir.ingest import IngestFile
+from cqlcdc.datadir.recovery import Failure, load_failure
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.location import Location
 from cqlcdc.schema.catalog import Catalog
-from cqlcdc.store.commit import Manifest
-from cqlcdc.store.containment import StoppedTable, load_stopped, output_table_id
-from cqlcdc.store.ingest import IngestFile
-from cqlcdc.store.recovery import Failure, load_failure
 
 CONSUMERS_DIR = "consumers"  # FeedConsumer's offsets: consumers/<feed output>/<group>.json
 # what a ``cqlcdc changefeed publish`` last did: publishers/<feed output>/<group>.json

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import pyarrow as pa
 
 from cqlcdc.cdc.feeds import FEED_SCHEMA, feed_output, table_feeds
+from cqlcdc.datadir.commit import Manifest, open_table, table_dir
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.location import Location
 from cqlcdc.observe import events
-from cqlcdc.store.commit import Manifest, open_table, table_dir
 
 if TYPE_CHECKING:
     from cqlcdc.changefeed.options import FeedOptions

@@ -22,13 +22,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from cqlcdc.cdc.feeds import table_feeds
-from cqlcdc.cdc.system_tables import FEEDS_KEYSPACE
 from cqlcdc.cql import ast
 from cqlcdc.feed_reader import FeedReader
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.select import PartitionRows
 from cqlcdc.storage.token import murmur3_token, serialize_partition_key
 from cqlcdc.storage.where import KeyRestrictions
+from cqlcdc.system.tables import FEEDS_KEYSPACE
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator

@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 from cqlcdc.cdc.outputs import base_output, log_output
 from cqlcdc.cdc.readded import hide_readded
 from cqlcdc.cdc.streams import stream_buckets
-from cqlcdc.cdc.system_tables import FEEDS_KEYSPACE, SYSTEM_KEYSPACES, SystemView, system_rows
 from cqlcdc.cql import ast
+from cqlcdc.datadir.commit import open_table, statistics_free_dataset, table_dir
 from cqlcdc.feed_tables import feed_partitions
 from cqlcdc.row_groups import read_in_range
 from cqlcdc.schema.log_table import log_table_schema
@@ -47,7 +47,7 @@ from cqlcdc.storage.token import (
 from cqlcdc.storage.uuids import UUID_EPOCH_OFFSET
 from cqlcdc.storage.vectorized import timeuuid_order, timeuuid_ticks
 from cqlcdc.storage.view import PartitionView
-from cqlcdc.store.commit import open_table, statistics_free_dataset, table_dir
+from cqlcdc.system.tables import FEEDS_KEYSPACE, SYSTEM_KEYSPACES, SystemView, system_rows
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator

@@ -21,7 +21,6 @@ import pyarrow as pa
 
 from cqlcdc import access
 from cqlcdc.auth import AUTH_STATEMENTS
-from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES
 from cqlcdc.coordinator import DEFAULT_BUCKETS, Coordinator
 from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest
@@ -29,6 +28,7 @@ from cqlcdc.location import Location
 from cqlcdc.reads import select
 from cqlcdc.rows import Row as Row  # re-exported: callers import both from here
 from cqlcdc.rows import Rows as Rows
+from cqlcdc.system.tables import SYSTEM_KEYSPACES
 from cqlcdc.types.arrow import to_pylist
 from cqlcdc.write_outcomes import conditional_result, pipeline_errors
 from cqlcdc.writes import (
@@ -42,10 +42,10 @@ from cqlcdc.writes import (
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import InitialScan
+    from cqlcdc.datadir.records import IngestRecord
     from cqlcdc.pipeline.engine import Engine
     from cqlcdc.schema.catalog import Catalog
     from cqlcdc.schema.model import TableSchema
-    from cqlcdc.store.records import IngestRecord
 
 # execute_many takes the bulk path (cqlcdc.writes) from this many writes on
 BULK_MIN_WRITES = 16

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.cdc.operation_parts import note_bulk, note_write
-from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES
 from cqlcdc.cql import ast
 from cqlcdc.cql.render import render
+from cqlcdc.datadir.records import IngestRecord
 from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.observe import instruments
 from cqlcdc.schema.model import TableSchema
@@ -64,7 +64,7 @@ from cqlcdc.storage.mutations import (
 )
 from cqlcdc.storage.token import murmur3_token
 from cqlcdc.storage.vectorized import splitmix64
-from cqlcdc.store.records import IngestRecord
+from cqlcdc.system.tables import SYSTEM_KEYSPACES
 
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator

@@ -12,7 +12,7 @@ import pytest
 from deltalake import DeltaTable
 
 import cqlcdc
-from cqlcdc.store.compaction import CompactionPolicy
+from cqlcdc.datadir.compaction import CompactionPolicy
 from tests.core_model import CoreModel, parse_qualified
 
 pytestmark = pytest.mark.spark

@@ -24,8 +24,8 @@ import pytest
 import cqlcdc
 from cqlcdc.cdc.processor import FAULT_TABLE_ENV
 from cqlcdc.cli import main
+from cqlcdc.datadir.containment import STOPPED_FILE
 from cqlcdc.errors import ServerError
-from cqlcdc.store.containment import STOPPED_FILE
 
 pytestmark = pytest.mark.spark
 
@@ -180,8 +180,8 @@ def test_a_retry_that_fails_again_stops_the_table_again_and_skip_drops_it(
 
 
 def _held_seqs(data: Path) -> list[int]:
-    from cqlcdc.store.commit import Manifest, Snapshot
-    from cqlcdc.store.containment import HELD
+    from cqlcdc.datadir.commit import Manifest, Snapshot
+    from cqlcdc.datadir.containment import HELD
 
     manifest = Manifest.load(data)
     if manifest.version_of(HELD) is None:

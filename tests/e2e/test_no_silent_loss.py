@@ -19,10 +19,10 @@ import pytest
 
 import cqlcdc
 from cqlcdc.cli import main
+from cqlcdc.datadir.records import IngestRecord
 from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.loader import load
 from cqlcdc.storage.token import murmur3_token
-from cqlcdc.store.records import IngestRecord
 from cqlcdc.write_outcomes import pipeline_errors
 from cqlcdc.writes import row_records
 

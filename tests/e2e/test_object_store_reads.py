@@ -15,11 +15,11 @@ import pyarrow.fs as pafs
 import pytest
 
 import cqlcdc
+from cqlcdc.datadir.commit import Manifest
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.feed_reader import FeedConsumer, FeedReader
 from cqlcdc.location import Location
 from cqlcdc.schema.catalog import Catalog
-from cqlcdc.store.commit import Manifest
 
 pytestmark = pytest.mark.spark
 

@@ -15,13 +15,13 @@ import pyarrow.compute as pc
 import pytest
 
 import cqlcdc
+from cqlcdc.datadir.commit import MANIFEST_NAME, Manifest
+from cqlcdc.datadir.ingest import IngestLog, read_ingest_file
+from cqlcdc.datadir.records import BucketProcessor, IngestRecord, StateReader
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest, WriteTimeout
 from cqlcdc.pipeline import Engine, EngineConfig
 from cqlcdc.pipeline import engine as engine_module
 from cqlcdc.pipeline.engine import INGEST_DDL
-from cqlcdc.store.commit import MANIFEST_NAME, Manifest
-from cqlcdc.store.ingest import IngestLog, read_ingest_file
-from cqlcdc.store.records import BucketProcessor, IngestRecord, StateReader
 
 # Python workers (the executor path) must import cqlcdc; they inherit the driver's environment.
 _SRC = str(Path(next(iter(cqlcdc.__path__))).parent)
@@ -470,7 +470,7 @@ def test_a_refused_commit_stops_its_table_and_recover_undoes_what_it_left(
 ) -> None:
     """``pkcount/ks.u`` refuses batch 2 after ``echo/ks.u`` took it: ks.u stops, ks.t goes
     on; a retry undoes the stray commit and applies each record exactly once."""
-    from cqlcdc.store.containment import resume_table
+    from cqlcdc.datadir.containment import resume_table
 
     engine = Engine(tmp_path, EchoProcessor(), spark)
     log = engine.open_ingest_log()

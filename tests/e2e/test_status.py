@@ -16,11 +16,11 @@ import pytest
 
 import cqlcdc
 from cqlcdc.cli import main
+from cqlcdc.datadir.lease import Lease
 from cqlcdc.errors import ServerError
 from cqlcdc.feed_reader import FeedConsumer
 from cqlcdc.location import Location
 from cqlcdc.server import CqlServer
-from cqlcdc.store.lease import Lease
 from tests.e2e.serving import serving
 
 pytestmark = pytest.mark.spark
@@ -87,7 +87,7 @@ def test_a_directory_held_by_another_process(healthy: Path, capsys: Any) -> None
         [
             sys.executable,
             "-c",
-            "import sys; from cqlcdc.store.lease import Lease; "
+            "import sys; from cqlcdc.datadir.lease import Lease; "
             f"lease = Lease({str(healthy)!r}); lease.acquire(); print('held', flush=True); "
             "sys.stdin.read()",
         ],
@@ -99,7 +99,7 @@ def test_a_directory_held_by_another_process(healthy: Path, capsys: Any) -> None
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         text = _status(capsys, "--data-dir", str(healthy))
         assert f"held by: pid {holder.pid} on " in text and ", up " in text
-        assert "from cqlcdc.store.lease import Lease" in text  # its command line
+        assert "from cqlcdc.datadir.lease import Lease" in text  # its command line
         report = json.loads(_status(capsys, "--data-dir", str(healthy), "--format", "json"))
         assert report["holder"]["pid"] == holder.pid and report["holder"]["alive"] is True
         assert report["holder"]["uptime_s"] >= 0

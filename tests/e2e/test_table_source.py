@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 import cqlcdc
+from cqlcdc.datadir.commit import Manifest
 from cqlcdc.pipeline.table_scan import (
     log_files,
     open_scan,
@@ -24,7 +25,6 @@ from cqlcdc.pipeline.table_scan import (
     spark_schema,
 )
 from cqlcdc.pipeline.table_source import expiry_condition
-from cqlcdc.store.commit import Manifest
 
 pytestmark = pytest.mark.spark
 

@@ -43,9 +43,9 @@ def test_stages_by_module_with_the_caller_first() -> None:
     assert stage_of([*combiner, "make_durable (cqlcdc/coordinator/group_commit.py:150)"]) == APPEND
     assert stage_of([*combiner, "bound_columns (cqlcdc/storage/bulk.py:90)"]) == BIND
     acks = ["_acknowledge (cqlcdc/server/combiner.py:170)"]
-    assert stage_of([*acks, "append (cqlcdc/store/ingest.py:330)"]) == APPEND
+    assert stage_of([*acks, "append (cqlcdc/datadir/ingest.py:330)"]) == APPEND
     # the engine reads the ingest files: its micro-batch, not the append
-    engine = ["run_batch (cqlcdc/pipeline/engine.py:500)", "read (cqlcdc/store/ingest.py:400)"]
+    engine = ["run_batch (cqlcdc/pipeline/engine.py:500)", "read (cqlcdc/datadir/ingest.py:400)"]
     assert stage_of(engine) == BATCH
     decode = ["process_bucket (cqlcdc/cdc/processor.py:9)", "typed (cqlcdc/storage/codec.py:5)"]
     assert stage_of(decode, "cqlcdc-bucket_1") == BATCH  # the engine's pool
@@ -67,7 +67,7 @@ RAW = [
     "feed (cqlcdc/server/framing.py:90) 30",
     f"{SERVE};thread (101): cql-write-combiner;_run (cqlcdc/server/combiner.py:117) 10",
     f"{SERVE};thread (101): cql-write-combiner;_run (cqlcdc/server/combiner.py:117);"
-    "append (cqlcdc/store/ingest.py:330) 20",
+    "append (cqlcdc/datadir/ingest.py:330) 20",
     f'{SERVE};process 200:"python -m cqlcdc.cli worker";thread (201): MainThread;'
     "bind (cqlcdc/server/binds.py:1) 5",
     f"{SERVE};thread (0x1F): cqlcdc-bucket_0;run (cqlcdc/pipeline/engine.py:1) 8",
@@ -87,10 +87,10 @@ def test_parse_raw_by_process_thread_and_stage() -> None:
     assert profile.unread == 4  # a stack without a frame: no stage
     assert profile.samples[200] == {201: {BIND: 5}}  # the child's own samples, apart
     assert profile.stage_samples(100) == {DECODE: 30, COMBINER: 10, APPEND: 20, BATCH: 8}
-    assert profile.leaves[100][APPEND] == {"cqlcdc/store/ingest.py": 20}
+    assert profile.leaves[100][APPEND] == {"cqlcdc/datadir/ingest.py": 20}
     us = split_by_module(profile.leaves[100], {APPEND: 40.0, DECODE: 30.0})
     assert us == {
-        APPEND: {"cqlcdc/store/ingest.py": 40.0},
+        APPEND: {"cqlcdc/datadir/ingest.py": 40.0},
         DECODE: {"cqlcdc/server/framing.py": 30.0},
     }
 

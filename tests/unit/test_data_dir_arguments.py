@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cqlcdc.cli import build_parser, main
-from cqlcdc.data_dir_arguments import data_dir_location
+from cqlcdc.cli.data_dir import data_dir_location
 from cqlcdc.location import Location, UnsupportedLocation
 from cqlcdc.session import connect
 
@@ -116,7 +116,7 @@ def test_connect_refuses_another_scheme_before_starting_anything() -> None:
 def test_a_held_data_dir_is_refused_in_one_line_naming_the_holder(
     tmp_path: Path, capsys: Any
 ) -> None:
-    from cqlcdc.store.lease import Lease
+    from cqlcdc.datadir.lease import Lease
 
     (tmp_path / "ingest").mkdir()
     with Lease(tmp_path):
@@ -131,7 +131,7 @@ def test_a_held_data_dir_is_refused_in_one_line_naming_the_holder(
 def test_a_held_s3_data_dir_is_refused_in_one_line_naming_the_holder(
     s3_data_dir: Location, capsys: Any
 ) -> None:
-    from cqlcdc.store.lease import Lease
+    from cqlcdc.datadir.lease import Lease
 
     s3_data_dir.child("ingest", "_trimmed_upto_seq").write_atomically("0")
     with Lease(s3_data_dir, ttl_s=30):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from cqlcdc.datadir.containment import error_line
+from cqlcdc.datadir.recovery import unapplied_failure
 from cqlcdc.failure_text import (
     cannot_apply,
     failed_table,
@@ -14,8 +16,6 @@ from cqlcdc.failure_text import (
     unapplied_records,
     untagged,
 )
-from cqlcdc.store.containment import error_line
-from cqlcdc.store.recovery import unapplied_failure
 
 
 @pytest.mark.parametrize("table_id", ["3f2a", "ks.t", "a_b-c.9"])

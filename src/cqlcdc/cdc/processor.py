@@ -70,7 +70,7 @@ from cqlcdc.storage.codec import (
 )
 
 # Test hook: a table (``keyspace.name``) whose every write the core refuses, as a defect
-# would, to exercise containment (``cqlcdc.store.containment``) through the real engine and
+# would, to exercise containment (``cqlcdc.datadir.containment``) through the real engine and
 # server. Read when the processor is made and pickled with it, so Spark executors see it too.
 FAULT_TABLE_ENV = "CQLCDC_TEST_FAULT_TABLE"
 TICK_PK = b""  # the partition key of clock-tick records (no real partition key is empty)

@@ -35,11 +35,11 @@ if TYPE_CHECKING:
     from cqlcdc.cdc.streams import Generations
     from cqlcdc.coordinator.clocks import WriteClocks
     from cqlcdc.cql import ast
+    from cqlcdc.datadir.records import IngestRecord
     from cqlcdc.location import Location
     from cqlcdc.pipeline.engine import Engine
     from cqlcdc.schema.catalog import Catalog
     from cqlcdc.schema.model import TableSchema
-    from cqlcdc.store.records import IngestRecord
 
 log = logging.getLogger(__name__)
 

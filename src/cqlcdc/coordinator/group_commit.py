@@ -16,11 +16,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from cqlcdc.datadir.ingest import FailedAppends
+from cqlcdc.datadir.records import IngestRecord
 from cqlcdc.errors import ServerError
 from cqlcdc.observe import events
 from cqlcdc.observe.cdc_operations import Operation
-from cqlcdc.store.ingest import FailedAppends
-from cqlcdc.store.records import IngestRecord
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ GROUP_QUIET_S = 0.003
 
 
 class IngestAppends(Protocol):
-    """What group commit needs of the ingest log (``cqlcdc.store.ingest.IngestLog``)."""
+    """What group commit needs of the ingest log (``cqlcdc.datadir.ingest.IngestLog``)."""
 
     def last_seq(self) -> int:
         """The last seq durable in the log (0 if none)."""

@@ -27,13 +27,13 @@ from cqlcdc.auth import RoleStore
 from cqlcdc.cdc.data_dir import load_generations
 from cqlcdc.cdc.outputs import log_output
 from cqlcdc.cdc.processor import CoreProcessor
-from cqlcdc.cdc.system_local import NodeInfo
-from cqlcdc.cdc.system_tables import SYSTEM_CATALOG, SYSTEM_KEYSPACES, system_table
 from cqlcdc.changefeed import parse_feed_options
 from cqlcdc.coordinator.background import BackgroundWrites
 from cqlcdc.coordinator.clocks import WriteClocks
 from cqlcdc.coordinator.group_commit import OBJECT_STORE_LINGER_S, GroupCommit
 from cqlcdc.cql import ast
+from cqlcdc.datadir.lease import Lease
+from cqlcdc.datadir.records import IngestRecord
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.location import Location
@@ -43,8 +43,8 @@ from cqlcdc.schema.changes import SchemaEvent, schema_changes
 from cqlcdc.schema.describe import describe_statement
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.token import bucket_of
-from cqlcdc.store.lease import Lease
-from cqlcdc.store.records import IngestRecord
+from cqlcdc.system.local import NodeInfo
+from cqlcdc.system.tables import SYSTEM_CATALOG, SYSTEM_KEYSPACES, system_table
 
 DEFAULT_BUCKETS = 16
 WRITE_TIMEOUT_S = 120.0
@@ -74,7 +74,7 @@ class Coordinator:
         aws_region: ``awsRegion`` of DynamoDB Streams feeds that set no ``AWS_REGION``
             (YDB's server-wide ``SetAwsRegion``).
         lease_ttl_s: the ttl of the data directory's lease (None: ``$CQLCDC_LEASE_TTL``,
-            else 30 s; ``cqlcdc.store.lease``).
+            else 30 s; ``cqlcdc.datadir.lease``).
 
     Raises:
         DataDirLocked: another process (or another coordinator here) owns ``data_dir``.

@@ -1,7 +1,7 @@
 """The Spark side of cqlcdc: the streaming engine and the Spark data sources.
 
 The only package that imports pyspark. What the engine writes and reads (the ingest log,
-Delta commits, the manifest, records) is the data directory's format, ``cqlcdc.store``,
+Delta commits, the manifest, records) is the data directory's format, ``cqlcdc.datadir``,
 which never imports Spark.
 
 ``Engine``, ``EngineConfig`` and ``get_spark`` are imported when first named: Spark's Python

@@ -22,11 +22,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
-from cqlcdc.errors import UnappliedWrite
-from cqlcdc.failure_text import cannot_apply
-from cqlcdc.location import Location
-from cqlcdc.pipeline.spark import is_cluster
-from cqlcdc.store.commit import (
+from cqlcdc.datadir.commit import (
     DATA_FILE_SCHEMA,
     DataFile,
     VersionedReader,
@@ -34,10 +30,14 @@ from cqlcdc.store.commit import (
     data_files_to_arrow,
     write_data_file,
 )
-from cqlcdc.store.containment import failures_of_output, one_line, table_tag
-from cqlcdc.store.file_runs import BucketRuns
-from cqlcdc.store.ingest import read_ingest_file
-from cqlcdc.store.records import BucketProcessor
+from cqlcdc.datadir.containment import failures_of_output, one_line, table_tag
+from cqlcdc.datadir.file_runs import BucketRuns
+from cqlcdc.datadir.ingest import read_ingest_file
+from cqlcdc.datadir.records import BucketProcessor
+from cqlcdc.errors import UnappliedWrite
+from cqlcdc.failure_text import cannot_apply
+from cqlcdc.location import Location
+from cqlcdc.pipeline.spark import is_cluster
 
 # DATA_FILE_SCHEMA as Spark sees it (the mapInArrow result)
 DATA_FILE_DDL = (

@@ -4,7 +4,7 @@ A table whose write the pipeline cannot apply stops alone (``contain``): its rec
 held from then on (the ``held`` output, an error row each), and its outputs are left as
 they are for ``cqlcdc recover``. A record ``cqlcdc recover --skip`` named is dropped with an
 error row. What stopped.json and failure.json hold is the data directory's format
-(``cqlcdc.store.containment``, ``cqlcdc.store.recovery``); this is the engine's side.
+(``cqlcdc.datadir.containment``, ``cqlcdc.datadir.recovery``); this is the engine's side.
 
 >>> records, files = containment.set_aside(batch, batch_id)  # doctest: +SKIP
 """
@@ -15,11 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cqlcdc.cdc.outputs import error_rows
-from cqlcdc.errors import ServerError, UnappliedWrite
-from cqlcdc.location import Location
-from cqlcdc.observe import events
-from cqlcdc.store.commit import DataFile, write_data_file
-from cqlcdc.store.containment import (
+from cqlcdc.datadir.commit import DataFile, write_data_file
+from cqlcdc.datadir.containment import (
     HELD,
     StoppedTable,
     error_line,
@@ -28,8 +25,11 @@ from cqlcdc.store.containment import (
     output_table_id,
     save_stopped,
 )
-from cqlcdc.store.records import INGEST_SCHEMA, BucketProcessor
-from cqlcdc.store.recovery import load_skipped, save_failure, unapplied_failure
+from cqlcdc.datadir.records import INGEST_SCHEMA, BucketProcessor
+from cqlcdc.datadir.recovery import load_skipped, save_failure, unapplied_failure
+from cqlcdc.errors import ServerError, UnappliedWrite
+from cqlcdc.location import Location
+from cqlcdc.observe import events
 
 
 class Containment:
@@ -50,7 +50,7 @@ class Containment:
         self.processor = processor
         # seqs `cqlcdc recover` told the engine to drop, with the error each reports
         self.skipped: dict[int, str] = {}
-        # tables whose records are held, not applied (``cqlcdc.store.containment``); replaced
+        # tables whose records are held, not applied (``cqlcdc.datadir.containment``); replaced
         # whole when one is added, so readers in other threads need no lock
         self.stopped: dict[str, StoppedTable] = load_stopped(data_dir)
         # the records the batch being applied runs the core on (a failure's table is one of

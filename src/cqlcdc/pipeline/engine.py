@@ -25,6 +25,12 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
+from cqlcdc.datadir.commit import DataFile, Manifest, Snapshot, commit_output
+from cqlcdc.datadir.containment import StoppedTable, failures_of_output, one_line, output_table_id
+from cqlcdc.datadir.ingest import IngestLog
+from cqlcdc.datadir.intent import BatchIntent
+from cqlcdc.datadir.lease import Lease
+from cqlcdc.datadir.records import INGEST_SCHEMA, BucketProcessor
 from cqlcdc.errors import ServerError, WriteTimeout
 from cqlcdc.location import Location
 from cqlcdc.observe import events
@@ -46,12 +52,6 @@ from cqlcdc.pipeline.scratch import new_scratch_dir
 from cqlcdc.pipeline.staged_outputs import finalize_staged
 from cqlcdc.pipeline.supervision import Supervisor, retry_batch
 from cqlcdc.pipeline.tip_pacing import TipPacer
-from cqlcdc.store.commit import DataFile, Manifest, Snapshot, commit_output
-from cqlcdc.store.containment import StoppedTable, failures_of_output, one_line, output_table_id
-from cqlcdc.store.ingest import IngestLog
-from cqlcdc.store.intent import BatchIntent
-from cqlcdc.store.lease import Lease
-from cqlcdc.store.records import INGEST_SCHEMA, BucketProcessor
 
 # INGEST_SCHEMA as Spark sees it: how a caller reads ingest files into the frame it hands
 # to ``process_batch`` (the streaming query hands over its source's frame)

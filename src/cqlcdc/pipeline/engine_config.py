@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cqlcdc.store.compaction import CompactionPolicy
+from cqlcdc.datadir.compaction import CompactionPolicy
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,9 +37,9 @@ import enum
 import errno
 import re
 
+from cqlcdc.datadir.containment import failed_table
+from cqlcdc.datadir.recovery import unapplied_failure
 from cqlcdc.errors import CorruptIngestFile, DataDirLocked, LeaseLost, UnappliedWrite
-from cqlcdc.store.containment import failed_table
-from cqlcdc.store.recovery import unapplied_failure
 
 # a data-attributed failure is the data's once it repeats on the same batch
 DATA_ATTEMPTS = 2

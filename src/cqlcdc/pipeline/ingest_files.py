@@ -16,17 +16,17 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from cqlcdc.errors import ServerError
-from cqlcdc.location import Location
-from cqlcdc.pipeline.bucket_tasks import in_range
-from cqlcdc.store.ingest import (
+from cqlcdc.datadir.ingest import (
     Handoff,
     IngestFile,
     IngestLog,
     list_ingest_files,
     read_ingest_file,
 )
-from cqlcdc.store.records import INGEST_SCHEMA
+from cqlcdc.datadir.records import INGEST_SCHEMA
+from cqlcdc.errors import ServerError
+from cqlcdc.location import Location
+from cqlcdc.pipeline.bucket_tasks import in_range
 
 # In an object store the ingest files a batch committed are deleted once this many are
 # done with (one DeleteObjects request for them all), not after every batch: a request

@@ -29,9 +29,9 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
+from cqlcdc.datadir.ingest import list_ingest_files, read_ingest_file
+from cqlcdc.datadir.records import INGEST_SCHEMA
 from cqlcdc.location import Location
-from cqlcdc.store.ingest import list_ingest_files, read_ingest_file
-from cqlcdc.store.records import INGEST_SCHEMA
 
 NAME = "cqlcdc_ingest"
 

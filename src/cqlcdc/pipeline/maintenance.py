@@ -17,11 +17,11 @@ from collections.abc import Callable
 
 from deltalake import DeltaTable
 
+from cqlcdc.datadir.commit import DataFile, Manifest
+from cqlcdc.datadir.compaction import CompactionPolicy, Compactor, vacuum
+from cqlcdc.datadir.records import BucketProcessor
 from cqlcdc.location import Location
 from cqlcdc.observe import events
-from cqlcdc.store.commit import DataFile, Manifest
-from cqlcdc.store.compaction import CompactionPolicy, Compactor, vacuum
-from cqlcdc.store.records import BucketProcessor
 
 
 class Maintenance:

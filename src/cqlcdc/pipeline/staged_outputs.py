@@ -14,11 +14,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cqlcdc.datadir.commit import DataFile, Manifest, write_data_file
+from cqlcdc.datadir.containment import one_line, output_table_id, table_tag
+from cqlcdc.datadir.records import BucketProcessor
 from cqlcdc.errors import ServerError
 from cqlcdc.location import Location
-from cqlcdc.store.commit import DataFile, Manifest, write_data_file
-from cqlcdc.store.containment import one_line, output_table_id, table_tag
-from cqlcdc.store.records import BucketProcessor
 
 
 def finalize_staged(

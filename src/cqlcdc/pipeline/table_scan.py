@@ -45,6 +45,13 @@ from cqlcdc.cdc.data_dir import GENERATIONS_FILE, Truncations
 from cqlcdc.cdc.outputs import base_output, log_output
 from cqlcdc.cdc.readded import hide_readded
 from cqlcdc.cdc.streams import Generation
+from cqlcdc.datadir.commit import (
+    FilterType,
+    Manifest,
+    open_table,
+    statistics_free_dataset,
+    table_dir,
+)
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.location import Location
@@ -55,13 +62,6 @@ from cqlcdc.schema.physical import conform as physical_conform
 from cqlcdc.storage.base_rows import partitions
 from cqlcdc.storage.select import base_partition_rows
 from cqlcdc.storage.view import PartitionView
-from cqlcdc.store.commit import (
-    FilterType,
-    Manifest,
-    open_table,
-    statistics_free_dataset,
-    table_dir,
-)
 
 # a data source option ``storage.<KEY>`` is the storage option KEY, as delta-rs names it
 STORAGE_OPTION_PREFIX = "storage."

@@ -45,6 +45,7 @@ from pyspark.sql.types import StructType
 
 from cqlcdc.cdc.outputs import log_arrow_schema
 from cqlcdc.cdc.streams import stream_buckets
+from cqlcdc.datadir.commit import FilterType, Manifest
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.pipeline.table_scan import (
     TableScan,
@@ -59,7 +60,6 @@ from cqlcdc.pipeline.table_scan import (
     spark_schema,
 )
 from cqlcdc.storage.token import bucket_of, murmur3_token, serialize_partition_key
-from cqlcdc.store.commit import FilterType, Manifest
 
 NAME = "cqlcdc"
 # Spark refuses a reader with pushFilters unless this is on (it is off by default)

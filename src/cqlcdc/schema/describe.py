@@ -258,7 +258,7 @@ def listing(
     system ones included, keyspaces and names sorted; CDC logs are left out of tables.
 
     Args:
-        system: the system keyspaces and their tables' names (``cqlcdc.cdc.system_tables``;
+        system: the system keyspaces and their tables' names (``cqlcdc.system.tables``;
             the catalog holds only user keyspaces).
 
     Returns:
@@ -299,7 +299,7 @@ def describe_statement(
 
     Args:
         system: the system keyspaces and their tables, which listings include and which
-            DESCRIBE KEYSPACE / TABLE describe (``cqlcdc.cdc.system_tables.SYSTEM_CATALOG``).
+            DESCRIBE KEYSPACE / TABLE describe (``cqlcdc.system.tables.SYSTEM_CATALOG``).
 
     Raises:
         InvalidRequest: an unknown keyspace, table or type (ScyllaDB's messages).

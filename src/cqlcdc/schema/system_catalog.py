@@ -1,7 +1,7 @@
 """The system keyspaces and their tables, as DESCRIBE sees them beside the catalog's.
 
 The catalog holds only user keyspaces; the system ones are declared by
-``cqlcdc.cdc.system_tables`` (a layer above this one), which builds a ``SystemCatalog`` of
+``cqlcdc.system.tables`` (a layer above this one), which builds a ``SystemCatalog`` of
 them. ScyllaDB describes a system keyspace like any other (``describe_statement.cc`` finds
 every keyspace in the database), and clients rely on it: gocql sends ``DESCRIBE KEYSPACE ks
 WITH INTERNALS`` whenever it loads a keyspace's metadata, ``system_distributed`` included

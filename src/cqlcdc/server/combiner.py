@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cqlcdc.cql import ast
+from cqlcdc.datadir.records import IngestRecord
 from cqlcdc.errors import CqlError
 from cqlcdc.session import PreparedStatement, Session
-from cqlcdc.store.records import IngestRecord
 from cqlcdc.write_outcomes import pipeline_errors
 from cqlcdc.writes import bulk_records, row_records
 

@@ -3,7 +3,7 @@ and the login.
 
 The same handlers serve a connection of the one-process server (``Connection`` runs them in
 the server's thread pool) and, with ``cqlcdc serve --workers N``, a protocol worker's
-connection in the coordinator's process (``workers.WorkerPool``): what a statement does,
+connection in the coordinator's process (``worker_pool.WorkerPool``): what a statement does,
 which role checks it and which keyspace it runs in never depend on the process that
 decoded its frame. Everything here blocks (a write until it is durable): call it from a
 worker thread.

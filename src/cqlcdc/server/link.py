@@ -1,7 +1,7 @@
 """The link between a protocol worker and the coordinator's process (``serve --workers``).
 
 A socket pair the coordinator makes for each worker it starts, so nothing else can reach
-it. Messages are tuples (``kind, ...``: see ``workers`` and ``worker``) and travel in
+it. Messages are tuples (``kind, ...``: see ``worker_pool`` and ``worker_process``) and travel in
 batches: everything queued while the previous batch was being sent goes as one pickled
 list behind a 4-byte length, so 64 writes in flight cost a few system calls and one
 pickle each way, not 64. Both ends are this package in processes of one data directory's

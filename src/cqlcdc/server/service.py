@@ -32,7 +32,7 @@ from cqlcdc.server.statements import Cursors, PreparedCache
 if TYPE_CHECKING:
     from cqlcdc.coordinator import Coordinator
     from cqlcdc.cql import ast
-    from cqlcdc.server.workers import WorkerPool
+    from cqlcdc.server.worker_pool import WorkerPool
     from cqlcdc.session import PreparedStatement
 
 log = logging.getLogger(__name__)
@@ -152,7 +152,8 @@ class CqlServer(ProtocolServer):
         max_connections: connections beyond this are refused (closed at once), unless
             one still in its handshake can make room: the oldest of those is closed.
         max_in_flight: requests of one connection running at once; more wait.
-        workers: threads running statements (they block until committed).
+        statement_threads: threads running statements (they block until committed); not
+            ``protocol_workers``, the processes of ``cqlcdc serve --workers``.
         max_frame_bytes: the largest request body accepted (a larger one is a protocol
             error and closes the connection). Before the login it is
             ``MAX_HANDSHAKE_BODY_BYTES`` (128 KiB).
@@ -171,7 +172,7 @@ class CqlServer(ProtocolServer):
             permissions. Off: every client is anonymous and may do anything but manage roles.
         protocol_workers: processes serving the protocol on the port (``cqlcdc serve
             --workers``): above 1, this process does not listen; N worker processes do
-            (``workers.WorkerPool``), and forward what they decoded and bound to it. The
+            (``worker_pool.WorkerPool``), and forward what they decoded and bound to it. The
             limits above then hold per worker: ``max_connections`` and
             ``max_body_bytes_in_flight`` are divided among them.
         tls_files: the certificate and key files ``ssl_context`` was made from, which
@@ -187,7 +188,7 @@ class CqlServer(ProtocolServer):
         ssl_context: ssl.SSLContext | None = None,
         max_connections: int = 256,
         max_in_flight: int = 1024,
-        workers: int = 64,
+        statement_threads: int = 64,
         max_frame_bytes: int = MAX_BODY_BYTES,
         max_body_bytes_in_flight: int = MAX_BODY_BYTES_IN_FLIGHT,
         handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
@@ -219,7 +220,7 @@ class CqlServer(ProtocolServer):
         self.tls_files = tls_files
         self.pool: WorkerPool | None = None
         self.combiner: WriteCombiner | None = WriteCombiner(coordinator)
-        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cql")
+        self.executor = ThreadPoolExecutor(max_workers=statement_threads, thread_name_prefix="cql")
         self.prepared = PreparedCache()
         # writes with literal values as the prepared writes they mean (executing._literal)
         self.literal_templates: dict[tuple[str | None, ast.Statement], PreparedStatement] = {}
@@ -242,7 +243,7 @@ class CqlServer(ProtocolServer):
         """Listen; returns the bound address."""
         self._loop = asyncio.get_running_loop()
         if self.protocol_workers > 1:
-            from cqlcdc.server.workers import WorkerPool
+            from cqlcdc.server.worker_pool import WorkerPool
 
             self.pool = pool = WorkerPool(self, self.protocol_workers)
             host, port = await self._loop.run_in_executor(None, pool.start, self.host, self.port)

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from cqlcdc.cdc.system_tables import SYSTEM_CATALOG, system_listing
 from cqlcdc.cql import ast, parse_statement, with_keyspace
 from cqlcdc.errors import CqlError, InvalidRequest, Unprepared
 from cqlcdc.schema.describe import describe_elements, maybe_quote
@@ -35,6 +34,7 @@ from cqlcdc.server.results import (
     metadata_id,
 )
 from cqlcdc.session import PreparedStatement, Rows, Session
+from cqlcdc.system.tables import SYSTEM_CATALOG, system_listing
 from cqlcdc.types import ListType, native_type
 from cqlcdc.types.base import CqlType
 from cqlcdc.writes import conditional_write

@@ -7,7 +7,7 @@ values this layout names (a malformed one raises ``CorruptIngestFile``). Each re
 with a format tag (``CQP1`` a partition fragment, ``CQW1`` an ingest payload); a change to
 the layout is a new tag, and ``store.commit.FORMAT`` in the manifest names the layout a data
 directory holds. Pickles (``CQM1``, format 1) are refused with a message that says so. The
-golden fixtures in ``tests/unit/store`` pin the bytes.
+golden fixtures in ``tests/unit/datadir`` pin the bytes.
 
 The layout (big-endian; ``u32`` counts; ``str`` a u16 length and UTF-8; ``value`` a tagged
 CQL value, below):

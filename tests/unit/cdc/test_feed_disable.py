@@ -12,11 +12,11 @@ from cqlcdc.cdc.columnar import images_are_columnar, log_is_columnar
 from cqlcdc.cdc.feeds import active_feeds, table_feeds
 from cqlcdc.cdc.processor import CoreProcessor
 from cqlcdc.cql import ast, parse_statement, render
+from cqlcdc.datadir.records import records_to_arrow
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import CqlSyntaxError, InvalidRequest
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.describe import describe_statement
-from cqlcdc.store.records import records_to_arrow
 
 from .test_feed_incarnations import ADD, KS, NoState, record, run, staged, topic
 

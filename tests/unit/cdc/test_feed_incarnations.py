@@ -15,6 +15,7 @@ import pytest
 from cqlcdc.cdc.feeds import STAGE_PREFIX, stage_output, table_feeds
 from cqlcdc.cdc.processor import CoreProcessor
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.datadir.records import IngestRecord, records_to_arrow
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema import persist
 from cqlcdc.schema.catalog import Catalog
@@ -22,7 +23,6 @@ from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.codec import WritePayload, encode_payload
 from cqlcdc.storage.mutations import WriteContext, build_insert, write_key_bytes
 from cqlcdc.storage.token import murmur3_token
-from cqlcdc.store.records import IngestRecord, records_to_arrow
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 ADD = "ALTER TABLE ks.t ADD CHANGEFEED f WITH (MODE = 'UPDATES', FORMAT = 'JSON')"

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from cqlcdc.coordinator.group_commit import GROUP_QUIET_S, GroupCommit
+from cqlcdc.datadir.records import IngestRecord
 from cqlcdc.errors import ServerError
-from cqlcdc.store.records import IngestRecord
 
 HOUR_S = 3600.0
 PATIENCE_S = 60.0  # far more than any wake-up takes, far less than an hour's linger

@@ -6,6 +6,7 @@ import errno
 
 import pytest
 
+from cqlcdc.datadir.containment import table_tag
 from cqlcdc.errors import CorruptIngestFile, LeaseLost, ServerError, UnappliedWrite
 from cqlcdc.pipeline.failures import (
     MAX_BACKOFF_S,
@@ -14,7 +15,6 @@ from cqlcdc.pipeline.failures import (
     backoff_s,
     classify,
 )
-from cqlcdc.store.containment import table_tag
 
 
 def _raised_from(cause: BaseException, error: Exception) -> Exception:

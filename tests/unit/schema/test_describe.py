@@ -238,7 +238,7 @@ def test_listings_include_the_system_keyspaces_and_tables_sorted_and_quoted() ->
 
 
 def test_the_real_system_tables_are_listed() -> None:
-    from cqlcdc.cdc.system_tables import system_listing
+    from cqlcdc.system.tables import system_listing
 
     listed = dict(listing(new_catalog(), None, "TABLES", system_listing()))
     assert {"local", "peers"} <= set(listed["system"])

@@ -3,7 +3,7 @@
 The coordinator's process owns the data directory: the engine, the ingest log and its
 seqs, the catalog, the roles, the prepared statements, the paging cursors. It does not
 listen for clients. It reserves the port (a bound socket with ``SO_REUSEPORT`` that never
-listens) and starts N worker processes (``cqlcdc.server.worker``), each listening on the
+listens) and starts N worker processes (``cqlcdc.server.worker_process``), each listening on the
 same port with ``SO_REUSEPORT``, so the kernel spreads new connections over them. A worker
 does what costs per request and needs no state but the protocol's: TLS, frames, segments
 and compression, the handshake, decoding EXECUTE's values with the prepared statement's
@@ -143,7 +143,7 @@ class WorkerPool:
         }
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "cqlcdc.server.worker", json.dumps(config)],
+                [sys.executable, "-m", "cqlcdc.server.worker_process", json.dumps(config)],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from cqlcdc.store.file_runs import ALONE_ROWS, BucketRuns
+from cqlcdc.datadir.file_runs import ALONE_ROWS, BucketRuns
 
 
 def _rows(bucket: int, n: int, column: str = "bucket") -> pa.Table:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cqlcdc.store.containment import (
+from cqlcdc.datadir.containment import (
     STOPPED_FILE,
     StoppedTable,
     error_line,

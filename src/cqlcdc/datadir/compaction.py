@@ -28,9 +28,7 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction, RemoveAction
 
-from cqlcdc.errors import ServerError
-from cqlcdc.location import Location
-from cqlcdc.store.commit import (
+from cqlcdc.datadir.commit import (
     BUCKET_COLUMNS,
     ROW_GROUP_ROWS,
     DataFile,
@@ -43,9 +41,11 @@ from cqlcdc.store.commit import (
     statistics_columns,
     table_dir,
 )
-from cqlcdc.store.durable import synced_file
-from cqlcdc.store.file_runs import BucketRuns
-from cqlcdc.store.records import BucketProcessor
+from cqlcdc.datadir.durable import synced_file
+from cqlcdc.datadir.file_runs import BucketRuns
+from cqlcdc.datadir.records import BucketProcessor
+from cqlcdc.errors import ServerError
+from cqlcdc.location import Location
 
 
 @dataclass(frozen=True, slots=True)

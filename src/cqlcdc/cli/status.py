@@ -30,14 +30,14 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
-from cqlcdc.data_dir_arguments import add_data_dir_arguments
+from cqlcdc.cli.data_dir import add_data_dir_arguments
+from cqlcdc.datadir.commit import MANIFEST_NAME, Manifest, open_table
+from cqlcdc.datadir.ingest import list_ingest_files
+from cqlcdc.datadir.lease import read_lease
 from cqlcdc.directory_state import DirectoryState, ingest_backlog, read_state
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.location import Location
 from cqlcdc.schema.persist import CATALOG_FILE
-from cqlcdc.store.commit import MANIFEST_NAME, Manifest, open_table
-from cqlcdc.store.ingest import list_ingest_files
-from cqlcdc.store.lease import read_lease
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ class Holder:
 
 
 def data_dir_holder(data_dir: Location) -> Holder | None:
-    """Who holds ``data_dir``: its lease record (``cqlcdc.store.lease``; the holder deletes
+    """Who holds ``data_dir``: its lease record (``cqlcdc.datadir.lease``; the holder deletes
     it when it lets go). A record can outlive its holder (kill -9): on this host the pid
     decides, elsewhere the lease's expiry. None: no one holds it.
 

@@ -1,9 +1,9 @@
-"""A protocol worker of ``cqlcdc serve --workers N`` (started by ``workers.WorkerPool``).
+"""A protocol worker of ``cqlcdc serve --workers N`` (started by ``worker_pool.WorkerPool``).
 
 It listens on the server's port beside the other workers (``SO_REUSEPORT``) and serves
 the protocol on the connections the kernel gives it: TLS, frames, compression, the
 handshake, and the answers. A client's requests run in the coordinator's process, where
-the data directory is (``workers`` says what goes over the link): an EXECUTE of a prepared
+the data directory is (``worker_pool`` says what goes over the link): an EXECUTE of a prepared
 single-row write is bound here, with the types of the statement as the coordinator
 prepared it, and forwarded as values; every other request is forwarded as its frame. So
 a statement means what it means with one process, and the coordinator's CPU goes to what
@@ -14,7 +14,7 @@ accepting, waits for its requests in flight to be answered, and exits; when the 
 breaks (the coordinator died), it exits at once, answering nothing, since nothing it has
 not answered was acknowledged.
 
-    python -m cqlcdc.server.worker '<json config>'
+    python -m cqlcdc.server.worker_process '<json config>'
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from cqlcdc.server.responses import EncodedBody, ResponseMessage
 from cqlcdc.server.results import SchemaChange, VoidResult
 from cqlcdc.server.service import ProtocolServer, tls_context
 from cqlcdc.server.statements import Prepared, bind_values
-from cqlcdc.server.workers import shared_port
+from cqlcdc.server.worker_pool import shared_port
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cqlcdc.data_dir_arguments import data_dir_location
+from cqlcdc.cli.data_dir import data_dir_location
 from cqlcdc.errors import CqlError
 
 

@@ -32,11 +32,11 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Field, Schema, Transaction
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
+from cqlcdc.datadir.durable import synced_file
 from cqlcdc.errors import ServerError
 from cqlcdc.location import Location
 from cqlcdc.schema.log_table import TICKS
 from cqlcdc.storage.vectorized import timeuuid_ticks
-from cqlcdc.store.durable import synced_file
 
 MANIFEST_NAME = "manifest.json"
 #: The data directory format this version reads and writes, kept in the manifest: base rows
@@ -44,7 +44,7 @@ MANIFEST_NAME = "manifest.json"
 #: (``CQW1`` row-path writes, ``CQB1`` chunks), the ingest files' and outputs' schemas.
 #: Format 1 held row-path records as pickles (``CQM1``), format 2 base state as encoded
 #: fragments (``CQP1``, ``CQA1``); a directory of another format is refused rather than
-#: misread; ``tests/unit/store/golden_formats.json`` pins the bytes.
+#: misread; ``tests/unit/datadir/golden_formats.json`` pins the bytes.
 FORMAT = 3
 _OLD_FORMATS = {1: "row-path writes as pickles", 2: "base state as encoded fragments"}
 
@@ -257,7 +257,7 @@ def write_data_file(
     """Write `rows` as one new Parquet file into the table directory of `output`: on a
     local disk fsynced, in an object store one PUT of the whole file.
 
-    The rows may be of several buckets (``cqlcdc.store.file_runs``), in bucket order; the
+    The rows may be of several buckets (``cqlcdc.datadir.file_runs``), in bucket order; the
     name says which (``data_file_name``). It is unique per attempt, so a replay never
     overwrites a committed file; files of an attempt that is not committed are never
     referenced and can be deleted.
@@ -549,7 +549,7 @@ _DATASETS_LOCK = threading.Lock()
 class VersionedReader:
     """Reads output tables at fixed versions; picklable, so executors can use it too.
 
-    This is the :class:`~cqlcdc.store.records.StateReader` handed to the core: it reads at
+    This is the :class:`~cqlcdc.datadir.records.StateReader` handed to the core: it reads at
     the versions of the last complete batch (the manifest).
     """
 

@@ -2,7 +2,7 @@
 
 Writes are validated before they are appended, so the core should never meet a record it
 cannot apply. If it does (a defect), the failure is attributed to its table, which stops
-alone (``cqlcdc.store.containment``). A failure no table can be blamed for stops the engine
+alone (``cqlcdc.datadir.containment``). A failure no table can be blamed for stops the engine
 at that record instead of skipping an acknowledged write, and is recorded in
 ``failure.json``. ``cqlcdc recover`` shows it and, when told to, adds the record's seq to
 ``skipped.json``: the engine then drops that record (reporting it as failed to anyone
@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from cqlcdc.datadir.lease import Lease
 from cqlcdc.errors import InvalidRequest
 from cqlcdc.failure_text import unapplied_records
 from cqlcdc.location import Location
-from cqlcdc.store.lease import Lease
 
 FAILURE_FILE = "failure.json"
 SKIPPED_FILE = "skipped.json"

@@ -12,7 +12,7 @@ import signal
 import sys
 from typing import Any
 
-from cqlcdc.data_dir_arguments import add_data_dir_arguments
+from cqlcdc.cli.data_dir import add_data_dir_arguments
 
 
 def add_publish_command(feed_subparsers: Any) -> argparse.ArgumentParser:

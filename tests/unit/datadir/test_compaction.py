@@ -16,16 +16,16 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from cqlcdc.errors import ServerError
-from cqlcdc.store.commit import (
+from cqlcdc.datadir.commit import (
     VersionedReader,
     buckets_of_name,
     commit_output,
     table_dir,
     write_data_file,
 )
-from cqlcdc.store.compaction import CompactionPolicy, Compactor, bucket_of_name
-from cqlcdc.store.file_runs import BucketRuns
+from cqlcdc.datadir.compaction import CompactionPolicy, Compactor, bucket_of_name
+from cqlcdc.datadir.file_runs import BucketRuns
+from cqlcdc.errors import ServerError
 
 
 class LastWins:

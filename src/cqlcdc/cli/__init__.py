@@ -19,17 +19,17 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from cqlcdc.cql import ast, parse_statement, split_statements
-from cqlcdc.data_dir_arguments import (
+from cqlcdc.cli.data_dir import (
     add_data_dir_arguments,
     add_lease_argument,
     data_dir_location,
 )
+from cqlcdc.cli.publish import add_publish_command
+from cqlcdc.cli.replay import add_replay_command
+from cqlcdc.cli.status import add_status_command
+from cqlcdc.cql import ast, parse_statement, split_statements
 from cqlcdc.errors import CqlError, CqlSyntaxError, DataDirLocked
 from cqlcdc.location import UnsupportedLocation
-from cqlcdc.publish.command import add_publish_command
-from cqlcdc.replay_command import add_replay_command
-from cqlcdc.status_command import add_status_command
 
 _ERROR_KIND = {
     0x2000: "Syntax error in CQL query",
@@ -684,9 +684,9 @@ def _version() -> str:
 def cmd_recover(args: argparse.Namespace) -> int:
     """Show stopped tables and the write the pipeline stopped at; resume a stopped table
     (``--retry-table``, ``--skip-table``) or skip a write (``--skip``)."""
-    from cqlcdc.store.commit import Manifest
-    from cqlcdc.store.containment import drop_held, resume_table, stopped_reports
-    from cqlcdc.store.recovery import load_failure, load_skipped, parse_seqs, skip_records
+    from cqlcdc.datadir.commit import Manifest
+    from cqlcdc.datadir.containment import drop_held, resume_table, stopped_reports
+    from cqlcdc.datadir.recovery import load_failure, load_skipped, parse_seqs, skip_records
 
     data_dir = data_dir_location(args)
     if "ingest" not in data_dir.list_names():

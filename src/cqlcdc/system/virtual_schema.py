@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cqlcdc.cdc.system_schema import column_rows
 from cqlcdc.schema.model import Column, ColumnKind, TableSchema
+from cqlcdc.system.schema import column_rows
 from cqlcdc.types import native_type
 
 KS = "system_virtual_schema"

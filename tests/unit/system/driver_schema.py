@@ -18,12 +18,12 @@ from cassandra import InvalidRequest as DriverInvalidRequest
 from cassandra.metadata import SchemaParserV4
 from cassandra.protocol import ResultMessage
 
-from cqlcdc.cdc.system_tables import SYSTEM_KEYSPACES, SystemView, system_rows, system_table
 from cqlcdc.cql import ast, parse_statement
 from cqlcdc.errors import CqlError, InvalidRequest
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.server.typecodes import type_option
 from cqlcdc.storage.select import PartitionRows, ResultSet, evaluate, prepare
+from cqlcdc.system.tables import SYSTEM_KEYSPACES, SystemView, system_rows, system_table
 
 RowSource = Callable[[TableSchema], list[PartitionRows]]
 

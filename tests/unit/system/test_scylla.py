@@ -8,13 +8,14 @@ import json
 import uuid
 from pathlib import Path
 
-from cqlcdc.cdc import system_scylla, system_virtual_schema
 from cqlcdc.cdc.streams import Generation, Generations
-from cqlcdc.cdc.system_local import NodeInfo
-from cqlcdc.cdc.system_tables import SYSTEM_TABLES, SystemView, system_rows, system_table
 from cqlcdc.cql import parse_statement
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
+from cqlcdc.system import scylla as system_scylla
+from cqlcdc.system import virtual_schema as system_virtual_schema
+from cqlcdc.system.local import NodeInfo
+from cqlcdc.system.tables import SYSTEM_TABLES, SystemView, system_rows, system_table
 
 
 def _catalog(tmp_path: Path) -> Catalog:

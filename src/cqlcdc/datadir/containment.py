@@ -27,14 +27,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
+from cqlcdc.datadir.commit import Manifest, Snapshot
+from cqlcdc.datadir.ingest import IngestLog
+from cqlcdc.datadir.lease import Lease
+from cqlcdc.datadir.records import INGEST_SCHEMA, IngestRecord
+from cqlcdc.datadir.recovery import write_json
 from cqlcdc.errors import InvalidRequest, ServerError
 from cqlcdc.failure_text import failed_table, table_tag, untagged
 from cqlcdc.location import Location
-from cqlcdc.store.commit import Manifest, Snapshot
-from cqlcdc.store.ingest import IngestLog
-from cqlcdc.store.lease import Lease
-from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord
-from cqlcdc.store.recovery import write_json
 
 STOPPED_FILE = "stopped.json"
 # the output holding the records of stopped tables (INGEST_SCHEMA: the records as appended)

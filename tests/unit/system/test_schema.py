@@ -17,13 +17,13 @@ from cassandra.metadata import KeyspaceMetadata, NetworkTopologyStrategy, TableM
 
 from cqlcdc.cdc import schema_extensions, system_schema, system_tables
 from cqlcdc.cdc.streams import Generation, Generations
-from cqlcdc.cdc.system_local import NodeInfo
-from cqlcdc.cdc.system_tables import SystemView
 from cqlcdc.cql import parse_statement
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import Keyspace, TableSchema
 from cqlcdc.schema.table_options import DEFAULT_TABLE_OPTIONS
+from cqlcdc.system.local import NodeInfo
+from cqlcdc.system.tables import SystemView
 from cqlcdc.types.udt import UserType
 
 from .driver_schema import driver_rows, parser, select, view_rows

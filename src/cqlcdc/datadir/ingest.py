@@ -26,10 +26,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cqlcdc.datadir.durable import synced_file
+from cqlcdc.datadir.records import INGEST_SCHEMA, IngestRecord, records_to_arrow
 from cqlcdc.errors import CorruptIngestFile, InvalidRequest
 from cqlcdc.location import Location, delete_objects, fsync_dir
-from cqlcdc.store.durable import synced_file
-from cqlcdc.store.records import INGEST_SCHEMA, IngestRecord, records_to_arrow
 
 # Spark's file source ignores names starting with "." or "_": temp files hide behind the dot.
 _TMP_PREFIX = ".tmp-"

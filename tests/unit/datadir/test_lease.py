@@ -19,9 +19,9 @@ from pathlib import Path
 import boto3
 import pytest
 
+from cqlcdc.datadir.lease import LEASE_FILE, Lease, lease_ttl_s, read_lease
 from cqlcdc.errors import DataDirLocked, LeaseLost
 from cqlcdc.location import Location
-from cqlcdc.store.lease import LEASE_FILE, Lease, lease_ttl_s, read_lease
 
 
 def _until(condition: Callable[[], bool], timeout_s: float) -> None:
@@ -85,7 +85,7 @@ def test_local_lock_frees_at_once_when_the_holder_is_killed(tmp_path: Path) -> N
         [
             sys.executable,
             "-c",
-            "import sys; from cqlcdc.store.lease import Lease; l = Lease(sys.argv[1]); "
+            "import sys; from cqlcdc.datadir.lease import Lease; l = Lease(sys.argv[1]); "
             "l.acquire(); print('held', flush=True); sys.stdin.read()",
             str(tmp_path),
         ],
@@ -293,7 +293,7 @@ _HOLDER = textwrap.dedent(
     """
     import sys, time
     from cqlcdc.errors import DataDirLocked
-    from cqlcdc.store.lease import Lease
+    from cqlcdc.datadir.lease import Lease
     lease = Lease(sys.argv[1], ttl_s=float(sys.argv[2]))
     while True:
         try:

@@ -7,7 +7,7 @@ encodes to (bytes, or base rows as JSON with their schema). The tests decode eve
 (an old directory stays readable) and encode the same write again to the same form (nothing
 drifted). When a format changes on purpose, bump its tag (``CQP1``, ``CQW1``, ``CQB1``) or
 the base-row layout, and ``store.commit.FORMAT``, and run
-``python -m tests.unit.store.test_formats`` to write the new fixtures.
+``python -m tests.unit.datadir.test_formats`` to write the new fixtures.
 """
 
 from __future__ import annotations

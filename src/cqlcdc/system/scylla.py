@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cqlcdc.cdc.system_local import CLUSTER_NAME, PARTITIONER, SUPPORTED_FEATURES, NodeInfo
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import Column, ColumnKind, TableSchema
+from cqlcdc.system.local import CLUSTER_NAME, PARTITIONER, SUPPORTED_FEATURES, NodeInfo
 from cqlcdc.types import native_type
 
 DEFAULT_ADDRESS = "127.0.0.1"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from cqlcdc.store.commit import ROW_GROUP_ROWS
+from cqlcdc.datadir.commit import ROW_GROUP_ROWS
 
 #: A run of buckets is written once its rows reach this many bytes (of Arrow data). Small
 #: enough that a bulk batch's buckets (tens of MiB each) are files of their own, written in

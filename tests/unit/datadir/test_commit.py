@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cqlcdc.store.commit import (
+from cqlcdc.datadir.commit import (
     BucketFiles,
     VersionedReader,
     batch_of_name,

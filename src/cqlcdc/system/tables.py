@@ -18,13 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cqlcdc.cdc import system_local, system_schema, system_scylla, system_virtual_schema
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import Column, ColumnKind, Keyspace, TableSchema
 from cqlcdc.schema.system_catalog import SystemCatalog
 from cqlcdc.storage.select import PartitionRows
 from cqlcdc.storage.token import murmur3_token
+from cqlcdc.system import local as system_local
+from cqlcdc.system import schema as system_schema
+from cqlcdc.system import scylla as system_scylla
+from cqlcdc.system import virtual_schema as system_virtual_schema
 from cqlcdc.types import SetType, native_type
 
 # cqlcdc's own: the changefeed topics over CQL (rows served by cqlcdc.feed_tables)

@@ -8,10 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cqlcdc.errors import CorruptIngestFile, ServerError
-from cqlcdc.location import Location
-from cqlcdc.store.commit import FORMAT, MANIFEST_NAME, Manifest
-from cqlcdc.store.ingest import (
+from cqlcdc.datadir.commit import FORMAT, MANIFEST_NAME, Manifest
+from cqlcdc.datadir.ingest import (
     FailedAppends,
     Handoff,
     IngestFile,
@@ -19,7 +17,9 @@ from cqlcdc.store.ingest import (
     ingest_file_name,
     read_ingest_file,
 )
-from cqlcdc.store.records import IngestRecord
+from cqlcdc.datadir.records import IngestRecord
+from cqlcdc.errors import CorruptIngestFile, ServerError
+from cqlcdc.location import Location
 
 
 def _records(buckets: list[int], first_seq: int = 1) -> list[IngestRecord]:

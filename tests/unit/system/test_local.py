@@ -18,14 +18,14 @@ from cassandra.policies import SimpleConvictionPolicy
 from cassandra.pool import Host
 from cqlshlib.cqlshmain import full_cql_version
 
-from cqlcdc.cdc import system_local
 from cqlcdc.cdc.streams import Generation, Generations
-from cqlcdc.cdc.system_local import NodeInfo
-from cqlcdc.cdc.system_tables import SystemView
 from cqlcdc.cql import parse_statement
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.server.responses import CQL_VERSION as SERVED_CQL_VERSION
+from cqlcdc.system import local as system_local
+from cqlcdc.system.local import NodeInfo
+from cqlcdc.system.tables import SystemView
 
 from .driver_schema import FakeConnection, driver_rows, select, view_rows
 

@@ -19,14 +19,9 @@ from cqlcdc.cdc.feeds import FeedScans
 from cqlcdc.cdc.processor import CoreProcessor
 from cqlcdc.cdc.streams import Generations
 from cqlcdc.cql import parse_statement
-from cqlcdc.documents import DocumentDirectory, JsonDocument
-from cqlcdc.feed_reader import FeedConsumer, FeedReader
-from cqlcdc.location import Location
-from cqlcdc.schema import persist
-from cqlcdc.schema.catalog import Catalog
-from cqlcdc.store.commit import Manifest, Snapshot, VersionedReader, open_table, table_dir
-from cqlcdc.store.compaction import _read_parquet, _write_parquet
-from cqlcdc.store.containment import (
+from cqlcdc.datadir.commit import Manifest, Snapshot, VersionedReader, open_table, table_dir
+from cqlcdc.datadir.compaction import _read_parquet, _write_parquet
+from cqlcdc.datadir.containment import (
     HELD,
     HELD_SCHEMA,
     StoppedTable,
@@ -39,8 +34,8 @@ from cqlcdc.store.containment import (
     save_stopped,
     stopped_reports,
 )
-from cqlcdc.store.ingest import IngestLog, read_ingest_file
-from cqlcdc.store.recovery import (
+from cqlcdc.datadir.ingest import IngestLog, read_ingest_file
+from cqlcdc.datadir.recovery import (
     FAILURE_FILE,
     SKIPPED_FILE,
     Failure,
@@ -51,6 +46,11 @@ from cqlcdc.store.recovery import (
     skip_records,
     write_json,
 )
+from cqlcdc.documents import DocumentDirectory, JsonDocument
+from cqlcdc.feed_reader import FeedConsumer, FeedReader
+from cqlcdc.location import Location
+from cqlcdc.schema import persist
+from cqlcdc.schema.catalog import Catalog
 
 KS = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
 
