@@ -15,13 +15,15 @@ from typing import Any
 import pytest
 from cassandra.metadata import KeyspaceMetadata, NetworkTopologyStrategy, TableMetadata
 
-from cqlcdc.cdc import schema_extensions, system_schema, system_tables
+from cqlcdc.cdc import schema_extensions
 from cqlcdc.cdc.streams import Generation, Generations
 from cqlcdc.cql import parse_statement
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import Keyspace, TableSchema
 from cqlcdc.schema.table_options import DEFAULT_TABLE_OPTIONS
+from cqlcdc.system import schema as system_schema
+from cqlcdc.system import tables as system_tables
 from cqlcdc.system.local import NodeInfo
 from cqlcdc.system.tables import SystemView
 from cqlcdc.types.udt import UserType
