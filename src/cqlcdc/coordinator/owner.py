@@ -198,18 +198,7 @@ class Coordinator:
             if sys_schema is None:
                 raise InvalidRequest(f"unconfigured table {name.name}")
             return sys_schema
-        if ks is None:
-            raise InvalidRequest(
-                "No keyspace has been specified. USE a keyspace, or explicitly specify "
-                "keyspace.tablename"
-            )
-        catalog = self._catalog
-        if catalog.keyspace(ks) is None:
-            raise InvalidRequest(f"Keyspace {ks} does not exist")
-        schema = catalog.table(ks, name.name)
-        if schema is None:
-            raise InvalidRequest(f"unconfigured table {name.name}")
-        return schema
+        return self._catalog.existing_table(name, keyspace)
 
     def run_ddl(self, stmt: ast.Statement, keyspace: str | None) -> DdlOutcome:
         """Apply a DDL statement (or DESCRIBE) after every earlier write: a new catalog is

@@ -183,7 +183,9 @@ class Catalog:
             raise InvalidRequest(_NO_KEYSPACE)
         return keyspace
 
-    def _existing_table(self, name: ast.QualifiedName, current: str | None) -> TableSchema:
+    def existing_table(self, name: ast.QualifiedName, current: str | None) -> TableSchema:
+        """The table a statement names (``current``: the session's keyspace), or ScyllaDB's
+        error for a missing keyspace or table."""
         keyspace = self._ks(name, current)
         if keyspace not in self._keyspaces:
             raise InvalidRequest(f"Keyspace {keyspace} does not exist")
@@ -403,7 +405,7 @@ class Catalog:
             self._put(replace(log, columns=columns, dropped=_log_dropped(base, log, columns)))
 
     def _alter_table(self, stmt: ast.AlterTable, current: str | None) -> bool:
-        table = self._existing_table(stmt.name, current)
+        table = self.existing_table(stmt.name, current)
         action = stmt.action
         attached = self.is_attached_log(table.keyspace, table.name)
         if table.log_of is not None and isinstance(
@@ -523,7 +525,7 @@ class Catalog:
         return True
 
     def _create_index(self, stmt: ast.CreateIndex, current: str | None) -> bool:
-        table = self._existing_table(stmt.table, current)
+        table = self.existing_table(stmt.table, current)
         names = [i.name for t in self.tables(table.keyspace) for i in t.indexes]
         index = new_index(table, stmt, names)
         if index is None:
@@ -555,7 +557,7 @@ class Catalog:
                 "Cannot create a materialized view on a table in a separate keyspace "
                 f"('{base_keyspace}' != '{keyspace}')"
             )
-        base = self._existing_table(ast.QualifiedName(keyspace, stmt.base.name), current)
+        base = self.existing_table(ast.QualifiedName(keyspace, stmt.base.name), current)
         if any(c.type.is_counter for c in base.columns):
             raise InvalidRequest("Materialized views are not supported on counter tables")
         if self.is_attached_log(base.keyspace, base.name):
@@ -581,7 +583,7 @@ class Catalog:
         )
 
     def _truncate(self, stmt: ast.Truncate, current: str | None) -> bool:
-        self._existing_table(stmt.name, current)
+        self.existing_table(stmt.name, current)
         return False
 
     _HANDLERS: dict[type, Callable[[Catalog, Any, str | None], bool]] = {
