@@ -215,14 +215,15 @@ def test_the_commands_take_aws_region(monkeypatch: pytest.MonkeyPatch) -> None:
     ``connect()``; ``$CQLCDC_AWS_REGION`` is its default."""
     import cqlcdc.session
     from cqlcdc import cli
+    from cqlcdc.cli.sessions import open_session
 
     seen: dict[str, Any] = {}
     monkeypatch.setattr(cqlcdc.session, "connect", lambda **kwargs: seen.update(kwargs))
     args = cli.build_parser().parse_args(["serve", "--aws-region", "ap-south-1"])
-    cli._connect(args)
+    open_session(args)
     assert seen["aws_region"] == "ap-south-1"
     monkeypatch.setenv("CQLCDC_AWS_REGION", "sa-east-1")
-    cli._connect(cli.build_parser().parse_args(["shell"]))
+    open_session(cli.build_parser().parse_args(["shell"]))
     assert seen["aws_region"] == "sa-east-1"
     for command in (["load", "ks.t", "rows.csv"], ["replay", "ks.t_scylla_cdc_log", "ks.c"]):
         args = cli.build_parser().parse_args([*command, "--aws-region", "me-south-1"])
