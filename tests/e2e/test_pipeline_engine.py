@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pytest
 
 import cqlcdc
+from cqlcdc.bucket_groups import BucketGroup
 from cqlcdc.datadir.commit import MANIFEST_NAME, Manifest
 from cqlcdc.datadir.ingest import IngestLog, read_ingest_file
 from cqlcdc.datadir.records import BucketProcessor, IngestRecord, StateReader
@@ -42,9 +43,8 @@ class EchoProcessor(BucketProcessor):
     of its pk (read back through the StateReader), and the running count per pk to
     ``pkcount/<table_id>``."""
 
-    def process_bucket(
-        self, table_id: str, bucket: int, records: pa.Table, state: StateReader
-    ) -> dict[str, pa.Table]:
+    def process_bucket(self, group: BucketGroup, state: StateReader) -> dict[str, pa.Table]:
+        table_id, bucket, records = group.table_id, group.bucket, group.records
         echo = f"echo/{table_id}"
         pks: list[bytes] = records.column("pk").to_pylist()
         prior = state.read(echo, bucket, sorted(set(pks)))
@@ -409,10 +409,8 @@ def test_corrupt_ingest_file_fails_the_query_naming_it(spark: Any, tmp_path: Pat
 
 
 class FailingProcessor(BucketProcessor):
-    def process_bucket(
-        self, table_id: str, bucket: int, records: pa.Table, state: StateReader
-    ) -> dict[str, pa.Table]:
-        raise ValueError(f"cannot decode a mutation of {table_id}")
+    def process_bucket(self, group: BucketGroup, state: StateReader) -> dict[str, pa.Table]:
+        raise ValueError(f"cannot decode a mutation of {group.table_id}")
 
 
 @pytest.mark.spark
@@ -438,13 +436,11 @@ class DiskFullProcessor(EchoProcessor):
         self.full = True
         self.attempts = 0
 
-    def process_bucket(
-        self, table_id: str, bucket: int, records: pa.Table, state: StateReader
-    ) -> dict[str, pa.Table]:
+    def process_bucket(self, group: BucketGroup, state: StateReader) -> dict[str, pa.Table]:
         self.attempts += 1
         if self.full:
             raise OSError(28, "No space left on device")
-        return super().process_bucket(table_id, bucket, records, state)
+        return super().process_bucket(group, state)
 
 
 @pytest.mark.spark
@@ -513,10 +509,9 @@ def test_a_refused_commit_stops_its_table_and_recover_undoes_what_it_left(
 class StagingProcessor(EchoProcessor):
     """Stages ``pkcount`` as ``stage/<table_id>``; finalizing the stage of ks.u fails."""
 
-    def process_bucket(
-        self, table_id: str, bucket: int, records: pa.Table, state: StateReader
-    ) -> dict[str, pa.Table]:
-        out = super().process_bucket(table_id, bucket, records, state)
+    def process_bucket(self, group: BucketGroup, state: StateReader) -> dict[str, pa.Table]:
+        out = super().process_bucket(group, state)
+        table_id = group.table_id
         out[f"stage/{table_id}"] = out[f"pkcount/{table_id}"]
         return out
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cqlcdc.bucket_groups import BucketGroup, record_groups
 from cqlcdc.cdc.columnar import (
     bulk_bucket,
     changes_bucket,
@@ -58,12 +60,13 @@ from cqlcdc.storage.base_rows import BaseRowsBuilder
 from cqlcdc.storage.bulk import (
     PK,
     TOKEN,
+    VERSION,
     chunk_mask,
-    concat_chunks,
     decode_chunk,
     payload_views,
 )
 from cqlcdc.storage.bulk_state import StateRows
+from cqlcdc.storage.chunk_groups import BucketWrites, split_chunks
 from cqlcdc.storage.codec import (
     TickRequest,
     decode_payload,
@@ -184,41 +187,64 @@ class CoreProcessor:
             schema = self.catalog.table_by_id(table_id, version)
         return schema
 
-    def process_bucket(
-        self, table_id: str, bucket: int, records: pa.Table, state: Any
-    ) -> dict[str, pa.Table]:
+    def bucket_groups(self, records: pa.Table) -> list[BucketGroup]:
+        """The batch's work by (table_id, bucket): the records of each, and the bulk writes
+        of the batch's chunks cut by bucket (``storage.chunk_groups``: a chunk holds a
+        group of writes whatever buckets they touch, each is decoded once here)."""
+        is_chunk_at = chunk_mask(records.column("payload"))
+        if not is_chunk_at.any():
+            return record_groups(records)
+        groups = {
+            (g.table_id, g.bucket): g
+            for g in record_groups(records.filter(np.logical_not(is_chunk_at)))
+        }
+        for key, writes in split_chunks(records.filter(is_chunk_at)).items():
+            group = groups.get(key)
+            first, last = writes.record_seqs
+            if group is None:
+                groups[key] = BucketGroup(*key, records.slice(0, 0), first, last, writes)
+            else:
+                groups[key] = replace(
+                    group,
+                    first_seq=min(first, group.first_seq),
+                    last_seq=max(last, group.last_seq),
+                    parts=writes,
+                )
+        return [groups[key] for key in sorted(groups)]
+
+    def process_bucket(self, group: BucketGroup, state: Any) -> dict[str, pa.Table]:
         from cqlcdc.schema.log_table import log_table_schema
         from cqlcdc.storage.token import deserialize_partition_key
 
-        if records.num_rows == 0:
+        table_id, bucket, records = group.table_id, group.bucket, group.records
+        bulk: BucketWrites | None = group.parts
+        version = pc.max(records.column("schema_version")).as_py() if records.num_rows else None
+        if bulk is not None:
+            newest = pc.max(bulk.table.column(VERSION)).as_py()
+            version = newest if version is None else max(version, newest)
+        if version is None:
             return {}
-        latest = self._schema(table_id, pc.max(records.column("schema_version")).as_py())
+        latest = self._schema(table_id, version)
         if latest is None:  # the table was dropped before its writes were applied
             return {}
         if self.fault_table is not None and latest.qualified_name == self.fault_table:
             raise RuntimeError(f"fault injected by {FAULT_TABLE_ENV}={self.fault_table}")
         fragments: StateRows | None = None
-        payloads = records.column("payload")
-        is_chunk_at = chunk_mask(payloads)
-        if not is_chunk_at.any():
+        if bulk is None:
             recs = records.to_pylist()
         else:
-            chunk_recs = records.filter(is_chunk_at)
-            chunks = [decode_chunk(view) for view in payload_views(chunk_recs.column("payload"))]
-            writes, statements = concat_chunks(chunks)
-            only_chunks = bool(is_chunk_at.all())
+            writes, statements = bulk.table, bulk.statements
+            only_chunks = records.num_rows == 0
             if only_chunks and log_is_columnar(latest):
                 return bulk_bucket(latest, bucket, writes, statements, self.generations)
-            same_version = pc.all(
-                pc.equal(records.column("schema_version"), latest.schema_version)
-            ).as_py()
+            same_version = pc.all(pc.equal(writes.column(VERSION), latest.schema_version)).as_py()
             if only_chunks and same_version and images_are_columnar(latest):
                 fragments = self._fragments(
                     state,
                     latest,
                     bucket,
-                    pc.unique(writes.column(PK).combine_chunks()),
-                    pc.unique(writes.column(TOKEN).combine_chunks()),
+                    pc.unique(writes.column(PK)),
+                    pc.unique(writes.column(TOKEN)),
                 )
                 done = changes_bucket(
                     latest,
@@ -233,15 +259,8 @@ class CoreProcessor:
                     return done
             # the log needs state (images, feeds) or other records interleave: one by one,
             # each write keeping its chunk's schema version (the feeds it belongs to)
-            versions = [
-                version
-                for version, chunk in zip(
-                    chunk_recs.column("schema_version").to_pylist(), chunks, strict=True
-                )
-                for _ in range(chunk.table.num_rows)
-            ]
-            recs = records.filter(np.logical_not(is_chunk_at)).to_pylist()
-            recs += expanded(latest, writes, statements, versions)
+            recs = records.to_pylist()
+            recs += expanded(latest, writes, statements, writes.column(VERSION).to_pylist())
         pks = sorted({r["pk"] for r in recs})
         if fragments is None:
             tokens = sorted({r["token"] for r in recs})
@@ -270,12 +289,12 @@ class CoreProcessor:
                 ctx.stager.tick(r["seq"], tick.now_ms)
                 continue
             by_pk.setdefault(r["pk"], []).append(r)
-        for pk_bytes, group in by_pk.items():
+        for pk_bytes, writes_of_pk in by_pk.items():
             pk = deserialize_partition_key(latest, pk_bytes)
             current = partitions.get(pk_bytes)
-            token: int = group[0]["token"]
+            token: int = writes_of_pk[0]["token"]
             writer = LogWriter(latest, pk, stream_function(token, generations))
-            for rec in sorted(group, key=lambda r: r["seq"]):
+            for rec in sorted(writes_of_pk, key=lambda r: r["seq"]):
                 try:
                     current = apply_record(ctx, writer, rec, pk, current)
                 except Exception as err:

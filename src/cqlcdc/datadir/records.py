@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from cqlcdc.bucket_groups import BucketGroup, record_groups
+
 # The Arrow schema of ingest files; Spark reads them with the same schema (engine.INGEST_DDL).
 INGEST_SCHEMA = pa.schema(
     [
@@ -26,9 +28,6 @@ INGEST_SCHEMA = pa.schema(
     ]
 )
 
-# The order the core receives the records of one (table_id, bucket) group in.
-SORT_KEYS: tuple[str, ...] = ("token", "pk", "seq")
-
 
 @dataclass(frozen=True, slots=True)
 class IngestRecord:
@@ -38,7 +37,9 @@ class IngestRecord:
         seq: global, strictly increasing, assigned by the session.
         table_id: the table the write is for.
         schema_version: the table schema version the payload was encoded with.
-        bucket: token bucket (the unit of parallelism), ``0..num_buckets-1``.
+        bucket: token bucket (the unit of parallelism), ``0..num_buckets-1``; or a
+            negative value the processor gave a record whose payload spans buckets (its
+            ``bucket_groups`` splits it; every executor task reads it).
         token: Murmur3 token of the partition key (int64).
         pk: the serialized partition key.
         payload: an encoded mutation, opaque to the pipeline.
@@ -107,15 +108,18 @@ class BucketProcessor(Protocol):
     and inherit the defaults, which do nothing special.
     """
 
-    def process_bucket(
-        self, table_id: str, bucket: int, records: pa.Table, state: StateReader
-    ) -> dict[str, pa.Table]:
+    def bucket_groups(self, records: pa.Table) -> list[BucketGroup]:
+        """The batch's work by (table_id, bucket), in that order (driver or executor, before
+        ``process_bucket``): where the processor splits records that span buckets. Default:
+        each record is its bucket's (:func:`record_groups`)."""
+        return record_groups(records)
+
+    def process_bucket(self, group: BucketGroup, state: StateReader) -> dict[str, pa.Table]:
         """Process one table's records of one bucket in this micro-batch (driver or executor).
 
         Args:
-            table_id: the table all `records` belong to.
-            bucket: the bucket all `records` belong to.
-            records: rows of :data:`INGEST_SCHEMA`, sorted by (token, pk, seq).
+            group: the table, the bucket, its records and what ``bucket_groups`` split off
+                for it.
             state: committed state of the outputs (see :class:`StateReader`).
 
         Returns:

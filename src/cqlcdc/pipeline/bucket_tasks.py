@@ -11,10 +11,9 @@ between batches, so a replayed batch does the same.
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pyarrow as pa
@@ -22,6 +21,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
+from cqlcdc.bucket_groups import BucketGroup
 from cqlcdc.datadir.commit import (
     DATA_FILE_SCHEMA,
     DataFile,
@@ -44,7 +44,6 @@ DATA_FILE_DDL = (
     "output STRING, path STRING, size BIGINT, num_records BIGINT, modification_time BIGINT, "
     "stats STRING, schema BINARY"
 )
-_GROUP_ORDER = ["table_id", "bucket", "token", "pk", "seq"]
 # on a cluster, a batch with this much ingest payload runs on the executors
 # (``$CQLCDC_EXECUTOR_MIN_BYTES`` overrides it): below it, a Spark job's fixed cost
 # (~0.3 s) outweighs what the executors would share
@@ -61,6 +60,7 @@ def process_groups(
     batch_id: int,
     tables: dict[str, DeltaTable] | None = None,
     staged: dict[str, list[pa.Table]] | None = None,
+    share: Callable[[int], bool] | None = None,
 ) -> list[DataFile]:
     """Run the core on every (table_id, bucket) group of `records` and write its outputs.
 
@@ -75,40 +75,32 @@ def process_groups(
         tables: open table handles to reuse for state reads (the driver's cache).
         staged: where the driver keeps the staged outputs (``processor.is_staged``) in memory
             for ``finalize_batch`` instead of writing them as files to read back.
+        share: the buckets to process (an executor task's); None: all.
 
     Returns:
         The data files written: per output with rows, files of consecutive buckets.
     """
     if records.num_rows == 0:
         return []
-    records = records.sort_by([(name, "ascending") for name in _GROUP_ORDER])
-    table_ids = records.column("table_id")
-    buckets = records.column("bucket")
-    changed = pc.or_(
-        pc.not_equal(table_ids.slice(1), table_ids.slice(0, len(table_ids) - 1)),
-        pc.not_equal(buckets.slice(1), buckets.slice(0, len(buckets) - 1)),
-    )
-    starts = [0, *(int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()), records.num_rows]
+    groups = processor.bucket_groups(records)
+    if share is not None:
+        groups = [g for g in groups if share(g.bucket)]
     state = VersionedReader(tables_dir, versions, tables)
 
-    def run(start: int, end: int) -> tuple[int, dict[str, pa.Table]]:
-        group = records.slice(start, end - start)
-        table_id = group.column("table_id")[0].as_py()
-        bucket = group.column("bucket")[0].as_py()
+    def run(group: BucketGroup) -> tuple[int, dict[str, pa.Table]]:
+        table_id, bucket = group.table_id, group.bucket
         try:
-            return bucket, processor.process_bucket(table_id, bucket, group.combine_chunks(), state)
+            return bucket, processor.process_bucket(group, state)
         except (OSError, MemoryError):
             raise  # the machine, not the table (a full disk): not contained
         except UnappliedWrite as err:  # the failure is the table's: tagged for containment
             raise UnappliedWrite(f"{table_tag(table_id)} {one_line(err.message)}") from err
         except Exception as err:  # the core could not say which record: name them all
-            seqs = group.column("seq")
-            first, last = pc.min(seqs).as_py(), pc.max(seqs).as_py()
             raise UnappliedWrite(
                 f"{table_tag(table_id)} "
                 + cannot_apply(
-                    first,
-                    last,
+                    group.first_seq,
+                    group.last_seq,
                     f"table id {table_id}, bucket {bucket}",
                     f"{type(err).__name__}: {one_line(str(err))}",
                 )
@@ -120,7 +112,6 @@ def process_groups(
     # and the staged rows come out as a sequential run makes them. An output's consecutive
     # buckets share a file until it is big enough (``BucketRuns``); files are written by a
     # small pool while the next buckets are processed.
-    groups = list(itertools.pairwise(starts))
     runs = BucketRuns()
     with (
         ThreadPoolExecutor(
@@ -133,7 +124,7 @@ def process_groups(
         next_group = 0
         while next_group < len(groups) or running:
             while next_group < len(groups) and len(running) < _BUCKET_THREADS + 1:
-                running.append(cores.submit(run, *groups[next_group]))
+                running.append(cores.submit(run, groups[next_group]))
                 next_group += 1
             bucket, outputs = running.popleft().result()
             for output in sorted(outputs):
@@ -197,8 +188,13 @@ class FileTask:
                 def share(bucket: int, part: int = part) -> bool:
                     return bucket % self.parts == part
 
+                # records spanning buckets (negative) are read by every task, which
+                # processes its buckets' share of them
                 records = in_range(
-                    pa.concat_tables([read_ingest_file(p, share) for p in self.paths]), *self.seqs
+                    pa.concat_tables(
+                        [read_ingest_file(p, lambda b: b < 0 or share(b)) for p in self.paths]
+                    ),
+                    *self.seqs,
                 )
                 if self.skipped:
                     kept = pc.invert(pc.is_in(records.column("seq"), pa.array(self.skipped)))
@@ -212,6 +208,7 @@ class FileTask:
                     self.tables_dir,
                     self.versions,
                     self.batch_id,
+                    share=share,
                 )
                 yield from data_files_to_arrow(files).to_batches()
 

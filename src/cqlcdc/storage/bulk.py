@@ -3,13 +3,16 @@
 A prepared INSERT/UPDATE/DELETE that binds every value of atomic columns of one clustering
 row (``UPDATE t SET v = ?, w = ? WHERE pk = ? AND ck = ?``) means the same thing for every
 binding; only the values change. Executed many times (``Session.execute_many``, ``cqlcdc
-load``), its writes travel as one *chunk* per token bucket: an Arrow table with a row per
-write (seq, timestamp, TTL, seed, token, serialized partition key, bound values) instead of
-one encoded ``Partition`` per write (``storage.codec``). The pipeline turns a chunk into
-base fragments and CDC log rows column-wise (``cqlcdc.cdc.bulk_log``), or, for tables whose
-log needs the prior state (images, changefeeds), back into ordinary mutations
-(:func:`chunk_mutations`): the same mutations
-``build_insert``/``build_update``/``build_delete`` make, which the tests check.
+load``, the server's concurrent EXECUTEs), its writes travel as a *chunk*: an Arrow table with
+a row per write (seq, timestamp, TTL, seed, token, bucket, serialized partition key, bound
+values) instead of one encoded ``Partition`` per write (``storage.codec``). A group of up to
+``GROUP_CHUNK_MAX`` writes is one chunk whatever buckets it touches (the pipeline splits it
+by its bucket column, ``cqlcdc.storage.chunk_groups``); a larger one is a chunk per bucket,
+so that an executor task reads only its buckets' share of a bulk load. The pipeline turns
+a chunk into base fragments and CDC log rows column-wise (``cqlcdc.cdc.bulk_log``), or, for
+tables whose log needs the prior state (images, changefeeds), back into ordinary mutations
+(:func:`chunk_mutations`): the same mutations ``build_insert``/``build_update``/
+``build_delete`` make, which the tests check.
 
 >>> from cqlcdc.storage.bulk import KIND_UPDATE
 >>> KIND_UPDATE
@@ -72,7 +75,17 @@ CHUNK_TAG = b"CQB1"  # ingest payload: a chunk of bulk writes (Arrow IPC stream)
 # chunk columns besides the bound columns (a leading underscore never starts a CQL name
 # unquoted; quoted names that do are not bulk-eligible, see plan_bulk)
 SEQ, TS, TTL, SEED, STMT, TOKEN, PK = "_seq", "_ts", "_ttl", "_seed", "_stmt", "_token", "_pk"
+BUCKET_OF = "_bucket"  # each write's token bucket (chunks made before it: the record's)
 NOW = "_now_us"  # added when chunks are read: the session clock of each write's append
+VERSION = "_version"  # added when chunks are split: the schema version of each write's chunk
+
+# The ingest record's bucket for a chunk whose writes fall in more than one bucket: the
+# pipeline gives each bucket its share (every executor task reads such records whole).
+MIXED_BUCKETS = -1
+# Up to this many writes make one chunk whatever buckets they touch: a chunk's fixed cost
+# (an Arrow table, an IPC stream, an ingest record, a decode) is paid once per group, not
+# once per bucket. A larger group (a bulk load) is a chunk per bucket.
+GROUP_CHUNK_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,19 +411,23 @@ def make_chunks(
     now_us: int,
     num_buckets: int,
 ) -> list[tuple[int, int, int, bytes, bytes]] | None:
-    """Split writes into one chunk per bucket and assign seqs bucket by bucket.
+    """The chunks of a group of writes, seqs assigned bucket by bucket: one chunk for up
+    to ``GROUP_CHUNK_MAX`` writes (its record's bucket ``MIXED_BUCKETS`` when they touch
+    more than one), one per bucket for more.
 
     Writes of one partition keep their execution order (seqs rise with it within a bucket);
     writes to different partitions are independent, so their relative order is free.
 
     Returns:
         ``(seq, bucket, token, pk, payload)`` per chunk, in seq order (the chunk's seq is its
-        last write's), or None when a partition key is empty or too long.
+        last write's, token and pk its first write's), or None when a partition key is empty
+        or too long (no chunk for no writes).
     """
-    if writes.columns.num_rows:
-        lengths = key_lengths(schema.partition_key, writes.columns)
-        if lengths.max() > MAX_KEY_BYTES or (len(schema.partition_key) == 1 and lengths.min() == 0):
-            return None
+    if not writes.columns.num_rows:
+        return []
+    lengths = key_lengths(schema.partition_key, writes.columns)
+    if lengths.max() > MAX_KEY_BYTES or (len(schema.partition_key) == 1 and lengths.min() == 0):
+        return None
     keys = serialized_keys(
         schema.partition_key, {n: writes.columns.column(n) for n in writes.columns.column_names}
     )
@@ -418,10 +435,11 @@ def make_chunks(
     buckets = token_buckets(tokens, num_buckets)
     order = np.argsort(buckets, kind="stable")
     n = len(order)
-    table = writes.columns.take(pa.array(order))
+    indices = pa.array(order)
     sorted_buckets = buckets[order]
     table = (
-        table.append_column(SEQ, pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)))
+        writes.columns.take(indices)
+        .append_column(SEQ, pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)))
         .append_column(TS, pa.array(writes.timestamps[order]))
         .append_column(
             TTL,
@@ -430,29 +448,32 @@ def make_chunks(
         .append_column(SEED, pa.array(writes.seeds[order].view(np.int64)))
         .append_column(STMT, pa.array(writes.stmt[order]))
         .append_column(TOKEN, pa.array(tokens[order]))
-        .append_column(PK, keys.take(pa.array(order)))
+        .append_column(BUCKET_OF, pa.array(sorted_buckets))
+        .append_column(PK, keys.take(indices))
     )
     meta = {
         b"cqlcdc.statements": json.dumps([s.to_json() for s in writes.statements]).encode(),
         b"cqlcdc.now_us": str(now_us).encode(),
     }
     table = table.replace_schema_metadata(meta)
-    bounds = np.flatnonzero(np.diff(sorted_buckets)) + 1
+    if n <= GROUP_CHUNK_MAX:
+        bounds: list[int] = []
+    else:
+        bounds = (np.flatnonzero(np.diff(sorted_buckets)) + 1).tolist()
     out = []
-    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), n], strict=True):
+    for lo, hi in zip([0, *bounds], [*bounds, n], strict=True):
         part = table.slice(lo, hi - lo)
         sink = pa.BufferOutputStream()  # native: a BytesIO sink takes the GIL per write
         sink.write(CHUNK_TAG)
         with pa.ipc.new_stream(sink, part.schema) as writer:
             writer.write_table(part)
-        last = first_seq + hi - 1
-        first_pk = part.column(PK)[0].as_py()
+        bucket = int(sorted_buckets[lo])
         out.append(
             (
-                last,
-                int(sorted_buckets[lo]),
+                first_seq + hi - 1,
+                bucket if bucket == sorted_buckets[hi - 1] else MIXED_BUCKETS,
                 int(tokens[order[lo]]),
-                first_pk,
+                part.column(PK)[0].as_py(),
                 sink.getvalue().to_pybytes(),
             )
         )

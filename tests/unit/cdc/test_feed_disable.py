@@ -91,17 +91,14 @@ def test_writes_after_disable_give_no_records(cat: Catalog, tmp_path: Path) -> N
     write."""
     enabled = run(cat, ADD)
     processor = CoreProcessor(DocumentDirectory.of(tmp_path), cat)
-    out = processor.process_bucket(
-        enabled.table_id, 0, records_to_arrow([record(enabled, 1, 1, 10)]), NoState()
-    )
+    (group,) = processor.bucket_groups(records_to_arrow([record(enabled, 1, 1, 10)]))
+    out = processor.process_bucket(group, NoState())
     assert staged(out) == {f"{enabled.table_id}/{topic(enabled)}": [{"v": 10}]}
     disabled = run(cat, DISABLE)
-    out = processor.process_bucket(
-        disabled.table_id,
-        0,
-        records_to_arrow([record(disabled, 2, 1, 11), record(disabled, 3, 2, 20)]),
-        NoState(),
+    (group,) = processor.bucket_groups(
+        records_to_arrow([record(disabled, 2, 1, 11), record(disabled, 3, 2, 20)])
     )
+    out = processor.process_bucket(group, NoState())
     assert staged(out) == {}
     assert out[f"base/{disabled.table_id}"]["seq"].to_pylist() == [2, 3]
 

@@ -140,13 +140,13 @@ def test_a_write_goes_to_the_incarnations_of_its_own_schema_version(
         record(new, 5, 2, 21),
     ]
     processor = CoreProcessor(DocumentDirectory.of(tmp_path), cat)
-    out = processor.process_bucket(new.table_id, 0, records_to_arrow(records), NoState())
+    (group,) = processor.bucket_groups(records_to_arrow(records))
+    out = processor.process_bucket(group, NoState())
     assert staged(out) == {f"{new.table_id}/{topic(new)}": [{"v": 12}, {"v": 21}]}
     # the base table still takes every write, in order
     assert out[f"base/{new.table_id}"]["seq"].to_pylist() == [1, 2, 3, 4, 5]
     # alone in a bucket (applied with its own schema), an old write stays in its own
     # incarnation's topic, which nothing reads since the DROP
-    alone = processor.process_bucket(
-        new.table_id, 0, records_to_arrow([record(old, 6, 3, 30)]), NoState()
-    )
+    (group,) = processor.bucket_groups(records_to_arrow([record(old, 6, 3, 30)]))
+    alone = processor.process_bucket(group, NoState())
     assert staged(alone) == {f"{new.table_id}/{topic(old)}": [{"v": 30}]}

@@ -27,12 +27,15 @@ import pyarrow as pa
 import pytest
 
 from cqlcdc.cql import ast, parse_statement
+from cqlcdc.datadir.records import IngestRecord, records_to_arrow
 from cqlcdc.documents import DocumentDirectory
 from cqlcdc.errors import CorruptIngestFile
 from cqlcdc.schema.catalog import Catalog
 from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.base_rows import base_schema, partitions, row_partitions, write_rows
 from cqlcdc.storage.bulk import (
+    BUCKET_OF,
+    VERSION,
     ChunkWrites,
     bound_columns,
     bulk_base_rows,
@@ -44,6 +47,7 @@ from cqlcdc.storage.bulk import (
     payload_views,
     plan_bulk,
 )
+from cqlcdc.storage.chunk_groups import split_chunks
 from cqlcdc.storage.codec import (
     ConditionalWrite,
     Payload,
@@ -232,6 +236,8 @@ def _fixtures() -> dict[str, Any]:
         ],
         "other_payloads": [encode_payload(p).hex() for p in OTHER_PAYLOADS],
         "bulk_chunk": chunk.hex(),
+        # written by an earlier version (no bucket column): kept, never regenerated
+        "bulk_chunk_before_buckets": json.loads(GOLDEN.read_text())["bulk_chunk_before_buckets"],
         "bulk_base_rows": _rows_json(bulk_rows),
     }
 
@@ -290,6 +296,33 @@ def test_bulk_base_rows_and_chunks_decode_and_encode_to_the_same_form(
     old_table, old_statements = concat_chunks([decode_chunk(bytes.fromhex(golden["bulk_chunk"]))])
     assert old_statements == statements
     assert old_table.equals(table)
+
+
+def test_chunks_made_before_the_bucket_column_read_as_their_records_bucket(
+    golden: dict[str, Any],
+) -> None:
+    """An ingest log written by an earlier version holds chunks of one bucket each, with no
+    bucket column: they decode to the same writes, and their bucket is their record's."""
+    schema = _schema()
+    table, statements, payload, _ = _bulk(schema)
+    before = bytes.fromhex(golden["bulk_chunk_before_buckets"])
+    old_table, old_statements = concat_chunks([decode_chunk(before)])
+    assert old_statements == statements
+    assert old_table.equals(table.drop_columns([BUCKET_OF]))
+    records = records_to_arrow(
+        [
+            IngestRecord(14, "ks.t", 1, 0, 0, b"", payload),
+            IngestRecord(20, "ks.t", 1, 5, 0, b"", before),  # the same writes, as of bucket 5
+        ]
+    )
+    split = split_chunks(records)
+    assert sorted(split) == [("ks.t", 0), ("ks.t", 5)]
+    assert split[("ks.t", 5)].record_seqs == (20, 20)
+    assert (
+        split[("ks.t", 5)]
+        .table.drop_columns([VERSION])
+        .equals(split[("ks.t", 0)].table.drop_columns([VERSION]))
+    )
 
 
 def test_chunks_read_as_views_of_an_ingest_column_decode_like_their_bytes(
