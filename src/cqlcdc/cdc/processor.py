@@ -213,8 +213,6 @@ class CoreProcessor:
         return [groups[key] for key in sorted(groups)]
 
     def process_bucket(self, group: BucketGroup, state: Any) -> dict[str, pa.Table]:
-        from cqlcdc.schema.log_table import log_table_schema
-        from cqlcdc.storage.token import deserialize_partition_key
 
         table_id, bucket, records = group.table_id, group.bucket, group.records
         bulk: BucketWrites | None = group.parts
@@ -235,8 +233,14 @@ class CoreProcessor:
         else:
             writes, statements = bulk.table, bulk.statements
             only_chunks = records.num_rows == 0
-            if only_chunks and log_is_columnar(latest):
-                return bulk_bucket(latest, bucket, writes, statements, self.generations)
+            if log_is_columnar(latest) and (only_chunks or _disjoint(writes, records)):
+                # no state in the log: the bulk writes column-wise, and the row path's
+                # records of other partitions (none reads what the other writes) beside
+                columnar = bulk_bucket(latest, bucket, writes, statements, self.generations)
+                if only_chunks:
+                    return columnar
+                rows = self._apply_rows(latest, bucket, records.to_pylist(), state, None)
+                return _joined(columnar, rows)
             same_version = pc.all(pc.equal(writes.column(VERSION), latest.schema_version)).as_py()
             if only_chunks and same_version and images_are_columnar(latest):
                 fragments = self._fragments(
@@ -261,6 +265,22 @@ class CoreProcessor:
             # each write keeping its chunk's schema version (the feeds it belongs to)
             recs = records.to_pylist()
             recs += expanded(latest, writes, statements, writes.column(VERSION).to_pylist())
+        return self._apply_rows(latest, bucket, recs, state, fragments)
+
+    def _apply_rows(
+        self,
+        latest: TableSchema,
+        bucket: int,
+        recs: list[dict[str, Any]],
+        state: Any,
+        fragments: StateRows | None,
+    ) -> dict[str, pa.Table]:
+        """The row path: records applied one by one, in seq order per partition, on the
+        prior state of their partitions (``fragments``, read here when not given)."""
+        from cqlcdc.schema.log_table import log_table_schema
+        from cqlcdc.storage.token import deserialize_partition_key
+
+        table_id = latest.table_id
         pks = sorted({r["pk"] for r in recs})
         if fragments is None:
             tokens = sorted({r["token"] for r in recs})
@@ -384,6 +404,23 @@ class CoreProcessor:
         return finalize_feeds(
             lambda table_id: self.catalog.table_by_id(table_id), self.scans, max_seq, staged, extra
         )
+
+
+def _disjoint(writes: pa.Table, records: pa.Table) -> bool:
+    """Whether bulk writes and a bucket's other records touch no partition in common."""
+    return not pc.any(pc.is_in(writes.column(PK), value_set=records.column("pk"))).as_py()
+
+
+def _joined(first: dict[str, pa.Table], second: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """Two results of one bucket as one: an output both have is both's rows."""
+    out = dict(first)
+    for output, rows in second.items():
+        out[output] = (
+            pa.concat_tables([out[output], rows], promote_options="default")
+            if output in out
+            else rows
+        )
+    return out
 
 
 def _unapplied(
