@@ -21,6 +21,7 @@ tables whose log needs the prior state (images, changefeeds), back into ordinary
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Mapping, Sequence
@@ -425,41 +426,48 @@ def make_chunks(
     """
     if not writes.columns.num_rows:
         return []
-    lengths = key_lengths(schema.partition_key, writes.columns)
-    if lengths.max() > MAX_KEY_BYTES or (len(schema.partition_key) == 1 and lengths.min() == 0):
-        return None
+    columns = writes.columns
     keys = serialized_keys(
-        schema.partition_key, {n: writes.columns.column(n) for n in writes.columns.column_names}
+        schema.partition_key, {n: columns.column(n) for n in columns.column_names}
     )
+    parts = len(schema.partition_key)
+    # ``key_lengths``: a composite's serialized form has 3 bytes a component, its length 2
+    lengths = pc.binary_length(keys).to_numpy(zero_copy_only=False) - (parts if parts > 1 else 0)
+    if lengths.max() > MAX_KEY_BYTES or (parts == 1 and lengths.min() == 0):
+        return None
     tokens = murmur3_tokens(keys)
     buckets = token_buckets(tokens, num_buckets)
-    order = np.argsort(buckets, kind="stable")
-    n = len(order)
-    indices = pa.array(order)
-    sorted_buckets = buckets[order]
-    table = (
-        writes.columns.take(indices)
-        .append_column(SEQ, pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)))
-        .append_column(TS, pa.array(writes.timestamps[order]))
-        .append_column(
-            TTL,
-            pa.array(np.array([s.ttl for s in writes.statements], np.int32)[writes.stmt[order]]),
-        )
-        .append_column(SEED, pa.array(writes.seeds[order].view(np.int64)))
-        .append_column(STMT, pa.array(writes.stmt[order]))
-        .append_column(TOKEN, pa.array(tokens[order]))
-        .append_column(BUCKET_OF, pa.array(sorted_buckets))
-        .append_column(PK, keys.take(indices))
+    stmt, timestamps, seeds = writes.stmt, writes.timestamps, writes.seeds
+    if (np.diff(buckets) < 0).any():  # not bucket by bucket yet (one write always is)
+        order = np.argsort(buckets, kind="stable")
+        indices = pa.array(order)
+        columns, keys = columns.take(indices), keys.take(indices)
+        buckets, tokens = buckets[order], tokens[order]
+        stmt, timestamps, seeds = stmt[order], timestamps[order], seeds[order]
+    n = len(buckets)
+    ttls = np.array([s.ttl for s in writes.statements], np.int32)[stmt]
+    table = pa.Table.from_arrays(
+        [
+            *columns.columns,
+            pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)),
+            pa.array(timestamps),
+            pa.array(ttls),
+            pa.array(seeds.view(np.int64)),
+            pa.array(stmt),
+            pa.array(tokens),
+            pa.array(buckets),
+            keys,
+        ],
+        names=[*columns.column_names, SEQ, TS, TTL, SEED, STMT, TOKEN, BUCKET_OF, PK],
+        metadata={
+            b"cqlcdc.statements": _statements_json(writes.statements),
+            b"cqlcdc.now_us": str(now_us).encode(),
+        },
     )
-    meta = {
-        b"cqlcdc.statements": json.dumps([s.to_json() for s in writes.statements]).encode(),
-        b"cqlcdc.now_us": str(now_us).encode(),
-    }
-    table = table.replace_schema_metadata(meta)
     if n <= GROUP_CHUNK_MAX:
         bounds: list[int] = []
     else:
-        bounds = (np.flatnonzero(np.diff(sorted_buckets)) + 1).tolist()
+        bounds = (np.flatnonzero(np.diff(buckets)) + 1).tolist()
     out = []
     for lo, hi in zip([0, *bounds], [*bounds, n], strict=True):
         part = table.slice(lo, hi - lo)
@@ -467,17 +475,23 @@ def make_chunks(
         sink.write(CHUNK_TAG)
         with pa.ipc.new_stream(sink, part.schema) as writer:
             writer.write_table(part)
-        bucket = int(sorted_buckets[lo])
+        bucket = int(buckets[lo])
         out.append(
             (
                 first_seq + hi - 1,
-                bucket if bucket == sorted_buckets[hi - 1] else MIXED_BUCKETS,
-                int(tokens[order[lo]]),
-                part.column(PK)[0].as_py(),
+                bucket if bucket == buckets[hi - 1] else MIXED_BUCKETS,
+                int(tokens[lo]),
+                keys[lo].as_py(),
                 sink.getvalue().to_pybytes(),
             )
         )
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _statements_json(statements: tuple[BulkStatement, ...]) -> bytes:
+    """A chunk's statements as its metadata holds them (the same few, group after group)."""
+    return json.dumps([s.to_json() for s in statements]).encode()
 
 
 # -- reading chunks (pipeline side) ----------------------------------------------------------

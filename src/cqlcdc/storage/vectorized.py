@@ -17,6 +17,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cqlcdc.storage.token import murmur3_token
 from cqlcdc.storage.uuids import UUID_EPOCH_OFFSET
 
 U64 = npt.NDArray[np.uint64]
@@ -116,8 +117,15 @@ def binary_parts(keys: pa.Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.
     return offsets, data
 
 
+# below this many keys, the scalar hash is cheaper than numpy's per-operation cost (a
+# server's small groups of writes: a few keys at a time)
+_SCALAR_BELOW = 16
+
+
 def murmur3_tokens(keys: pa.Array) -> I64:
     """``murmur3_token`` of every serialized partition key in a binary array (no nulls)."""
+    if len(keys) < _SCALAR_BELOW:
+        return np.array([murmur3_token(k) for k in keys.to_pylist()], np.int64)
     offsets, data = binary_parts(keys)
     starts = offsets[:-1]
     lengths = np.diff(offsets)
