@@ -11,9 +11,11 @@ group is queued while the previous append is still in flight, and the coordinato
 commit (``Coordinator.make_durable``) puts every group queued meanwhile into its next
 append: on an object store, where each append is a PUT that costs per request and tens of
 milliseconds, one PUT carries the writes of all the connections waiting, not one group's.
-A group too small for the bulk path, or one the bulk path refuses (a write that needs the
-row path's checks or state), takes the row path, still in one append, each write with its
-own result.
+A group of any size is one bulk chunk (``storage.bulk``: one chunk a group, whatever
+buckets it touches), so even a lone write is applied column-wise by the pipeline, with no
+read of the prior state when its table's log needs none. A group the bulk path refuses (a
+write that needs the row path's checks or state) takes the row path, still in one append,
+each write with its own result.
 
 >>> combiner = WriteCombiner(coordinator)  # doctest: +SKIP
 >>> combiner.submit(prepared, [1, "v"], None).result()  # True: acknowledged  # doctest: +SKIP
@@ -42,8 +44,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# below this many writes of one table a group takes the row path (as execute_many does)
-MIN_GROUP = 16
+# while a group is on its way to the ingest log, the next one waits up to GATHER_S for this
+# many writes
+GATHER_UNTIL = 16
 MAX_GROUP = 4096
 GATHER_S = 0.002
 
@@ -135,7 +138,7 @@ class WriteCombiner:
                 # that is not coming, and a burst's first writes make the append the
                 # next ones gather behind.
                 deadline = time.monotonic() + GATHER_S
-                while len(self._pending) < MIN_GROUP and not self._closed and self._busy():
+                while len(self._pending) < GATHER_UNTIL and not self._closed and self._busy():
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
@@ -150,7 +153,7 @@ class WriteCombiner:
 
     def _append(self, writes: list[_Write]) -> None:
         try:
-            if len(writes) >= MIN_GROUP and self._bulk(writes):
+            if self._bulk(writes):
                 return
             self._rows(writes)
         except Exception as e:  # a CqlError, or a defect: every caller hears, none hangs
@@ -279,4 +282,4 @@ def combinable(stmt: ast.Statement, values: Sequence[Any] | None) -> bool:
     return not any(v is UNSET for v in values)
 
 
-__all__ = ["MIN_GROUP", "WriteCombiner", "combinable"]
+__all__ = ["WriteCombiner", "combinable"]
