@@ -353,7 +353,8 @@ def chunk_records(
             coordinator, max(c[0] for c in chunks), schema, bulk_statements, which, merged
         )
     return [
-        coordinator.record(schema, token, pk, payload, seq) for seq, _, token, pk, payload in chunks
+        coordinator.record(schema, token, pk, payload, seq, bucket)
+        for seq, bucket, token, pk, payload in chunks
     ]
 
 

@@ -275,9 +275,16 @@ class Coordinator:
     # -- the one way into the ingest log ----------------------------------------------------
 
     def record(
-        self, schema: TableSchema, token: int, pk: bytes, payload: bytes, seq: int
+        self,
+        schema: TableSchema,
+        token: int,
+        pk: bytes,
+        payload: bytes,
+        seq: int,
+        bucket: int | None = None,
     ) -> IngestRecord:
-        """An ingest record of ``schema``'s partition ``pk`` (its bucket from its token).
+        """An ingest record of ``schema``'s partition ``pk``: its bucket from its token, or
+        ``bucket`` as given (a bulk chunk's, which may span buckets).
 
         Raises:
             ServerError: the table is stopped (a write of it could not be applied): a new
@@ -290,7 +297,7 @@ class Coordinator:
             seq=seq,
             table_id=schema.table_id,
             schema_version=schema.schema_version,
-            bucket=bucket_of(token, self.num_buckets),
+            bucket=bucket_of(token, self.num_buckets) if bucket is None else bucket,
             token=token,
             pk=pk,
             payload=payload,
