@@ -106,7 +106,15 @@ def serving(
     master: str, data_dir: str, env: Mapping[str, str], extra: Sequence[str] = ()
 ) -> Iterator[Served]:
     """A server until the block ends (stopped with SIGTERM, which must exit 0)."""
-    served = start(master, data_dir, env, extra)
+    with running(start(master, data_dir, env, extra)) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def running(served: Served) -> Iterator[Served]:
+    """``serving`` for a server already started (``start``, e.g. in a thread while the
+    caller did other work): it must be running; stopped with SIGTERM when the block ends,
+    which must exit 0."""
     if served.proc.poll() is not None:
         raise AssertionError(f"cqlcdc serve exited {served.proc.returncode}: {served.stderr()}")
     try:

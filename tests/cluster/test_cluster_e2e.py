@@ -5,8 +5,9 @@ the S3 server, the same work gives what it gives on a local directory.
 One cluster server runs the workload (a table with pre- and postimages and two changefeeds,
 written by concurrent driver requests, and bulk writes large enough for the executors) and
 the seed conformance cases; the same workload runs on a local directory through an in-process
-server. Then ``changefeed read``, ``changefeed publish`` and ``spark.read.format("cqlcdc")``
-(a pyspark driver on the cluster) read both directories. Writes of one key are ordered (one
+server, while the cluster's server starts. Then ``changefeed read``, ``changefeed publish``
+and ``spark.read.format("cqlcdc")`` (a pyspark driver on the cluster, the one that also runs
+the rig's probes: ``reader.py``) read both directories. Writes of one key are ordered (one
 round after another), writes of different keys race: so what must match is each key's
 history, not the interleaving (offsets in a feed partition, stream ids, cdc$time).
 """
@@ -21,6 +22,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,8 +33,9 @@ from cassandra.query import BatchStatement, BatchType, dict_factory
 
 import cqlcdc
 from cqlcdc.server import CqlServer
+from tests.cluster.reader import ClusterReader
 from tests.cluster.rig import BUCKET, S3Server, SparkCluster, driver_env
-from tests.cluster.served import connect, serving, start
+from tests.cluster.served import connect, running, start
 from tests.conformance.harness import build_script, check_case, collect_runs, load_cases
 from tests.e2e.kafka_broker import Tansu, tansu
 from tests.e2e.kafka_log import read_committed
@@ -57,6 +60,7 @@ BULK_BATCH = 200
 IN_FLIGHT = 64
 BASE = "SELECT pk, ck, v, n, s FROM cks.t"
 CASES = load_cases()
+LEASE = {"CQLCDC_LEASE_TTL": "5"}  # the kill -9 test's: a killed driver's lease expires soon
 
 
 def rounds() -> list[list[tuple[str, tuple[Any, ...]]]]:
@@ -178,6 +182,122 @@ def stored_objects(s3: S3Server, uri: str) -> list[str]:
     return keys
 
 
+# First in the file: a test that starts a driver of its own runs before ``runs`` starts the
+# reader, whose executors hold both workers' cores until the module ends
+
+
+def test_kill_9_mid_load_then_a_restart_from_a_fresh_local_directory(
+    cluster: SparkCluster, s3_server: S3Server, tmp_path: Path, spark: Any
+) -> None:
+    """The driver is killed while writes are in flight; another driver with no local state
+    at all (a new TMPDIR, new Spark local dirs) takes the data directory over once the
+    lease expires: every acknowledged write is there once, with its log row, and what is
+    there equals those writes applied on a local directory."""
+    s3_dir = f"s3://{BUCKET}/{uuid.uuid4()}"
+    first_tmp, second_tmp = tmp_path / "first", tmp_path / "second"
+    first_tmp.mkdir()
+    second_tmp.mkdir()
+    # the local directory's engine opens while the first driver starts
+    served, local = started_meanwhile(
+        cluster, s3_dir, {**driver_env(s3_server, first_tmp), **LEASE}, lambda: local_k(tmp_path)
+    )
+    try:
+        kill_9_then_restart(cluster, s3_server, s3_dir, served, second_tmp, local)
+    finally:
+        local.close()
+
+
+def local_k(tmp_path: Path) -> Any:
+    """An engine on a local directory, with table kks.k (the same DDL as on the cluster)."""
+    local = cqlcdc.connect(data_dir=tmp_path / "local", master="local[2]")
+    try:
+        local.execute(KS.replace("cks", "kks"))
+        local.execute(TABLE_K)
+    except BaseException:
+        local.close()
+        raise
+    return local
+
+
+def kill_9_then_restart(
+    cluster: SparkCluster, s3_server: S3Server, s3_dir: str, served: Any, tmp: Path, local: Any
+) -> None:
+    """The kill -9 test's steps after the first driver started: the load, the kill, the
+    restart, and the comparison with ``local`` (an engine on a local directory)."""
+    assert served.proc.poll() is None, served.stderr()
+    total, kill_after = 1000, 200  # writes still in flight (IN_FLIGHT) when it is killed
+    acked: set[int] = set()
+    killed = threading.Event()
+    try:
+        client_cluster, client = served.connect()
+        client.execute(KS.replace("cks", "kks"))
+        client.execute(
+            "CREATE TABLE kks.k (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}"
+        )
+        insert = client.prepare("INSERT INTO kks.k (pk, v) VALUES (?, ?)")
+        slots = threading.Semaphore(IN_FLIGHT)
+        lock = threading.Lock()
+
+        def acknowledged(_: Any, pk: int) -> None:
+            with lock:
+                acked.add(pk)
+                if len(acked) >= kill_after and not killed.is_set():
+                    killed.set()
+            slots.release()
+
+        for pk in range(total):
+            if killed.is_set():
+                break
+            slots.acquire()
+            future = client.execute_async(insert, (pk, pk))
+            future.add_callbacks(acknowledged, lambda _e, *_: slots.release(), callback_args=(pk,))
+        killed.wait(timeout=300)
+        served.kill()  # SIGKILL mid-load: writes in flight, no shutdown, the lease held
+        with lock:
+            acknowledged_then = set(acked)
+        client_cluster.shutdown()
+    finally:
+        if served.proc.poll() is None:
+            served.kill()
+    assert len(acknowledged_then) >= kill_after
+    # a new driver, no local state: refused while the lease lives, then it takes over
+    env = {**driver_env(s3_server, tmp), **LEASE}
+    deadline = time.monotonic() + 120
+    while True:
+        again = start(cluster.master_url, s3_dir, env)
+        if again.proc.poll() is None:
+            break
+        assert "in use" in again.stderr(), again.stderr()  # refused in one line: the holder
+        assert time.monotonic() < deadline, again.stderr()
+    try:
+        client_cluster, client = again.connect()
+        present = {r.pk: r.v for r in client.execute("SELECT pk, v FROM kks.k")}
+        logged = [r.pk for r in client.execute("SELECT pk FROM kks.k_scylla_cdc_log")]
+        client_cluster.shutdown()
+    except BaseException:
+        again.stop()
+        raise
+    # the same writes on a local directory, while the driver stops (SIGTERM: it commits)
+    with ThreadPoolExecutor(1) as pool:
+        stopping = pool.submit(again.stop)
+        try:
+            local.execute_many([f"INSERT INTO kks.k (pk, v) VALUES ({pk}, {pk})" for pk in present])
+            local_rows = {r.pk: r.v for r in local.execute("SELECT pk, v FROM kks.k")}
+            local_logged = sorted(
+                r.pk for r in local.execute("SELECT pk FROM kks.k_scylla_cdc_log")
+            )
+        finally:
+            code = stopping.result()
+    assert code == 0, again.stderr()[-4000:]
+    assert stored_objects(s3_server, s3_dir)
+    assert acknowledged_then <= present.keys() <= set(range(total))
+    assert all(v == pk for pk, v in present.items())
+    assert sorted(logged) == sorted(present)  # each write's log row, once
+    # the same writes on a local directory give the same table and log
+    assert local_rows == present
+    assert local_logged == sorted(logged)
+
+
 @dataclass
 class Runs:
     """Both data directories after the workload, and what was read from them."""
@@ -189,21 +309,14 @@ class Runs:
     conformance: dict[str, Any]
     tasks_on_workers: int
     env: dict[str, str]
+    # the one pyspark driver for the rig's probes and spark.read.format("cqlcdc"), started
+    # as soon as the cluster is free: its start overlaps the tests that read through the CLI
+    reader: ClusterReader
 
 
-@pytest.fixture(scope="module")
-def runs(
-    spark: Any,
-    cluster: SparkCluster,
-    s3_server: S3Server,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Runs:
-    tmp = tmp_path_factory.mktemp("e2e")
-    env = driver_env(s3_server, tmp / "driver-tmp")
-    env["CQLCDC_EXECUTOR_MIN_BYTES"] = str(64 * 1024)
-    (tmp / "driver-tmp").mkdir()
-    # the local directory, through a server in this process (the session's Spark)
-    local_dir = tmp / "local"
+def run_locally(local_dir: Path) -> Outcome:
+    """The workload on a local directory, through a server in this process (the session's
+    Spark)."""
     session = cqlcdc.connect(data_dir=local_dir, master="local[2]")
     server = CqlServer(session.coordinator, port=0)
     server.start_in_thread()
@@ -215,11 +328,44 @@ def runs(
     finally:
         server.stop_thread()
         session.close()
-    # the same work on the cluster, with the data directory in S3
+    return local
+
+
+def started_meanwhile(cluster: SparkCluster, s3_dir: str, env: dict[str, str], work: Any) -> Any:
+    """A cluster server for ``s3_dir``, started (a driver and its executors: the slowest
+    start here) while ``work()`` runs in this thread; returns it and what ``work`` returned.
+    A failure of ``work`` kills the server."""
+    with ThreadPoolExecutor(1) as pool:
+        starting = pool.submit(start, cluster.master_url, s3_dir, env)
+        try:
+            done = work()
+        except BaseException:
+            served = starting.result()
+            if served.proc.poll() is None:
+                served.kill()
+            raise
+        return starting.result(), done
+
+
+@pytest.fixture(scope="module")
+def runs(
+    spark: Any,
+    cluster: SparkCluster,
+    s3_server: S3Server,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Runs]:
+    tmp = tmp_path_factory.mktemp("e2e")
+    env = driver_env(s3_server, tmp / "driver-tmp")
+    env["CQLCDC_EXECUTOR_MIN_BYTES"] = str(64 * 1024)
+    (tmp / "driver-tmp").mkdir()
     s3_dir = f"s3://{BUCKET}/{uuid.uuid4()}"
     script, owners = build_script(CASES)
     (tmp / "conformance.cql").write_text(script)
-    with serving(cluster.master_url, s3_dir, env) as served:
+    # the same work on a local directory (in this process), while the cluster's server
+    # starts with the data directory in S3
+    local_dir = tmp / "local"
+    started, local = started_meanwhile(cluster, s3_dir, env, lambda: run_locally(local_dir))
+    with running(started) as served:
         before = sum(cluster.finished_tasks())
         cluster_client, client = served.connect()
         run_workload(client)
@@ -232,7 +378,11 @@ def runs(
     # the data directory is in the bucket (not, say, a local directory named "s3:")
     assert stored_objects(s3_server, s3_dir), f"nothing stored under {s3_dir}"
     assert not (tmp / "driver-tmp" / "s3:").exists()
-    return Runs(s3_dir, local_dir, on_cluster, local, conformance, tasks, env)
+    reader = ClusterReader.start(cluster, s3_dir, env, Path(env["TMPDIR"]))
+    try:
+        yield Runs(s3_dir, local_dir, on_cluster, local, conformance, tasks, env, reader)
+    finally:
+        reader.close()
 
 
 def test_the_workload_on_s3_and_the_cluster_equals_the_local_directory(runs: Runs) -> None:
@@ -335,44 +485,14 @@ def test_publish_from_s3_equals_the_local_directory(runs: Runs, broker: Tansu) -
     assert by_key(published["s3"]) == by_key(published["local"])
 
 
-SPARK_READ = r"""
-import json, sys
-from cqlcdc.pipeline.spark import get_spark
-
-master, data_dir = sys.argv[1], sys.argv[2]
-spark = get_spark(master)
-out = {}
-for table in ("cks.t", "cks.t_scylla_cdc_log", "cks.bulk"):
-    df = spark.read.format("cqlcdc").option("path", data_dir).option("table", table).load()
-    out[table] = [r.asDict(recursive=True) for r in df.collect()]
-spark.stop()
-print("ROWS " + json.dumps(out, default=str))
-"""
-
-
 def spark_rows(rows: list[dict[str, Any]], table: str) -> Any:
     if table.endswith("_scylla_cdc_log"):
         return histories(rows, ("pk", "ck"))
     return sorted((tuple(_plain(v) for _, v in sorted(r.items())) for r in rows), key=repr)
 
 
-def test_spark_read_format_cqlcdc_on_the_cluster(
-    runs: Runs, cluster: SparkCluster, spark: Any
-) -> None:
-    before = sum(cluster.finished_tasks())
-    done = subprocess.run(
-        [sys.executable, "-c", SPARK_READ, cluster.master_url, runs.s3_dir],
-        capture_output=True,
-        text=True,
-        env=runs.env,
-        cwd=runs.env["TMPDIR"],
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("ROWS ")]
-    assert done.returncode == 0 and lines, done.stderr[-4000:]
-    remote = json.loads(lines[-1][len("ROWS ") :])
-    assert sum(cluster.finished_tasks()) > before  # the reads ran as tasks on the workers
+def test_spark_read_format_cqlcdc_on_the_cluster(runs: Runs, spark: Any) -> None:
+    remote = runs.reader.read()  # asserts the reads ran as tasks on the workers
     for table, rows in remote.items():
         df = spark.read.format("cqlcdc").option("path", str(runs.local_dir))
         local = [r.asDict(recursive=True) for r in df.option("table", table).load().collect()]
@@ -381,84 +501,34 @@ def test_spark_read_format_cqlcdc_on_the_cluster(
         assert spark_rows(rows, table) == spark_rows(local, table), table
 
 
-def test_kill_9_mid_load_then_a_restart_from_a_fresh_local_directory(
-    cluster: SparkCluster, s3_server: S3Server, tmp_path: Path, spark: Any
-) -> None:
-    """The driver is killed while writes are in flight; another driver with no local state
-    at all (a new TMPDIR, new Spark local dirs) takes the data directory over once the
-    lease expires: every acknowledged write is there once, with its log row, and what is
-    there equals those writes applied on a local directory."""
-    s3_dir = f"s3://{BUCKET}/{uuid.uuid4()}"
-    first_tmp, second_tmp = tmp_path / "first", tmp_path / "second"
-    first_tmp.mkdir()
-    second_tmp.mkdir()
-    lease = {"CQLCDC_LEASE_TTL": "5"}
-    served = start(cluster.master_url, s3_dir, {**driver_env(s3_server, first_tmp), **lease})
-    assert served.proc.poll() is None, served.stderr()
-    total, kill_after = 1000, 200  # writes still in flight (IN_FLIGHT) when it is killed
-    acked: set[int] = set()
-    killed = threading.Event()
-    try:
-        client_cluster, client = served.connect()
-        client.execute(KS.replace("cks", "kks"))
-        client.execute(
-            "CREATE TABLE kks.k (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}"
-        )
-        insert = client.prepare("INSERT INTO kks.k (pk, v) VALUES (?, ?)")
-        slots = threading.Semaphore(IN_FLIGHT)
-        lock = threading.Lock()
+# The rig's probes (tests/cluster/test_rig.py tells the rest of the rig's story), run by the
+# same driver as the read above.
 
-        def acknowledged(_: Any, pk: int) -> None:
-            with lock:
-                acked.add(pk)
-                if len(acked) >= kill_after and not killed.is_set():
-                    killed.set()
-            slots.release()
 
-        for pk in range(total):
-            if killed.is_set():
-                break
-            slots.acquire()
-            future = client.execute_async(insert, (pk, pk))
-            future.add_callbacks(acknowledged, lambda _e, *_: slots.release(), callback_args=(pk,))
-        killed.wait(timeout=300)
-        served.kill()  # SIGKILL mid-load: writes in flight, no shutdown, the lease held
-        with lock:
-            acknowledged_then = set(acked)
-        client_cluster.shutdown()
-    finally:
-        if served.proc.poll() is None:
-            served.kill()
-    assert len(acknowledged_then) >= kill_after
-    # a new driver, no local state: refused while the lease lives, then it takes over
-    env = {**driver_env(s3_server, second_tmp), **lease}
-    deadline = time.monotonic() + 120
-    while True:
-        again = start(cluster.master_url, s3_dir, env)
-        if again.proc.poll() is None:
-            break
-        assert "in use" in again.stderr(), again.stderr()  # refused in one line: the holder
-        assert time.monotonic() < deadline, again.stderr()
-    try:
-        client_cluster, client = again.connect()
-        present = {r.pk: r.v for r in client.execute("SELECT pk, v FROM kks.k")}
-        logged = [r.pk for r in client.execute("SELECT pk FROM kks.k_scylla_cdc_log")]
-        client_cluster.shutdown()
-    finally:
-        assert again.stop() == 0, again.stderr()[-4000:]
-    assert stored_objects(s3_server, s3_dir)
-    assert acknowledged_then <= present.keys() <= set(range(total))
-    assert all(v == pk for pk, v in present.items())
-    assert sorted(logged) == sorted(present)  # each write's log row, once
-    # the same writes on a local directory give the same table and log
-    local = cqlcdc.connect(data_dir=tmp_path / "local", master="local[2]")
-    try:
-        local.execute(KS.replace("cks", "kks"))
-        local.execute(TABLE_K)
-        local.execute_many([f"INSERT INTO kks.k (pk, v) VALUES ({pk}, {pk})" for pk in present])
-        assert {r.pk: r.v for r in local.execute("SELECT pk, v FROM kks.k")} == present
-        assert sorted(r.pk for r in local.execute("SELECT pk FROM kks.k_scylla_cdc_log")) == (
-            sorted(logged)
-        )
-    finally:
-        local.close()
+@pytest.fixture(scope="module")
+def probe(runs: Runs) -> dict[str, Any]:
+    probed = runs.reader.probe()
+    # it is there, for the driver
+    assert Path(probed["driver_file"]).read_text() == "written by the driver"
+    return probed
+
+
+def test_a_task_cannot_open_a_file_the_driver_wrote(probe: dict[str, Any]) -> None:
+    assert len(probe["open"]) == 2
+    for task in probe["open"]:
+        assert task.get("error") == "FileNotFoundError", task
+        assert probe["driver_file"] in task["message"]
+
+
+def test_tasks_run_on_the_two_workers_not_in_the_driver(probe: dict[str, Any]) -> None:
+    driver = probe["driver"]
+    assert probe["executors"] == 2
+    tasks = probe["who"] + probe["open"]
+    # every task ran in an executor JVM's Python worker, in a worker's mount namespace
+    assert all(t["executor"] is not None for t in tasks), tasks
+    assert all(t["pid"] != driver["pid"] and t["mnt"] != driver["mnt"] for t in tasks), tasks
+    # the barrier stage's two tasks ran at once: one on each worker's executor
+    assert sorted(t["executor"] for t in probe["who"]) == ["0", "1"]
+    assert probe["who"][0]["mnt"] != probe["who"][1]["mnt"]  # a namespace per worker
+    # and the workers' executors logged them: what the e2e tests count to show the same
+    assert probe["finished_on_workers"] == 4

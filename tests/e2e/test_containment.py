@@ -26,6 +26,7 @@ from cqlcdc.cdc.processor import FAULT_TABLE_ENV
 from cqlcdc.cli import main
 from cqlcdc.datadir.containment import STOPPED_FILE
 from cqlcdc.errors import ServerError
+from tests.e2e.serving import serving
 
 pytestmark = pytest.mark.spark
 
@@ -271,19 +272,22 @@ def test_through_cqlcdc_serve_with_the_driver(spark: Any, tmp_path: Path) -> Non
     assert "fault injected" in lines[0]
     assert f"cqlcdc recover --data-dir {data.resolve()} --retry-table ks.bad" in lines[0]
 
-    # restart (without the fault): works, the table is still stopped, the rest goes on
-    proc, port = _serve(data, {})
-    cluster = Cluster(["127.0.0.1"], port=port, load_balancing_policy=RoundRobinPolicy())
-    try:
-        cql = cluster.connect()
-        with pytest.raises(NoHostAvailable) as info:
-            cql.execute("INSERT INTO ks.bad (pk, v) VALUES (200, 200)")
-        assert "Table ks.bad is stopped" in str(_server_error(info.value))
-        cql.execute("INSERT INTO ks.good (pk, v) VALUES (200, 200)")
-        assert cql.execute("SELECT count(*) FROM ks.good").one().count == 5
-    finally:
-        cluster.shutdown()
-        _stop(proc)
+    # restart (without the fault): works, the table is still stopped, the rest goes on. The
+    # server runs in this process over the session's Spark (what the data directory keeps
+    # across a restart is the point; ``cqlcdc serve``'s own start was tested above, and a
+    # second one would cost a JVM and its Python workers)
+    with serving(cqlcdc.connect(data_dir=data, master="local[2]")) as server:
+        cluster = Cluster(["127.0.0.1"], port=server.port, load_balancing_policy=RoundRobinPolicy())
+        try:
+            cql = cluster.connect()
+            with pytest.raises(NoHostAvailable) as info:
+                cql.execute("INSERT INTO ks.bad (pk, v) VALUES (200, 200)")
+            assert "Table ks.bad is stopped" in str(_server_error(info.value))
+            cql.execute("INSERT INTO ks.good (pk, v) VALUES (200, 200)")
+            select = "SELECT count(*) FROM ks.good"
+            assert cql.execute(select, timeout=READ_TIMEOUT_S).one().count == 5
+        finally:
+            cluster.shutdown()
 
     cli = Path(sys.executable).with_name("cqlcdc")
     shown = subprocess.run(
