@@ -21,6 +21,7 @@ from cqlcdc.cdc.readded import hide_readded
 from cqlcdc.cdc.streams import stream_buckets
 from cqlcdc.cql import ast
 from cqlcdc.datadir.commit import open_table, statistics_free_dataset, table_dir
+from cqlcdc.datadir.partition_reads import read_partitions
 from cqlcdc.feed_tables import feed_partitions
 from cqlcdc.row_groups import read_in_range
 from cqlcdc.schema.log_table import log_table_schema
@@ -101,20 +102,18 @@ def _base_partitions(
     schema: TableSchema, snap: Any, res: Any, now_s: int, truncated: int, num_buckets: int
 ) -> list[PartitionRows]:
     output = base_output(schema)
-    if snap.version_of(output) is None or res.partition_keys == []:  # p IN (), p = null
+    version = snap.version_of(output)
+    if version is None or res.partition_keys == []:  # p IN (), p = null
         return []
-    filters: list[tuple[str, str, Any]] | None = None
-    prune: list[tuple[str, str, Any]] | None = None
     if res.partition_keys is not None:
-        # the bucket picks the files, the token the row groups (files are sorted by it)
+        # the bucket picks the files, the token the rows (``partition_reads``)
         keys = [serialize_partition_key(schema, pk) for pk in res.partition_keys]
         wanted = sorted({murmur3_token(k) for k in keys})
         buckets = sorted({bucket_of(t, num_buckets) for t in wanted})
-        prune = [("bucket", "in", buckets)]
-        filters = [("bucket", "in", buckets), ("token", "in", wanted), ("pk", "in", keys)]
-    if truncated:
-        filters = [*(filters or []), ("seq", ">", truncated)]
-    table = snap.read(output, filters, None, prune)
+        table = read_partitions(snap.tables_dir, output, version, keys, wanted, buckets, truncated)
+    else:
+        filters = [("seq", ">", truncated)] if truncated else None
+        table = snap.read(output, filters)
     if not table.num_rows:
         return []
     tokens = dict(zip(table["pk"].to_pylist(), table["token"].to_pylist(), strict=True))
