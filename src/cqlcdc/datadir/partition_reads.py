@@ -209,7 +209,8 @@ def read_partitions(
         rights = np.searchsorted(index.tokens, wanted, side="right")
         if not (rights > lefts).any():
             continue
-        rows = np.sort(np.concatenate([index.rows[a:b] for a, b in zip(lefts, rights, strict=True)]))
+        runs = [index.rows[a:b] for a, b in zip(lefts, rights, strict=True)]
+        rows = np.sort(np.concatenate(runs))
         groups = np.searchsorted(index.group_starts, rows, side="right") - 1
         for group in np.unique(groups).tolist():
             decoded = cache.row_group(where.uri, file.fragment, group)
