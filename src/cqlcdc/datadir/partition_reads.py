@@ -42,8 +42,8 @@ from cqlcdc.row_groups import CACHE, RowGroupCache
 
 _INT64_MIN = np.iinfo(np.int64).min
 _INT64_MAX = np.iinfo(np.int64).max
-# token indexes kept per process, by bytes (a file's: 12 bytes a row); past it, least
-# recently used first
+# token indexes kept per process, by bytes (a file's: 8 bytes a row, 12 if its rows are not
+# in token order); past it, least recently used first
 TOKEN_INDEX_BYTES = 64 << 20
 # table versions whose file lists are kept (each: a few hundred bytes a file)
 KEPT_VERSIONS = 64
@@ -62,16 +62,31 @@ class _DataFile:
 
 @dataclass(frozen=True, slots=True)
 class _TokenIndex:
-    """A file's tokens in ascending order, the row each came from, and where each row group
-    starts (rows numbered through the file)."""
+    """A file's tokens in ascending order, the row each came from (None: the file's rows
+    are in token order), and where each row group starts (rows numbered through the
+    file)."""
 
     tokens: npt.NDArray[np.int64]
-    rows: npt.NDArray[np.int64]
+    rows: npt.NDArray[np.int32] | None
     group_starts: npt.NDArray[np.int64]
 
     @property
     def nbytes(self) -> int:
-        return int(self.tokens.nbytes + self.rows.nbytes + self.group_starts.nbytes)
+        rows = 0 if self.rows is None else self.rows.nbytes
+        return int(self.tokens.nbytes + rows + self.group_starts.nbytes)
+
+    def rows_of(self, wanted: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The rows (numbered through the file) holding one of the ``wanted`` tokens (sorted,
+        distinct), ascending."""
+        lefts = np.searchsorted(self.tokens, wanted, side="left")
+        rights = np.searchsorted(self.tokens, wanted, side="right")
+        runs = [
+            np.arange(a, b, dtype=np.int64) for a, b in zip(lefts, rights, strict=True) if b > a
+        ]
+        if not runs:
+            return np.empty(0, np.int64)
+        at = np.concatenate(runs)
+        return at if self.rows is None else np.sort(self.rows[at].astype(np.int64))
 
 
 class _Files:
@@ -138,11 +153,10 @@ class _Files:
         with fragment.filesystem.open_input_file(fragment.path) as f:
             column = pq.ParquetFile(f, metadata=footer).read(columns=["token"], use_threads=False)
         tokens = column.column("token").to_numpy().astype(np.int64, copy=False)
+        rows = None
         if len(tokens) > 1 and not (tokens[1:] >= tokens[:-1]).all():
-            rows = np.argsort(tokens, kind="stable").astype(np.int64)
+            rows = np.argsort(tokens, kind="stable").astype(np.int32)
             tokens = tokens[rows]
-        else:
-            rows = np.arange(len(tokens), dtype=np.int64)
         sizes = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
         starts = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
         index = _TokenIndex(tokens, rows, starts)
@@ -205,12 +219,9 @@ def read_partitions(
         if not any(file.buckets[0] <= b <= file.buckets[1] for b in chosen):
             continue
         index = FILES.token_index(where, file.fragment)
-        lefts = np.searchsorted(index.tokens, wanted, side="left")
-        rights = np.searchsorted(index.tokens, wanted, side="right")
-        if not (rights > lefts).any():
+        rows = index.rows_of(wanted)
+        if not len(rows):
             continue
-        runs = [index.rows[a:b] for a, b in zip(lefts, rights, strict=True)]
-        rows = np.sort(np.concatenate(runs))
         groups = np.searchsorted(index.group_starts, rows, side="right") - 1
         for group in np.unique(groups).tolist():
             decoded = cache.row_group(where.uri, file.fragment, group)
