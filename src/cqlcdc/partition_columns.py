@@ -152,7 +152,7 @@ def partition_result(
 def _plain_columns(schema: TableSchema, stmt: ast.Select) -> list[str] | None:
     """The selected columns when the statement and table are of the shape answered here:
     plain columns of plain types, no ORDER BY, DISTINCT, JSON, GROUP BY or PER PARTITION
-    LIMIT; a table without static, collection, dropped or per-row TTL columns."""
+    LIMIT; a table without static, collection, counter, dropped or per-row TTL columns."""
     if stmt.distinct or stmt.json or stmt.order_by or stmt.group_by:
         return None
     if stmt.per_partition_limit is not None:
@@ -161,6 +161,8 @@ def _plain_columns(schema: TableSchema, stmt: ast.Select) -> list[str] | None:
         return None
     if layout(schema).collections:
         return None
+    if any(getattr(c.type, "cql_name", "") == "counter" for c in schema.columns):
+        return None  # counter cells merge by shards, not by timestamp
     if not all(isinstance(s.expr, ast.ColumnRef) for s in stmt.selectors):
         return None
     names = (
