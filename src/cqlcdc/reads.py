@@ -21,7 +21,9 @@ from cqlcdc.cdc.readded import hide_readded
 from cqlcdc.cdc.streams import stream_buckets
 from cqlcdc.cql import ast
 from cqlcdc.datadir.commit import open_table, statistics_free_dataset, table_dir
+from cqlcdc.datadir.partition_reads import read_partitions
 from cqlcdc.feed_tables import feed_partitions
+from cqlcdc.partition_columns import partition_result
 from cqlcdc.row_groups import read_in_range
 from cqlcdc.schema.log_table import log_table_schema
 from cqlcdc.schema.model import TableSchema
@@ -93,28 +95,38 @@ def select(
         parts = _log_partitions(base, table, _reads_cells(stmt))
     else:
         truncated = coordinator.processor.truncations.upto(schema.table_id)
-        parts = _base_partitions(schema, snap, res, now_s, truncated, coordinator.num_buckets)
+        table = _base_rows(schema, snap, res, truncated, coordinator.num_buckets)
+        if table is not None and res.partition_keys is not None:
+            fast = partition_result(schema, stmt, res, table, now_s, ctx)
+            if fast is not None:
+                return fast
+        parts = [] if table is None else _base_partitions(schema, table, now_s)
     return evaluate(schema, stmt, res, parts, now_s, ctx)
 
 
-def _base_partitions(
-    schema: TableSchema, snap: Any, res: Any, now_s: int, truncated: int, num_buckets: int
-) -> list[PartitionRows]:
+def _base_rows(
+    schema: TableSchema, snap: Any, res: Any, truncated: int, num_buckets: int
+) -> pa.Table | None:
+    """The base rows a SELECT reads (None: none, the table has no data or no key is
+    named: ``p IN ()``, ``p = null``)."""
     output = base_output(schema)
-    if snap.version_of(output) is None or res.partition_keys == []:  # p IN (), p = null
-        return []
-    filters: list[tuple[str, str, Any]] | None = None
-    prune: list[tuple[str, str, Any]] | None = None
+    version = snap.version_of(output)
+    if version is None or res.partition_keys == []:
+        return None
     if res.partition_keys is not None:
-        # the bucket picks the files, the token the row groups (files are sorted by it)
+        # the bucket picks the files, the token the rows (``partition_reads``)
         keys = [serialize_partition_key(schema, pk) for pk in res.partition_keys]
         wanted = sorted({murmur3_token(k) for k in keys})
         buckets = sorted({bucket_of(t, num_buckets) for t in wanted})
-        prune = [("bucket", "in", buckets)]
-        filters = [("bucket", "in", buckets), ("token", "in", wanted), ("pk", "in", keys)]
-    if truncated:
-        filters = [*(filters or []), ("seq", ">", truncated)]
-    table = snap.read(output, filters, None, prune)
+        table = read_partitions(snap.tables_dir, output, version, keys, wanted, buckets, truncated)
+    else:
+        filters = [("seq", ">", truncated)] if truncated else None
+        table = snap.read(output, filters)
+    return table
+
+
+def _base_partitions(schema: TableSchema, table: pa.Table, now_s: int) -> list[PartitionRows]:
+    """The CQL rows of the partitions in base rows ``table``."""
     if not table.num_rows:
         return []
     tokens = dict(zip(table["pk"].to_pylist(), table["token"].to_pylist(), strict=True))

@@ -49,15 +49,17 @@ from cqlcdc.cql import ast
 from cqlcdc.errors import CqlError, ServerError
 from cqlcdc.server.error_responses import error_response, failure_response
 from cqlcdc.server.executing import SessionRequests
-from cqlcdc.server.frames import Frame
+from cqlcdc.server.frames import Frame, Opcode
 from cqlcdc.server.link import Message, Outbox, read_batch
 from cqlcdc.server.metrics import note_request, opcode_name
 from cqlcdc.server.requests import Execute, decode_request
 from cqlcdc.server.responses import ResponseMessage, encode_body
 from cqlcdc.server.results import PreparedResult, SchemaChange, VoidResult
 from cqlcdc.server.statements import Prepared, UnpreparedId, current_prepared
+from cqlcdc.system.tables import SYSTEM_KEYSPACES
 
 if TYPE_CHECKING:
+    from cqlcdc.coordinator import Coordinator
     from cqlcdc.server.contracts import Node
 
 log = logging.getLogger(__name__)
@@ -288,7 +290,12 @@ class _Link:
         if kind == "w":
             self._write(*message[1:])
         elif kind == "r":
-            executor.submit(self._request, *message[1:])
+            _, rid, conn, version, frame = message
+            request = self._committed_read(frame)
+            if request is not None:  # answered here: no hand-off to a pool thread
+                self._request(rid, conn, version, frame, request)
+            else:
+                executor.submit(self._request, *message[1:])
         elif kind == "login":
             executor.submit(self._log_in, *message[1:])
         elif kind == "open":
@@ -370,8 +377,32 @@ class _Link:
         response = error_response(error)
         self.out.put(("body", rid, response.opcode, encode_body(version, response), None))
 
-    def _request(self, rid: int, conn: int, version: int, frame: Frame) -> None:
-        """Any other request, run as in one process."""
+    def _committed_read(self, frame: Frame) -> Execute | None:
+        """The EXECUTE in ``frame`` when it is a one-partition read the committed snapshot
+        answers now (``one_partition_read``, and no acknowledged write left to apply: its
+        read waits for nothing), so that this thread runs it: a millisecond of work, less
+        than the hand-off to a pool thread and back costs on a busy machine; None: the
+        pool runs it."""
+        if frame.header.opcode != Opcode.EXECUTE:
+            return None
+        try:
+            request = decode_request(frame).message
+        except Exception:
+            return None  # the pool answers what is wrong with it
+        assert isinstance(request, Execute)
+        prepared = self.server.prepared.get(request.query_id)
+        coordinator = self.server.coordinator
+        if prepared is None or not one_partition_read(coordinator, prepared):
+            return None
+        if coordinator.group_commit.flush_target() > coordinator.engine.committed_seq():
+            return None  # the read would wait for the pipeline: not on the link's thread
+        return request
+
+    def _request(
+        self, rid: int, conn: int, version: int, frame: Frame, decoded: Execute | None = None
+    ) -> None:
+        """Any other request, run as in one process (``decoded``: its frame's request,
+        already decoded)."""
         server = self.server
         started = time.perf_counter()
         opcode = opcode_name(frame.header.opcode)
@@ -381,7 +412,7 @@ class _Link:
         outcome: ResponseMessage | CqlError
         request = None
         try:
-            request = decode_request(frame).message
+            request = decoded if decoded is not None else decode_request(frame).message
             response = outcome = self._session(conn).run(request)  # type: ignore[arg-type]
         except Exception as e:
             response, outcome = failure_response(e)
@@ -420,4 +451,25 @@ class _Link:
         self.out.put(("login", rid, None))
 
 
-__all__ = ["WorkerPool"]
+def one_partition_read(coordinator: Coordinator, prepared: Prepared) -> bool:
+    """Whether ``prepared`` is a SELECT of one partition of a base table (each partition key
+    column restricted by ``=``, no filtering): a read of a few rows of the committed
+    snapshot, short enough to answer on the thread that received it."""
+    stmt = prepared.statement.statement
+    if not isinstance(stmt, ast.Select) or stmt.allow_filtering:
+        return False
+    try:
+        schema = coordinator.table(stmt.table, prepared.statement.keyspace)
+    except CqlError:
+        return False
+    if schema.log_of is not None or schema.keyspace in SYSTEM_KEYSPACES:
+        return False
+    fixed = {
+        rel.columns[0]
+        for rel in stmt.where
+        if rel.operator == "=" and not rel.token and not rel.multi and rel.key is None
+    }
+    return bool(schema.partition_key) and all(c.name in fixed for c in schema.partition_key)
+
+
+__all__ = ["WorkerPool", "one_partition_read"]
