@@ -3,9 +3,9 @@
 A chunk (``cqlcdc.storage.bulk``) holds a group of writes whatever buckets they touch, so
 that its fixed costs (an Arrow table, an IPC stream, an ingest record, a decode) are paid
 once per group; the pipeline's unit of work is a table's bucket. Here every chunk of a
-batch is decoded once, a table's chunks are joined into one table with each write's schema
-version and bucket, and each bucket gets its writes, in seq order, as a slice of it. A
-chunk made before chunks had a bucket column is one bucket's: its record's.
+batch is decoded once and cut by its bucket column, and each bucket gets its pieces of the
+chunks joined in seq order, with each write's schema version. A chunk made before chunks
+had a bucket column is one bucket's: its record's.
 
 >>> split_chunks(INGEST_SCHEMA.empty_table())  # doctest: +SKIP
 {}
@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cqlcdc.storage.bulk import (
     BUCKET_OF,
     SEQ,
     VERSION,
     BulkStatement,
+    Chunk,
     concat_chunks,
     decode_chunk,
     payload_views,
@@ -49,42 +49,54 @@ class BucketWrites:
 
 def split_chunks(records: pa.Table) -> dict[tuple[str, int], BucketWrites]:
     """The writes of chunk records (ingest rows whose payloads are all chunks) by table id
-    and bucket. Raises ``CorruptIngestFile`` on a damaged chunk."""
+    and bucket. Raises ``CorruptIngestFile`` on a damaged chunk.
+
+    A chunk's writes come bucket by bucket, each bucket's in seq order, and a chunk's seqs
+    are a range no other chunk's overlap: so a bucket's writes are its pieces of every
+    chunk (a whole chunk of one bucket, or a slice of one spanning buckets) joined in the
+    order of their seqs, and no batch-wide sort or copy is needed (a bulk load's batch is
+    millions of writes in chunks of one bucket each).
+    """
     table_ids = records.column("table_id").to_pylist()
-    versions = records.column("schema_version").to_numpy()
-    buckets = records.column("bucket").to_numpy()
-    seqs = records.column("seq").to_numpy()
+    versions = records.column("schema_version").to_pylist()
+    buckets = records.column("bucket").to_pylist()
+    seqs = records.column("seq").to_pylist()
     views = payload_views(records.column("payload"))
-    by_table: dict[str, list[int]] = {}
-    for i, table_id in enumerate(table_ids):
-        by_table.setdefault(table_id, []).append(i)
+    # per (table, bucket): (first seq, piece, its record's schema version and seq)
+    pieces: dict[tuple[str, int], list[tuple[int, Chunk, int, int]]] = {}
+    for i, view in enumerate(views):
+        chunk = decode_chunk(view)
+        for bucket, part in _by_bucket(chunk, buckets[i]):
+            first = int(part.table.column(SEQ)[0].as_py())
+            pieces.setdefault((table_ids[i], bucket), []).append(
+                (first, part, versions[i], seqs[i])
+            )
     out: dict[tuple[str, int], BucketWrites] = {}
-    for table_id, rows in by_table.items():
-        chunks = [decode_chunk(views[i]) for i in rows]
-        writes, statements = concat_chunks(chunks)
-        counts = [chunk.table.num_rows for chunk in chunks]
-        at = np.array(rows, np.int64)
-        of_record = np.repeat(buckets[at].astype(np.int32), counts)
+    for key, found in pieces.items():
+        found.sort(key=lambda piece: piece[0])
+        writes, statements = concat_chunks([part for _, part, _, _ in found])
+        counts = [part.table.num_rows for _, part, _, _ in found]
+        version = np.repeat(np.array([v for _, _, v, _ in found], np.int32), counts)
         if BUCKET_OF in writes.column_names:
-            bucket = np.asarray(
-                pc.coalesce(writes.column(BUCKET_OF), pa.array(of_record)).to_numpy(), np.int32
-            )
             writes = writes.drop_columns([BUCKET_OF])
-        else:
-            bucket = of_record
-        record_seq = np.repeat(seqs[at], counts)
-        writes = writes.append_column(
-            VERSION, pa.array(np.repeat(versions[at].astype(np.int32), counts))
+        record_seqs = [seq for _, _, _, seq in found]
+        out[key] = BucketWrites(
+            writes.append_column(VERSION, pa.array(version)),
+            statements,
+            (min(record_seqs), max(record_seqs)),
         )
-        order = np.lexsort((writes.column(SEQ).to_numpy(), bucket))
-        writes = writes.take(pa.array(order)).combine_chunks()
-        bucket, record_seq = bucket[order], record_seq[order]
-        bounds = (np.flatnonzero(np.diff(bucket)) + 1).tolist()
-        for lo, hi in itertools.pairwise([0, *bounds, len(bucket)]):
-            seqs_of = record_seq[lo:hi]
-            out[(table_id, int(bucket[lo]))] = BucketWrites(
-                writes.slice(lo, hi - lo),
-                statements,
-                (int(seqs_of.min()), int(seqs_of.max())),
-            )
     return out
+
+
+def _by_bucket(chunk: Chunk, record_bucket: int) -> list[tuple[int, Chunk]]:
+    """A chunk's writes of each bucket (a chunk made before the bucket column is its
+    record's bucket's)."""
+    table = chunk.table
+    if BUCKET_OF not in table.column_names or record_bucket >= 0:
+        return [(record_bucket, chunk)]
+    of = table.column(BUCKET_OF).to_numpy()
+    bounds = [0, *(np.flatnonzero(np.diff(of)) + 1).tolist(), len(of)]
+    return [
+        (int(of[lo]), Chunk(table.slice(lo, hi - lo), chunk.statements, chunk.now_us))
+        for lo, hi in itertools.pairwise(bounds)
+    ]
