@@ -169,7 +169,7 @@ def read_in_range(
         lows, highs = cache.bounds(table, fragment, column)
         for index in np.flatnonzero((highs >= low) & (lows <= high)).tolist():
             # a column the file lacks is null, as the dataset scan reads it
-            group = _as_schema(cache.row_group(table, fragment, index), schema)
+            group = as_schema(cache.row_group(table, fragment, index), schema)
             groups.append(group)
             inside.append(_in_range(group[column], low, high))
     if not groups:
@@ -203,7 +203,9 @@ def _in_range(values: pa.ChunkedArray, low: int, high: int) -> pa.Array:
     return pa.array((at >= low) & (at <= high))
 
 
-def _as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+def as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A file's rows in the table version's schema: a column the file lacks is null (an
+    older file, before the column was added), as a dataset scan reads it."""
     if table.schema.equals(schema):
         return table
     columns: list[Any] = []
@@ -216,4 +218,4 @@ def _as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-__all__ = ["CACHE", "RowGroupCache", "read_in_range", "row_group_bounds"]
+__all__ = ["CACHE", "RowGroupCache", "as_schema", "read_in_range", "row_group_bounds"]

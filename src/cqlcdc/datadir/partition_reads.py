@@ -26,7 +26,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
@@ -38,7 +37,7 @@ import pyarrow.parquet as pq
 
 from cqlcdc.datadir.commit import open_table, statistics_free_dataset, table_dir
 from cqlcdc.location import Location
-from cqlcdc.row_groups import CACHE, RowGroupCache
+from cqlcdc.row_groups import CACHE, RowGroupCache, as_schema
 
 _INT64_MIN = np.iinfo(np.int64).min
 _INT64_MAX = np.iinfo(np.int64).max
@@ -226,7 +225,7 @@ def read_partitions(
         for group in np.unique(groups).tolist():
             decoded = cache.row_group(where.uri, file.fragment, group)
             within = rows[groups == group] - index.group_starts[group]
-            pieces.append(_as_schema(decoded.take(pa.array(within)), schema))
+            pieces.append(as_schema(decoded.take(pa.array(within)), schema))
     if not pieces:
         return schema.empty_table()
     table = pa.concat_tables(pieces)
@@ -235,21 +234,6 @@ def read_partitions(
     if after_seq:
         keep = pc.and_(keep, pc.greater(table["seq"], after_seq))
     return table.filter(keep)
-
-
-def _as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """A file's rows in the table version's schema: a column the file lacks is null (an
-    older file, before the column was added), as a dataset scan reads it."""
-    if table.schema.equals(schema):
-        return table
-    columns: list[Any] = []
-    for field in schema:
-        if field.name in table.column_names:
-            column = table[field.name]
-            columns.append(column if column.type == field.type else column.cast(field.type))
-        else:
-            columns.append(pa.nulls(table.num_rows, field.type))
-    return pa.table(columns, schema=schema)
 
 
 __all__ = ["FILES", "read_partitions"]

@@ -9,8 +9,8 @@ earlier bulk writes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -25,27 +25,20 @@ from cqlcdc.schema.model import TableSchema
 from cqlcdc.storage.bulk import VERSION, make_chunks, plan_bulk
 from tests.bulk_writes import chunk_writes
 
-from .test_feed_incarnations import KS, record, run
+from .test_feed_incarnations import KS, NoState, record, run
 
 NOW_US = 1_700_000_000_000_000
 
 
-class RecordingState:
+class RecordingState(NoState):
     """An empty ``StateReader`` that notes the partitions asked for."""
 
     def __init__(self) -> None:
         self.asked: set[bytes] = set()
 
-    def read(
-        self,
-        output: str,
-        bucket: int,
-        pks: Sequence[bytes] | pa.Array,
-        columns: list[str] | None = None,
-        tokens: Sequence[int] | pa.Array | None = None,
-    ) -> pa.Table:
+    def read(self, output: str, bucket: int, pks: Any, *rest: Any) -> pa.Table:
         self.asked |= set(pks.to_pylist() if isinstance(pks, pa.Array) else pks)
-        return pa.table({})
+        return super().read(output, bucket, pks, *rest)
 
 
 @pytest.fixture
