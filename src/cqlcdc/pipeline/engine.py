@@ -348,6 +348,7 @@ class Engine:
         blamed for stops the query.
         """
         end = ingest_source.batch_end(self.checkpoint_dir, batch_id)
+        self.pacer.hold()
         try:
             retry_batch(
                 lambda: self._process_batch(df, end),
@@ -370,6 +371,8 @@ class Engine:
         except BaseException as err:
             self._fail(err)
             raise
+        finally:
+            self.pacer.release()
 
     def _process_batch(self, df: DataFrame, end: int | None) -> None:
         """Commit the records up to seq `end` (None: those of `df`) past the manifest's.
