@@ -25,7 +25,7 @@ from cqlcdc.schema.model import TableSchema
 from cqlcdc.schema.physical import value_type
 from cqlcdc.storage.base_rows import DELETION, FRAGMENT, MARKER, PARTITION_DELETION, STATIC, layout
 from cqlcdc.storage.keys import ClusteringOrder
-from cqlcdc.storage.select import ResultSet, result_columns, select_limit
+from cqlcdc.storage.select import ResultSet, plain_selection, result_columns, select_limit
 from cqlcdc.storage.where import KeyRestrictions
 from cqlcdc.types.base import TermContext
 
@@ -153,23 +153,15 @@ def _plain_columns(schema: TableSchema, stmt: ast.Select) -> list[str] | None:
     """The selected columns when the statement and table are of the shape answered here:
     plain columns of plain types, no ORDER BY, DISTINCT, JSON, GROUP BY or PER PARTITION
     LIMIT; a table without static, collection, counter, dropped or per-row TTL columns."""
-    if stmt.distinct or stmt.json or stmt.order_by or stmt.group_by:
-        return None
-    if stmt.per_partition_limit is not None:
-        return None
     if schema.static_columns or schema.dropped or schema.ttl_column is not None:
         return None
     if layout(schema).collections:
         return None
     if any(getattr(c.type, "cql_name", "") == "counter" for c in schema.columns):
         return None  # counter cells merge by shards, not by timestamp
-    if not all(isinstance(s.expr, ast.ColumnRef) for s in stmt.selectors):
+    names = plain_selection(schema, stmt)
+    if names is None:
         return None
-    names = (
-        [c.name for c in schema.select_star_columns]
-        if not stmt.selectors
-        else [s.expr.name for s in stmt.selectors if isinstance(s.expr, ast.ColumnRef)]
-    )
     for name in names:
         col = schema.column(name)
         if col is None or getattr(col.type, "cql_name", "") not in _PLAIN:

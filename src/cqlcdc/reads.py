@@ -36,6 +36,7 @@ from cqlcdc.storage.select import (
     ResultSet,
     base_partition_rows,
     evaluate,
+    plain_selection,
     prepare,
     result_columns,
     select_limit,
@@ -271,17 +272,9 @@ def _log_result(
     result keeps the selected columns as Arrow columns: they become Python values only if
     the caller asks (the server encodes them to the wire without). None: the row path
     answers (functions, DISTINCT, ORDER BY, PER PARTITION LIMIT...)."""
-    if not exact or stmt.distinct or stmt.json or stmt.order_by:
+    names = plain_selection(log, stmt) if exact else None
+    if names is None:
         return None
-    if stmt.per_partition_limit is not None or getattr(stmt, "group_by", None):
-        return None
-    if not all(isinstance(s.expr, ast.ColumnRef) for s in stmt.selectors):
-        return None
-    names = (
-        [c.name for c in log.select_star_columns]
-        if not stmt.selectors
-        else [s.expr.name for s in stmt.selectors if isinstance(s.expr, ast.ColumnRef)]
-    )
     if any(log.column(n) is None for n in names):
         return None  # evaluate names the unknown column
     limit = select_limit(stmt.limit, ctx)  # a constant or a bound LIMIT, checked as evaluate does

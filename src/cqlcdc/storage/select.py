@@ -321,6 +321,23 @@ def _matches(value: Any, op: str, target: Any, ctype: CqlType) -> bool:
     return compare(a, op, b)
 
 
+def plain_selection(schema: TableSchema, stmt: ast.Select) -> list[str] | None:
+    """The columns a SELECT of plain columns returns, in order (``*``: the table's), when
+    nothing but their values shapes the result: no function or other selector, DISTINCT,
+    JSON, ORDER BY, GROUP BY or PER PARTITION LIMIT. None otherwise. What the column-wise
+    answers (a partition's rows, a log window) take; the row path answers the rest."""
+    if stmt.distinct or stmt.json or stmt.order_by or stmt.group_by:
+        return None
+    if stmt.per_partition_limit is not None:
+        return None
+    refs = [s.expr for s in stmt.selectors]
+    if not all(isinstance(expr, ast.ColumnRef) for expr in refs):
+        return None
+    if not refs:
+        return [c.name for c in schema.select_star_columns]
+    return [expr.name for expr in refs if isinstance(expr, ast.ColumnRef)]
+
+
 def result_columns(schema: TableSchema, stmt: ast.Select) -> list[tuple[str, CqlType]]:
     """The names and types of the columns a SELECT returns (a prepared statement's result
     metadata), known before any value is bound."""
